@@ -1,0 +1,43 @@
+"""The root of every domain error, shared by all layers.
+
+Each layer keeps its own exceptions in one module (``bridge/_exceptions.py``, ``pipeline/_exceptions.py``, ...);
+all of them derive from :class:`ServerError`, so each face (JSON-RPC, HTTP) maps them once, by ``error_kind``::
+
+    ServerError
+     ├── bridge:   SessionNotFoundError, PromptQueueFullError, PromptDeadlineExceededError, ...
+     ├── turn:     ModelNotConfiguredError
+     └── pipeline: PipelineError (StreamInactivityTimeoutError, ModelTransportError, ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+__all__ = ["InvalidInputError", "ServerError"]
+
+
+class ServerError(Exception):
+    """A failure a client can act on: a stable ``error_kind`` plus wire-ready ``details()``.
+
+    ``details()`` returns camelCase keys, JSON values only; the faces add ``errorKind`` (and ``retryable``) themselves.
+    """
+
+    error_kind: ClassVar[str] = "internal"
+    retryable: bool = False
+
+    def details(self) -> Mapping[str, object]:
+        return {}
+
+
+class InvalidInputError(ServerError):
+    """The caller's input is malformed; ``errors`` lists the offending fields."""
+
+    error_kind: ClassVar[str] = "invalid_params"
+
+    def __init__(self, message: str, errors: list[dict[str, object]] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
+
+    def details(self) -> Mapping[str, object]:
+        return {"errors": self.errors} if self.errors else {}

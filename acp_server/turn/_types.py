@@ -1,0 +1,102 @@
+"""Domain values of one model turn: what the user sent, what the model streamed back, how it ended.
+
+These types are transport-neutral: the ACP layer converts wire content blocks into :class:`Prompt` parts and the
+turn's :class:`TurnEvent` values back into ``session/update`` notifications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLinkPart:
+    uri: str
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePart:
+    """An embedded resource; ``text`` is None for a binary blob (only its uri reaches the model)."""
+
+    uri: str
+    text: str | None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    data: str  # base64
+    mime_type: str
+
+
+PromptPart: TypeAlias = TextPart | ResourceLinkPart | ResourcePart | ImagePart
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    parts: tuple[PromptPart, ...]
+
+    @property
+    def title(self) -> str:
+        """A one-line summary (first text part), for session titles and logs."""
+        for part in self.parts:
+            if isinstance(part, TextPart) and part.text.strip():
+                return part.text.strip().splitlines()[0][:80]
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """A piece of the assistant's answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtChunk:
+    """A piece of the model's reasoning."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserChunk:
+    """A replayed piece of a user prompt (history replay only)."""
+
+    part: PromptPart
+
+
+TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk
+Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Message:
+    """One entry of a conversation, in the model's terms."""
+
+    role: Literal["user", "assistant"]
+    content: str
+    reasoning: str = ""
+    stop_reason: StopReason | None = None
+    outcome: str = "complete"  # complete | failed | cancelled
+
+
+@dataclass(slots=True)
+class Conversation:
+    """The history of one session, oldest first. Mutated only by the turn that owns the session's FIFO slot."""
+
+    messages: list[Message] = field(default_factory=list)
+
+    def fork(self) -> Conversation:
+        return Conversation([Message(m.role, m.content, m.reasoning, m.stop_reason, m.outcome) for m in self.messages])
