@@ -1,0 +1,129 @@
+"""The stdio agent: ACP over NDJSON on stdin/stdout, the face an editor spawns."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from functools import partial
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import BinaryIO
+
+import anyio
+from anyio.abc import TaskGroup
+
+from .. import __version__
+from ..acp import AcpAgent, AgentOptions, preload
+from ..bridge import SessionBridge
+from ..config import Settings
+from ..pipeline import StreamPolicy
+from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
+from ..turn import ModelSettings, ModelTurn
+
+__all__ = ["open_bridge", "run_stdio"]
+
+logger = logging.getLogger("acp_server")
+
+DEFAULT_MODEL = "gpt-4o-mini"
+OFFLINE_MODEL = "acp-server-offline"
+
+
+@asynccontextmanager
+async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
+    """The model (the offline one when asked), the turn runner and the session bridge, closed in reverse order."""
+    async with AsyncExitStack() as stack:
+        base_url, api_key, model = settings.base_url, settings.api_key, settings.model
+        if settings.offline:
+            from ..provider.offline import LoopbackModel
+
+            loopback = await stack.enter_async_context(LoopbackModel())
+            base_url, api_key, model = loopback.base_url, None, model or OFFLINE_MODEL
+            logger.info("offline model listening on %s", base_url)
+        policy = StreamPolicy(
+            idle_timeout_ms=settings.stream_idle_timeout_ms, max_lifetime_ms=settings.stream_max_lifetime_ms
+        )
+        turn = ModelTurn(ModelSettings(base_url=base_url, api_key=api_key, model=model or DEFAULT_MODEL, policy=policy))
+        stack.push_async_callback(turn.aclose)
+        bridge = SessionBridge(
+            turn,
+            max_pending_prompts_per_session=settings.max_pending_prompts_per_session,
+            prompt_deadline_ms=settings.prompt_deadline_ms,
+        )
+        yield await stack.enter_async_context(bridge)
+
+
+async def _watch_signals(stop: anyio.Event) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            logger.info("received %s: shutting down", signal.Signals(signum).name)
+            stop.set()
+            return
+
+
+async def _read_messages(receive: object, dispatcher: Dispatcher, max_bytes: int, stop: anyio.Event) -> None:
+    """Feed every line to the dispatcher; a bad line gets its error reply and never ends the loop. EOF sets ``stop``."""
+    try:
+        async for line in iter_lines(receive, max_bytes):  # type: ignore[arg-type]
+            if isinstance(line, OversizedLine):
+                dispatcher.send_error(
+                    None, RpcError.invalid_request(f"message of {line.size} bytes exceeds the {max_bytes}-byte limit")
+                )
+                continue
+            try:
+                dispatcher.feed(decode_line(line))
+            except RpcError as error:
+                dispatcher.send_error(None, error)
+            except Exception:
+                logger.exception("unexpected failure while dispatching a message")
+                dispatcher.send_error(None, RpcError(-32603, "Internal error", {"errorKind": "internal"}))
+    except OSError as exc:
+        logger.warning("stdin failed: %s", exc)
+    finally:
+        logger.info("stdin closed")
+        stop.set()
+
+
+async def _pump(outbox: Outbox, send: object, stop: anyio.Event) -> None:
+    try:
+        await outbox.pump(send)  # type: ignore[arg-type]
+    except OSError as exc:  # the client closed stdout
+        logger.warning("stdout failed: %s", exc)
+        outbox.close()
+        stop.set()
+
+
+def _start_preload(tg: TaskGroup) -> None:
+    tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))
+
+
+async def serve_connection(
+    bridge: SessionBridge, receive: object, send: object, settings: Settings, tg: TaskGroup, stop: anyio.Event
+) -> None:
+    """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush."""
+    outbox = Outbox()
+    dispatcher = Dispatcher(outbox)
+    agent = AcpAgent(
+        bridge, dispatcher, AgentOptions(version=__version__), on_initialized=lambda: _start_preload(tg)
+    )
+    dispatcher.register(agent.request_handlers(), agent.notification_handlers())
+    async with anyio.create_task_group() as connection:
+        connection.start_soon(_pump, outbox, send, stop)
+        connection.start_soon(_read_messages, receive, dispatcher, settings.max_message_bytes, stop)
+        await stop.wait()
+        agent.cancel_all()
+        await dispatcher.aclose()
+        with anyio.move_on_after(5):
+            await outbox.wait_empty()
+        outbox.close()
+        connection.cancel_scope.cancel()
+
+
+async def run_stdio(settings: Settings, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+    """Run the stdio agent; returns the process exit code (0 on EOF or SIGTERM)."""
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch_signals, stop)
+        async with open_bridge(settings) as bridge, open_stdio(stdin, stdout) as io:
+            await serve_connection(bridge, io.receive, io.send, settings, tg, stop)
+        tg.cancel_scope.cancel()
+    return 0

@@ -1,0 +1,174 @@
+"""Settings shared by every face (stdio agent, ``ask``, ``serve``): command-line flags with environment fallbacks.
+
+Precedence: flag > environment variable > default. An invalid value is a usage error (exit 2) that names the flag
+or variable; nothing is started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+__all__ = ["OPTIONS", "Settings", "add_common_options", "settings_from_args"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a face needs to build the stack. ``api_key`` is a secret: it is never logged or echoed."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    offline: bool = False
+    max_pending_prompts_per_session: int | None = 5
+    prompt_deadline_ms: int | None = None
+    stream_idle_timeout_ms: int = 120_000
+    stream_max_lifetime_ms: int = 900_000
+    max_message_bytes: int = 64 * 1024 * 1024
+    log_level: str = "INFO"
+    log_file: str | None = None
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text.strip())
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text.strip())
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _int(text: str) -> int:
+    return int(text.strip())
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+    return level
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, its environment variable, how to parse it, and what the README says of it."""
+
+    dest: str
+    flag: str
+    env: str | None
+    parse: Callable[[str], Any] | None
+    help: str
+    metavar: str | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("base_url", "--base-url", "OPENAI_BASE_URL", str, "OpenAI-compatible endpoint (e.g. http://localhost:11434/v1)"),
+    Option("api_key", "--api-key", "OPENAI_API_KEY", str, "API key for the endpoint (never logged)"),
+    Option("model", "--model", "OPENAI_MODEL", str, "model name sent with each request (default gpt-4o-mini)"),
+    Option("offline", "--offline", None, None, "use the built-in deterministic offline model on 127.0.0.1"),
+    Option(
+        "max_pending_prompts_per_session",
+        "--max-pending-prompts-per-session",
+        "ACP_SERVER_MAX_PENDING_PROMPTS_PER_SESSION",
+        _non_negative_int,
+        "prompts waiting + running per session before new ones are refused; 0 = unlimited (default 5)",
+        "N",
+    ),
+    Option(
+        "prompt_deadline_ms",
+        "--prompt-deadline-ms",
+        "ACP_SERVER_PROMPT_DEADLINE_MS",
+        _positive_int,
+        "deadline of an accepted prompt, from acceptance (default: none)",
+        "MS",
+    ),
+    Option(
+        "stream_idle_timeout_ms",
+        "--stream-idle-timeout-ms",
+        "ACP_SERVER_STREAM_IDLE_TIMEOUT_MS",
+        _int,
+        "abort a model stream after this long without a chunk; <= 0 disables (default 120000)",
+        "MS",
+    ),
+    Option(
+        "stream_max_lifetime_ms",
+        "--stream-max-lifetime-ms",
+        "ACP_SERVER_STREAM_MAX_LIFETIME_MS",
+        _int,
+        "abort a model stream that lasts longer than this; <= 0 disables (default 900000)",
+        "MS",
+    ),
+    Option(
+        "max_message_bytes",
+        "--max-message-bytes",
+        "ACP_SERVER_MAX_MESSAGE_BYTES",
+        _positive_int,
+        "longest accepted JSON-RPC line (default 67108864 = 64 MiB)",
+        "BYTES",
+    ),
+    Option("log_level", "--log-level", "ACP_SERVER_LOG_LEVEL", _log_level, "DEBUG, INFO, WARNING, ERROR (default INFO)"),
+    Option("log_file", "--log-file", "ACP_SERVER_LOG_FILE", str, "write logs to this file instead of stderr", "PATH"),
+)
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """Add every setting's flag; values stay raw strings so flag and env errors are reported the same way.
+
+    On a subcommand the defaults are suppressed, so ``acp-server --offline ask …`` keeps the flag given before it.
+    """
+    default = argparse.SUPPRESS if subcommand else None
+    for option in OPTIONS:
+        if option.parse is None:
+            parser.add_argument(option.flag, dest=option.dest, action="store_true", default=default, help=option.help)
+        else:
+            parser.add_argument(
+                option.flag, dest=option.dest, default=default, help=option.help, metavar=option.metavar
+            )
+    parser.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS if subcommand else False, help="same as --log-level DEBUG"
+    )
+
+
+def settings_from_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Resolve flags and environment into :class:`Settings`; an invalid value exits via ``parser.error`` (exit 2)."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw = getattr(args, option.dest, None)
+        source = option.flag
+        if raw is None and option.env is not None and env.get(option.env, "") != "":
+            raw, source = env[option.env], option.env
+        if raw is None:
+            continue
+        if option.parse is None:
+            values[option.dest] = bool(raw)
+            continue
+        try:
+            values[option.dest] = option.parse(raw)
+        except ValueError as exc:
+            shown = "***" if option.dest == "api_key" else repr(raw)
+            parser.error(f"invalid value for {source}: {shown} ({exc})")
+    if getattr(args, "debug", False):
+        values["log_level"] = "DEBUG"
+    if values.get("max_pending_prompts_per_session") == 0:
+        values["max_pending_prompts_per_session"] = None
+    return Settings(**values)
+
+
+def option_table(options: Sequence[Option] = OPTIONS) -> str:
+    """The configuration table as Markdown (kept in the README)."""
+    rows = ["| flag | environment | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{o.flag}` | {f'`{o.env}`' if o.env else '—'} | {o.help} |" for o in options]
+    return "\n".join(rows)

@@ -1,0 +1,156 @@
+"""A model turn: the session's conversation plus a prompt become one streamed chat request."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from ..pipeline import ChatRequest, Delta, StreamPolicy, stream_chat
+from ._exceptions import ModelNotConfiguredError
+from ._types import (
+    Conversation,
+    Emit,
+    ImagePart,
+    Message,
+    Prompt,
+    ResourceLinkPart,
+    ResourcePart,
+    StopReason,
+    TextChunk,
+    TextPart,
+    ThoughtChunk,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["ModelSettings", "ModelTurn", "SessionLike", "to_chat_messages"]
+
+logger = logging.getLogger("acp_server.turn")
+
+_STOP_REASONS: dict[str | None, StopReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+    "tool_calls": "end_turn",
+    None: "end_turn",
+}
+
+
+class SessionLike(Protocol):
+    """What a turn needs of a session."""
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where the model is and how its streams are guarded. ``api_key`` is a secret: never logged."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str = "gpt-4o-mini"
+    policy: StreamPolicy = field(default_factory=StreamPolicy)
+    system_prompt: str = "You are a helpful coding assistant working in the user's project at {cwd}."
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.api_key)
+
+
+def _user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for part in prompt.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ResourceLinkPart):
+            texts.append(f"[{part.name}]({part.uri})" + (f" — {part.description}" if part.description else ""))
+        elif isinstance(part, ResourcePart):
+            if part.text is None:
+                texts.append(f"[binary resource: {part.uri}]")
+            else:
+                texts.append(f'<context uri="{part.uri}">\n{part.text}\n</context>')
+        elif isinstance(part, ImagePart):
+            images.append({"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}})
+    text = "\n\n".join(texts)
+    if not images:
+        return text
+    return [{"type": "text", "text": text}, *images]
+
+
+def to_chat_messages(system: str, conversation: Conversation, prompt: Prompt) -> list[dict[str, Any]]:
+    """OpenAI chat messages: system, then the history (answers kept even if cut short), then the prompt."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for message in conversation.messages:
+        if message.content:
+            messages.append({"role": message.role, "content": message.content})
+    messages.append({"role": "user", "content": _user_content(prompt)})
+    return messages
+
+
+class ModelTurn:
+    """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.settings = settings
+        self._client: AsyncOpenAI | None = None
+
+    def _get_client(self) -> AsyncOpenAI:
+        if not self.settings.configured:
+            raise ModelNotConfiguredError()
+        if self._client is None:
+            from ..provider import make_openai_client
+
+            self._client = make_openai_client(base_url=self.settings.base_url, api_key=self.settings.api_key)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            with anyio.CancelScope(shield=True):
+                await client.close()
+
+    async def __call__(self, session: SessionLike, prompt: Prompt, emit: Emit) -> StopReason:
+        """Stream one answer; the conversation gains the prompt and whatever was streamed, marked with its outcome."""
+        client = self._get_client()
+        conversation = session.conversation
+        request = ChatRequest(
+            model=self.settings.model,
+            messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), conversation, prompt),
+        )
+        user_text = _user_content(prompt)
+        conversation.messages.append(
+            Message("user", user_text if isinstance(user_text, str) else user_text[0]["text"])
+        )
+        answer: list[str] = []
+        reasoning: list[str] = []
+        stop_reason: StopReason = "end_turn"
+        outcome = "failed"
+        try:
+            async for event in stream_chat(client, request, self.settings.policy):
+                if isinstance(event, Delta):
+                    if event.reasoning:
+                        reasoning.append(event.reasoning)
+                        await emit(ThoughtChunk(event.reasoning))
+                    if event.text:
+                        answer.append(event.text)
+                        await emit(TextChunk(event.text))
+                else:
+                    stop_reason = _STOP_REASONS.get(event.finish_reason, "end_turn")
+            outcome = "complete"
+            return stop_reason
+        except anyio.get_cancelled_exc_class():
+            outcome, stop_reason = "cancelled", "cancelled"
+            raise
+        finally:
+            conversation.messages.append(
+                Message("assistant", "".join(answer), "".join(reasoning), stop_reason, outcome)
+            )
