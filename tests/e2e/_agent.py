@@ -128,6 +128,7 @@ async def spawn_agent(*args: str, env: dict[str, str] | None = None) -> AsyncIte
                         process.kill()
                         await process.wait()
                 await process.aclose()
+            agent._received.close()
             tg.cancel_scope.cancel()
 
 
