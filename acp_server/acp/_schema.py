@@ -9,15 +9,14 @@ from __future__ import annotations
 import importlib
 import threading
 from types import ModuleType
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["dump", "preload", "schema", "validate"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["dump", "preload", "schema", "validate"]
 
 _lock = threading.Lock()
 
@@ -36,6 +35,8 @@ def preload() -> None:
 
 def validate(model_name: str, params: Any, method: str) -> Any:
     """Validate ``params`` against ``acp.schema.<model_name>``; failures raise -32602 with the field errors."""
+    from pydantic import ValidationError
+
     model: type[BaseModel] = getattr(schema(), model_name)
     if not isinstance(params, dict):
         raise InvalidInputError(f"Invalid params for {method}: expected an object")
