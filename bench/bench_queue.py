@@ -1,0 +1,143 @@
+"""Admission under flood, over real pipes: 10,000 pipelined ``session/prompt`` requests on one session while the
+first is running. Reports accepted/refused counts, refusal latency (send → reply, p50/p99) and RSS growth; then the
+RSS cost of 1,000 idle sessions.
+
+Run: ``python bench/bench_queue.py [--prompts 10000] [--sessions 1000]``.
+Targets: exactly ``limit`` (5) accepted, every refusal answered, p99 ≤ 1 ms, RSS growth ≤ 5 MB; idle sessions
+≤ 60 MB over baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from acp_server.provider.offline import Answer, LoopbackModel  # noqa: E402
+from acp_server.rpc import iter_lines  # noqa: E402
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main(prompts: int, sessions: int) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    async with LoopbackModel() as model:
+        model.enqueue(*(Answer(text="slow " * 50, reasoning="", chunk_delay_s=0.2) for _ in range(5)))
+        command = [sys.executable, "-m", "acp_server", "--base-url", model.base_url, "--model", "m", "--log-level", "ERROR"]
+        async with await anyio.open_process(command, env=env, stderr=None) as process:
+            assert process.stdin is not None and process.stdout is not None
+            stdout = process.stdout
+
+            async def receive() -> bytes:
+                try:
+                    return await stdout.receive()
+                except anyio.EndOfStream:
+                    return b""
+
+            lines = iter_lines(receive, 1 << 30)
+
+            async def send(message: dict[str, Any]) -> None:
+                assert process.stdin is not None
+                await process.stdin.send(json.dumps(message).encode() + b"\n")
+
+            async def reply(msg_id: Any) -> dict[str, Any]:
+                async for line in lines:
+                    assert isinstance(line, bytes)
+                    message = json.loads(line)
+                    if message.get("id") == msg_id and "method" not in message:
+                        return message
+                raise RuntimeError("server exited")
+
+            await send({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {"protocolVersion": 1}})
+            await reply("i")
+            await send({"jsonrpc": "2.0", "id": "s", "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
+            session_id = (await reply("s"))["result"]["sessionId"]
+            base = rss_kib(process.pid)
+            for i in range(sessions):
+                await send({"jsonrpc": "2.0", "id": f"n{i}", "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
+            await reply(f"n{sessions - 1}")
+            sessions_mb = (rss_kib(process.pid) - base) / 1024
+
+            prompt = [{"type": "text", "text": "go"}]
+
+            def prompt_message(msg_id: Any) -> dict[str, Any]:
+                return {"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt", "params": {"sessionId": session_id, "prompt": prompt}}
+
+            for i in range(5):  # fill the queue: one running, four waiting
+                await send(prompt_message(f"p{i}"))
+            await model.wait_for_requests(1)
+
+            round_trips: list[float] = []
+            for i in range(1000):
+                started = time.perf_counter()
+                await send(prompt_message(-1 - i))
+                answer = await reply(-1 - i)
+                round_trips.append(time.perf_counter() - started)
+                assert answer["error"]["data"]["errorKind"] == "prompt_queue_full", answer
+
+            rss_before = rss_kib(process.pid)
+            refused = 0
+            accepted = 0
+            started = time.perf_counter()
+
+            async def flood() -> None:
+                assert process.stdin is not None
+                for first in range(0, prompts, 100):
+                    chunk = [json.dumps(prompt_message(i)).encode() + b"\n" for i in range(first, min(prompts, first + 100))]
+                    await process.stdin.send(b"".join(chunk))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(flood)
+                async for line in lines:
+                    assert isinstance(line, bytes)
+                    message = json.loads(line)
+                    if "method" in message or not isinstance(message.get("id"), int):
+                        continue
+                    if "error" in message and message["error"]["data"]["errorKind"] == "prompt_queue_full":
+                        refused += 1
+                    else:
+                        accepted += 1
+                    if refused + accepted == prompts:
+                        break
+            elapsed = time.perf_counter() - started
+            rss_after = rss_kib(process.pid)
+            print("command: python bench/bench_queue.py --prompts", prompts, "--sessions", sessions)
+            print(f"{sessions} idle sessions: RSS +{sessions_mb:.1f} MB over baseline (target <= 60 MB)")
+            print(
+                f"refusal round trip (one at a time, queue full, 1000 samples): p50 {statistics.median(round_trips) * 1e3:.3f} ms,"
+                f" p99 {percentile(round_trips, 0.99) * 1e3:.3f} ms (target p99 <= 1 ms)"
+            )
+            print(
+                f"flood: {prompts} pipelined prompts while the queue is full -> {accepted} more accepted, {refused} refused,"
+                f" all answered in {elapsed:.2f} s ({prompts / elapsed:,.0f} refusals/s)"
+            )
+            print(f"RSS growth during the flood: {(rss_after - rss_before) / 1024:.1f} MB (target <= 5 MB)")
+            await process.stdin.aclose()
+            await process.wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--prompts", type=int, default=10_000)
+    parser.add_argument("--sessions", type=int, default=1000)
+    args = parser.parse_args()
+    anyio.run(main, args.prompts, args.sessions)
