@@ -1,0 +1,124 @@
+"""Model failures as an ACP client sees them, in real time over real pipes and loopback HTTP (small idle values).
+
+The watchdog turns a silent stream into a retried ETIMEDOUT; what reached the client is never replayed; an
+exhausted turn answers -32603 with structured ``data``; a cancel during a backoff wait ends the prompt at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+
+from acp_server.provider.offline import Answer, ChunksThenSilent, HangAfterHeaders, LoopbackModel, RateLimited
+
+from ._agent import AgentProcess, spawn_agent
+
+pytestmark = pytest.mark.anyio
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "model_error.json").read_text())
+IDLE = ["--stream-idle-timeout-ms", "200"]
+
+
+async def _prompt(agent: AgentProcess, timeout: float = 20) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    session_id = await agent.new_session()
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": "tell me"}]}
+    return await agent.until_response(await agent.request_nowait("session/prompt", params), timeout)
+
+
+def _texts(updates: list[dict[str, Any]]) -> str:
+    return "".join(
+        u["params"]["update"]["content"]["text"]
+        for u in updates
+        if u["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+async def test_silent_after_headers_three_times_fails_with_model_stream_timeout() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(HangAfterHeaders(), HangAfterHeaders(), HangAfterHeaders())
+        async with spawn_agent("--base-url", model.base_url, "--model", "m", *IDLE) as agent:
+            await agent.initialize()
+            response, updates = await _prompt(agent)
+            assert len(model.requests) == 3
+            assert len(model.disconnects) == 3
+    assert updates == []
+    error = response["error"]
+    assert error["code"] == -32603
+    data = error["data"]
+    assert data["errorKind"] == "model_stream_timeout"
+    assert (data["transportCode"], data["phase"], data["attempts"], data["chunksReceived"]) == (
+        "ETIMEDOUT",
+        "before_first_chunk",
+        3,
+        0,
+    )
+    jsonschema.validate(data, SCHEMA)
+    gaps = [b.received_at - a.received_at for a, b in zip(model.requests, model.requests[1:], strict=False)]
+    assert 1.1 <= gaps[0] < 1.9 and 2.1 <= gaps[1] < 2.9  # idle 0.2 s + 1 s, idle 0.2 s + 2 s
+
+
+async def test_silent_once_then_normal_recovers_with_the_full_answer() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(HangAfterHeaders(), Answer(text="all of it", reasoning=""))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m", *IDLE) as agent:
+            await agent.initialize()
+            response, updates = await _prompt(agent)
+            assert len(model.requests) == 2
+    assert response["result"] == {"stopReason": "end_turn"}
+    assert _texts(updates) == "all of it"
+
+
+async def test_stall_after_chunks_surfaces_without_replay() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(ChunksThenSilent(5))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m", *IDLE) as agent:
+            await agent.initialize()
+            response, updates = await _prompt(agent)
+            assert len(model.requests) == 1
+            await model.wait_for_disconnects(1)
+    chunks = [u for u in updates if u["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+    assert len(chunks) == 5
+    data = response["error"]["data"]
+    assert (data["errorKind"], data["phase"], data["attempts"], data["chunksReceived"]) == (
+        "model_stream_timeout",
+        "mid_stream",
+        1,
+        5,
+    )
+    jsonschema.validate(data, SCHEMA)
+
+
+async def test_rate_limit_honours_retry_after() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(RateLimited(retry_after="1"), Answer(text="after the wait", reasoning=""))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            response, updates = await _prompt(agent)
+    assert response["result"] == {"stopReason": "end_turn"}
+    assert _texts(updates) == "after the wait"
+    gap = model.requests[1].received_at - model.requests[0].received_at
+    assert 0.95 <= gap < 1.6
+
+
+async def test_cancel_during_backoff_wait_is_immediate() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(RateLimited(retry_after="30"))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            session_id = await agent.new_session()
+            params = {"sessionId": session_id, "prompt": [{"type": "text", "text": "x"}]}
+            prompt_id = await agent.request_nowait("session/prompt", params)
+            await model.wait_for_requests(1)
+            await anyio.sleep(0.2)  # the turn is now in its 30 s backoff wait
+            started = time.monotonic()
+            await agent.notify("session/cancel", {"sessionId": session_id})
+            response, _ = await agent.until_response(prompt_id, timeout=5)
+            assert time.monotonic() - started < 1.0
+            assert response["result"] == {"stopReason": "cancelled"}
+            assert len(model.requests) == 1
