@@ -1,0 +1,218 @@
+"""The loopback model: a scripted, deterministic OpenAI-compatible endpoint on 127.0.0.1 (anyio + h11 only).
+
+Every wait is an anyio sleep or event, so it runs on asyncio in production and on trio's virtual clock in
+tests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections import deque
+from contextlib import AsyncExitStack
+from enum import Enum
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+import anyio
+import h11
+from anyio.abc import SocketAttribute, SocketStream
+
+from . import _wire
+from ._behaviours import Answer, Behaviour
+from ._exchange import Exchange, send_json
+from ._http import HttpConnection, HttpRequest
+from ._play import play
+from ._records import Disconnect, RecordedRequest
+
+logger = logging.getLogger(__name__)
+
+_CHAT_PATH = "/v1/chat/completions"
+_MODELS_PATH = "/v1/models"
+_ALLOWED = {_CHAT_PATH: "POST", _MODELS_PATH: "GET"}
+_MAX_BODY_BYTES = 32 * 1024 * 1024
+_DEFAULT_BEHAVIOUR = Answer()
+
+
+class _State(Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+def _parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return None
+
+
+class LoopbackModel:
+    """An OpenAI-compatible chat endpoint that plays scripted behaviours, FIFO, then the default answer.
+
+    Open it once with ``async with``: it listens on an ephemeral port and owns one task group holding the
+    accept loop and one task per connection; leaving the block cancels them all and closes every socket.
+    Client disconnects are recorded in ``disconnects`` and never raise out of the model.
+
+    ``requests`` lists every HTTP request (any path); ``disconnects`` every client that left before its chat
+    response ended; ``model_id`` is the model ``GET /v1/models`` lists (chunks echo the request's ``model``).
+    """
+
+    model_id: ClassVar[str] = "loopback"
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.disconnects: list[Disconnect] = []
+        self._script: deque[Behaviour] = deque()
+        self._state = _State.UNOPENED
+        self._port: int | None = None
+        self._changed: anyio.Event | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._connection_numbers = itertools.count()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, the SDK's ``base_url``."""
+        if self._port is None:
+            raise RuntimeError("the LoopbackModel is not open yet")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def enqueue(self, *behaviours: Behaviour) -> None:
+        """Script the responses to the next chat requests, in order."""
+        for behaviour in behaviours:
+            if not isinstance(behaviour, Behaviour):
+                raise TypeError(f"not a loopback behaviour: {behaviour!r}")
+        self._script.extend(behaviours)
+
+    async def wait_for_requests(self, n: int) -> list[RecordedRequest]:
+        """Wait until ``n`` requests were received; return the first ``n``."""
+        while len(self.requests) < n:
+            await self._changed_event().wait()
+        return self.requests[:n]
+
+    async def wait_for_disconnects(self, n: int) -> list[Disconnect]:
+        """Wait until ``n`` premature disconnects were seen; return the first ``n``."""
+        while len(self.disconnects) < n:
+            await self._changed_event().wait()
+        return self.disconnects[:n]
+
+    async def __aenter__(self) -> Self:
+        if self._state is not _State.UNOPENED:
+            raise RuntimeError(f"a LoopbackModel can be opened only once (this one is {self._state.value})")
+        self._changed = anyio.Event()
+        async with AsyncExitStack() as stack:
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+            stack.push_async_callback(anyio.aclose_forcefully, listener)
+            task_group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(task_group.cancel_scope.cancel)
+            self._port = listener.extra(SocketAttribute.local_port)
+            task_group.start_soon(listener.serve, self._serve_connection, task_group)
+            self._exit_stack = stack.pop_all()
+        self._state = _State.OPEN
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """Cancel every connection task, then close the listener and any socket left."""
+        assert self._exit_stack is not None
+        self._state = _State.CLOSED
+        stack, self._exit_stack = self._exit_stack, None
+        return await stack.__aexit__(exc_type, exc, tb)
+
+    def _changed_event(self) -> anyio.Event:
+        if self._changed is None:
+            raise RuntimeError("the LoopbackModel is not open yet")
+        return self._changed
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed_event(), anyio.Event()
+        changed.set()
+
+    async def _serve_connection(self, stream: SocketStream) -> None:
+        # anyio runs each spawned task to its first checkpoint, so the finally below always closes the stream
+        connection = next(self._connection_numbers)
+        http = HttpConnection(stream, max_body_bytes=_MAX_BODY_BYTES)
+        try:
+            try:
+                while (request := await http.receive_request()) is not None:
+                    await self._respond(http, request, connection)
+                    if not http.start_next_cycle():
+                        break
+            except h11.RemoteProtocolError as exc:
+                if http.can_respond():
+                    body = _wire.error_body(f"Malformed HTTP request: {exc}", "invalid_request_error")
+                    await send_json(http, exc.error_status_hint, body, [("connection", "close")])
+        except anyio.BrokenResourceError:
+            pass  # the client vanished outside a chat response: nothing to record
+        except Exception:
+            logger.exception("loopback model: connection %d failed", connection)
+        finally:
+            await http.aclose()
+
+    def _record(self, request: HttpRequest, connection: int) -> tuple[int, Any]:
+        body = _parse_json(request.body)
+        self.requests.append(
+            RecordedRequest(
+                method=request.method,
+                path=request.target.partition("?")[0],
+                headers=request.headers,
+                body=body,
+                received_at=anyio.current_time(),
+                connection=connection,
+            )
+        )
+        self._notify()
+        return len(self.requests) - 1, body
+
+    async def _respond(self, http: HttpConnection, request: HttpRequest, connection: int) -> None:
+        index, body = self._record(request, connection)
+        path = self.requests[index].path
+        if path not in _ALLOWED:
+            error = _wire.error_body(f"No route for {path}", "invalid_request_error", "not_found")
+            await send_json(http, 404, error)
+        elif request.method != _ALLOWED[path]:
+            error = _wire.error_body(f"{request.method} not allowed on {path}", "invalid_request_error")
+            await send_json(http, 405, error, [("allow", _ALLOWED[path])])
+        elif path == _MODELS_PATH:
+            await send_json(http, 200, _wire.model_list(self.model_id))
+        elif request.body_too_large:
+            await send_json(http, 413, _wire.error_body("Request body too large", "invalid_request_error"))
+        elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            error = _wire.error_body("Expected a JSON object with a 'messages' list", "invalid_request_error")
+            await send_json(http, 400, error)
+        else:
+            behaviour = self._script.popleft() if self._script else _DEFAULT_BEHAVIOUR
+            model = body.get("model")
+            model = model if isinstance(model, str) else self.model_id
+            exchange = Exchange(http, index=index, body=body, model=model)
+            await self._play_watched(http, exchange, behaviour, index)
+
+    async def _play_watched(
+        self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int
+    ) -> None:
+        """Play ``behaviour`` while watching the socket: a disconnect is seen even while it is silent."""
+        recorded = False
+
+        def note_disconnect() -> None:
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                self.disconnects.append(Disconnect(index, anyio.current_time(), exchange.chunks_sent))
+                self._notify()
+
+        async with anyio.create_task_group() as task_group:
+
+            async def watch() -> None:
+                await http.wait_peer_closed()
+                if http.peer_closed and not http.response_ended:
+                    note_disconnect()
+                    task_group.cancel_scope.cancel()
+
+            task_group.start_soon(watch)
+            try:
+                await play(behaviour, exchange)
+            except anyio.BrokenResourceError:
+                note_disconnect()
+            task_group.cancel_scope.cancel()

@@ -1,0 +1,115 @@
+"""Perform a scripted behaviour as the response to one chat request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import cycle, islice
+from typing import assert_never
+
+import anyio
+
+from . import _wire
+from ._behaviours import (
+    Answer,
+    Behaviour,
+    ChunksThenSilent,
+    ConnectionReset,
+    EmptyStream,
+    EndWithoutFinish,
+    HangAfterHeaders,
+    KeepAliveOnly,
+    NonSSE,
+    RateLimited,
+    ServerError,
+    SlowDrip,
+)
+from ._exchange import Exchange
+
+
+def _derived_words(exchange: Exchange, k: int) -> Iterator[str]:
+    """``k`` content chunks from the derived answer, cycling through its words when ``k`` exceeds them."""
+    return islice(cycle(_wire.split_words(_wire.derived_answer(exchange.prompt))), k)
+
+
+async def _content_chunks(exchange: Exchange, k: int) -> None:
+    for word in _derived_words(exchange, k):
+        await exchange.send_chunk(content=word)
+
+
+async def _answer(answer: Answer, exchange: Exchange) -> None:
+    text = _wire.derived_answer(exchange.prompt) if answer.text is None else answer.text
+    reasoning = _wire.DEFAULT_REASONING if answer.reasoning is None else answer.reasoning
+    thoughts, words = _wire.split_words(reasoning), _wire.split_words(text)
+    if not exchange.streaming:
+        chunks = len(thoughts) + len(words) + (answer.finish_reason is not None)
+        await anyio.sleep(answer.chunk_delay_s * chunks)
+        await exchange.send_completion(content=text, reasoning=reasoning, finish_reason=answer.finish_reason)
+        return
+    await exchange.start_stream()
+    for thought in thoughts:
+        await _delay(answer.chunk_delay_s)
+        await exchange.send_chunk(reasoning=thought)
+    for word in words:
+        await _delay(answer.chunk_delay_s)
+        await exchange.send_chunk(content=word)
+    if answer.finish_reason is not None:
+        await _delay(answer.chunk_delay_s)
+    await exchange.finish(answer.finish_reason)
+
+
+async def _delay(seconds: float) -> None:
+    if seconds > 0:
+        await anyio.sleep(seconds)
+
+
+async def play(behaviour: Behaviour, exchange: Exchange) -> None:
+    """Respond with ``behaviour``; return once the response ended or the connection was aborted.
+
+    Silent behaviours sleep forever: the caller cancels them when the client disconnects. Behaviours other
+    than ``Answer`` ignore the request's ``stream`` flag (they describe a stream or an error either way).
+    """
+    match behaviour:
+        case Answer():
+            await _answer(behaviour, exchange)
+        case HangAfterHeaders():
+            await exchange.start_stream()
+            await anyio.sleep_forever()
+        case ChunksThenSilent(k=k):
+            await exchange.start_stream()
+            await _content_chunks(exchange, k)
+            await anyio.sleep_forever()
+        case KeepAliveOnly(interval_s=interval_s):
+            await exchange.start_stream()
+            while True:
+                await anyio.sleep(interval_s)
+                await exchange.send_comment("keep-alive")
+        case SlowDrip(interval_s=interval_s, text=text):
+            await exchange.start_stream()
+            for word in _wire.split_words(text):
+                await anyio.sleep(interval_s)
+                await exchange.send_chunk(content=word)
+            await exchange.finish("stop")
+        case RateLimited(retry_after=retry_after):
+            headers = [] if retry_after is None else [("retry-after", retry_after)]
+            body = _wire.error_body("Rate limit reached (loopback model)", "requests", "rate_limit_exceeded")
+            await exchange.send_json(429, body, headers)
+        case ServerError(status=status):
+            body = _wire.error_body(f"Scripted server error {status} (loopback model)", "server_error")
+            await exchange.send_json(status, body)
+        case ConnectionReset(after_chunks=after_chunks):
+            if after_chunks:
+                await exchange.start_stream()
+                await _content_chunks(exchange, after_chunks)
+            await exchange.abort()
+        case NonSSE(body=body, content_type=content_type):
+            await exchange.send_body(200, body.encode(), content_type)
+        case EndWithoutFinish(k=k):
+            await exchange.start_stream()
+            await _content_chunks(exchange, k)
+            await exchange.end()
+        case EmptyStream():
+            await exchange.start_stream()
+            await exchange.send_done()
+            await exchange.end()
+        case _:
+            assert_never(behaviour)
