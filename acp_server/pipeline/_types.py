@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
+
+from ._classify import RetryClassification
+
+RetryPolicyName: TypeAlias = Literal["stream_transport", "backoff", "content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,11 +23,80 @@ class ChatRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryEvent:
+    """A failed attempt about to be retried (given to ``StreamPolicy.on_retry``, and logged).
+
+    ``attempt`` is the 1-based number of the attempt that failed; ``retry`` the 1-based number of this retry
+    within ``policy``'s budget; the next attempt starts ``delay_s`` seconds later.
+    """
+
+    attempt: int
+    policy: RetryPolicyName
+    retry: int
+    delay_s: float
+    classification: RetryClassification
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
 class StreamPolicy:
-    """Timeouts and retry bounds of one streamed request; values in milliseconds, ``<= 0`` disables a timer."""
+    """Timeouts and retry bounds of one streamed turn. Durations in milliseconds; a timer ``<= 0`` is off.
+
+    Watchdog (W1-W3): ``idle_timeout_ms`` bounds the wait for the response headers and then for each raw
+    chunk; ``max_lifetime_ms`` bounds a whole attempt. Retries (``_retry.py``), each budget counted
+    separately:
+
+    - stream transport (W9): ETIMEDOUT / ECONNRESET before anything was yielded → at most
+      ``stream_max_retries``, waiting ``stream_retry_delays_ms[i]`` (the last value repeats);
+    - backoff: 429, retryable 5xx, other transport errors → at most ``backoff_max_retries``, exponential from
+      ``backoff_initial_ms`` doubling up to ``backoff_max_ms``, ± ``backoff_jitter``; a ``Retry-After``
+      replaces the computed delay, capped at ``retry_after_cap_ms``;
+    - content: a stream that ended empty, or without finish reason and answer text, before anything was
+      yielded → at most ``content_max_retries``, waiting ``content_retry_delay_ms``.
+
+    ``jitter_source`` returns floats in [0, 1) (``random.random``; a constant in tests: 0.5 = no jitter).
+    ``on_retry`` is called synchronously before each retry wait (its exceptions are logged and ignored).
+    ``close_timeout_ms`` bounds the shielded ``stream.close()`` on every exit.
+    """
 
     idle_timeout_ms: float = 120_000
     max_lifetime_ms: float = 900_000
+    stream_max_retries: int = 2
+    stream_retry_delays_ms: tuple[float, ...] = (1_000, 2_000)
+    backoff_max_retries: int = 4
+    backoff_initial_ms: float = 1_500
+    backoff_max_ms: float = 30_000
+    backoff_jitter: float = 0.3
+    retry_after_cap_ms: float = 300_000
+    content_max_retries: int = 1
+    content_retry_delay_ms: float = 500
+    close_timeout_ms: float = 1_000
+    jitter_source: Callable[[], float] = field(default=random.random, repr=False)
+    on_retry: Callable[[RetryEvent], None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("idle_timeout_ms", "max_lifetime_ms"):
+            if math.isnan(getattr(self, name)):
+                raise ValueError(f"{name} must be a number (<= 0 disables)")
+        for name in ("stream_max_retries", "backoff_max_retries", "content_max_retries"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0")
+        delays = (
+            *self.stream_retry_delays_ms,
+            self.backoff_initial_ms,
+            self.backoff_max_ms,
+            self.retry_after_cap_ms,
+            self.content_retry_delay_ms,
+        )
+        if any(not (0 <= d < math.inf) for d in delays):
+            raise ValueError("retry delays must be finite and >= 0")
+        if self.stream_max_retries and not self.stream_retry_delays_ms:
+            raise ValueError("stream_retry_delays_ms needs a delay when stream_max_retries > 0")
+        if not 0 <= self.backoff_jitter <= 1:
+            raise ValueError("backoff_jitter must be within [0, 1]")
+        if not 0 < self.close_timeout_ms < math.inf:
+            raise ValueError("close_timeout_ms must be finite and > 0")
 
 
 @dataclass(frozen=True, slots=True)
