@@ -1,0 +1,127 @@
+"""Errors of the session bridge, one root for the layer::
+
+    ServerError                        (acp_server.errors)
+     └── BridgeError
+          ├── BridgeClosedError            bridge_closed             used after close; prompts cut by shutdown
+          ├── SessionNotFoundError         session_not_found         no such session (never created or closed)
+          ├── SessionAlreadyExistsError    session_already_exists    create_session with an id already in use
+          ├── SessionClosedError           session_closed            prompt or fork cut short by close_session
+          ├── PromptCancelledError         prompt_cancelled          signal already set: refused, not counted
+          ├── PromptQueueFullError         prompt_queue_full         admission refused (retryable)
+          └── PromptDeadlineExceededError  prompt_deadline_exceeded  accepted prompt ran out of time
+
+Closed, not found and cut short are different things (STYLE.md #4): ``SessionNotFoundError`` answers a
+look-up, ``SessionClosedError`` is the outcome of work that was accepted and then lost its session.
+A user cancel is not an error: the prompt's handle settles with the stop reason ``"cancelled"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ..errors import ServerError
+
+__all__ = [
+    "BridgeClosedError",
+    "BridgeError",
+    "PromptCancelledError",
+    "PromptDeadlineExceededError",
+    "PromptQueueFullError",
+    "SessionAlreadyExistsError",
+    "SessionClosedError",
+    "SessionNotFoundError",
+]
+
+
+class BridgeError(ServerError):
+    """Root of the session bridge's errors."""
+
+    error_kind: ClassVar[str] = "bridge_error"
+
+
+class BridgeClosedError(BridgeError):
+    """The bridge is closed: raised by calls after close; the outcome of prompts cut short by shutdown."""
+
+    error_kind: ClassVar[str] = "bridge_closed"
+
+    def __init__(self, message: str = "The session bridge is closed") -> None:
+        super().__init__(message)
+
+
+class SessionNotFoundError(BridgeError):
+    error_kind: ClassVar[str] = "session_not_found"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'Session "{session_id}" not found')
+        self.session_id = session_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id}
+
+
+class SessionAlreadyExistsError(BridgeError):
+    error_kind: ClassVar[str] = "session_already_exists"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'Session "{session_id}" already exists')
+        self.session_id = session_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id}
+
+
+class SessionClosedError(BridgeError):
+    """The session was closed while this prompt (or fork) was waiting or running."""
+
+    error_kind: ClassVar[str] = "session_closed"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'Session "{session_id}" was closed')
+        self.session_id = session_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id}
+
+
+class PromptCancelledError(BridgeError):
+    """The caller's cancel signal was already set: the prompt is refused before being counted (Q4 step 2)."""
+
+    error_kind: ClassVar[str] = "prompt_cancelled"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'Prompt for session "{session_id}" was cancelled before it was accepted')
+        self.session_id = session_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id}
+
+
+class PromptQueueFullError(BridgeError):
+    """Admission refused: the session already has ``limit`` pending prompts (waiting + running)."""
+
+    error_kind: ClassVar[str] = "prompt_queue_full"
+    retryable = True
+
+    def __init__(self, session_id: str, limit: int, pending_count: int) -> None:
+        super().__init__(f'Prompt queue full for session "{session_id}" ({pending_count}/{limit} pending)')
+        self.session_id = session_id
+        self.limit = limit
+        self.pending_count = pending_count
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id, "limit": self.limit, "pendingCount": self.pending_count}
+
+
+class PromptDeadlineExceededError(BridgeError):
+    """An accepted prompt did not settle within its deadline (counted from acceptance, waiting included)."""
+
+    error_kind: ClassVar[str] = "prompt_deadline_exceeded"
+
+    def __init__(self, session_id: str, deadline_ms: int) -> None:
+        super().__init__(f'Prompt for session "{session_id}" exceeded its deadline of {deadline_ms}ms')
+        self.session_id = session_id
+        self.deadline_ms = deadline_ms
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id, "deadlineMs": self.deadline_ms}

@@ -1,0 +1,341 @@
+"""Q1–Q5: synchronous admission, pre-cancelled signals, the limit, one release per prompt (virtual time)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import anyio
+import pytest
+import trio
+import trio.testing
+
+from acp_server.bridge import (
+    CancelSignal,
+    PromptCancelledError,
+    PromptHandle,
+    PromptQueueFullError,
+    SessionBridge,
+    SessionNotFoundError,
+)
+
+from ._support import Boom, Collector, ScriptedRunner, discard, history, prompt
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> tuple[str, dict[str, object]]:
+    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+
+
+def send_many(bridge: SessionBridge, session_id: str, names: list[str]) -> list[PromptHandle | Exception]:
+    """Plain synchronous code: whatever it returns was decided without a single checkpoint."""
+    results: list[PromptHandle | Exception] = []
+    for name in names:
+        try:
+            results.append(bridge.send_prompt(session_id, prompt(name), emit=discard))
+        except (PromptQueueFullError, PromptCancelledError, SessionNotFoundError) as exc:
+            results.append(exc)
+    return results
+
+
+async def test_send_prompt_is_not_async() -> None:
+    assert not inspect.iscoroutinefunction(SessionBridge.send_prompt)
+    assert inspect.iscoroutinefunction(SessionBridge.fork)
+
+
+async def test_default_limit_is_five_and_the_sixth_is_refused_synchronously() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        assert bridge.limit == 5
+        session = bridge.create_session("/w")
+        results = send_many(bridge, session.session_id, [f"p{i}" for i in range(7)])
+        # Decided before any worker ran: nothing started yet, the count is already 5.
+        assert runner.started == []
+        assert [type(r) for r in results] == [PromptHandle] * 5 + [PromptQueueFullError] * 2
+        assert session.pending_prompt_count == 5
+        refusal = results[5]
+        assert isinstance(refusal, PromptQueueFullError)
+        assert str(refusal) == f'Prompt queue full for session "{session.session_id}" (5/5 pending)'
+        assert refusal.details() == {"sessionId": session.session_id, "limit": 5, "pendingCount": 5}
+        assert refusal.retryable
+
+        await trio.testing.wait_all_tasks_blocked()
+        assert runner.started == ["p0"]  # one running + four waiting is still 5 pending
+        assert session.pending_prompt_count == 5
+        assert isinstance(send_many(bridge, session.session_id, ["again"])[0], PromptQueueFullError)
+
+        runner.finish("p0")
+        await trio.testing.wait_all_tasks_blocked()
+        assert session.pending_prompt_count == 4
+        (admitted,) = send_many(bridge, session.session_id, ["p5"])
+        assert isinstance(admitted, PromptHandle)
+        assert session.pending_prompt_count == 5
+        await bridge.aclose()
+
+
+async def test_unknown_session_is_looked_up_first() -> None:
+    signal = CancelSignal()
+    signal.set()
+    async with SessionBridge(ScriptedRunner()) as bridge:
+        with pytest.raises(SessionNotFoundError) as info:
+            bridge.send_prompt("nope", prompt("x"), emit=discard, cancel=signal)
+        assert info.value.details() == {"sessionId": "nope"}
+        assert info.value.error_kind == "session_not_found"
+
+
+async def test_pre_cancelled_prompt_is_refused_before_counting() -> None:
+    runner = ScriptedRunner()
+    signal = CancelSignal()
+    signal.set()
+    async with SessionBridge(runner, max_pending_prompts_per_session=1) as bridge:
+        session = bridge.create_session("/w")
+        with pytest.raises(PromptCancelledError):
+            bridge.send_prompt(session.session_id, prompt("x"), emit=discard, cancel=signal)
+        assert session.pending_prompt_count == 0
+        # The refusal took no slot: a real prompt is still admitted under a limit of 1.
+        handle = bridge.send_prompt(session.session_id, prompt("ok:y"), emit=discard)
+        assert session.pending_prompt_count == 1
+        # Queue full: a pre-cancelled prompt is still "cancelled", not "queue full" (step 2 before 3).
+        with pytest.raises(PromptCancelledError):
+            bridge.send_prompt(session.session_id, prompt("z"), emit=discard, cancel=signal)
+        assert await handle.result() == "end_turn"
+        await trio.testing.wait_all_tasks_blocked()
+        assert runner.started == ["ok:y"]
+        assert session.pending_prompt_count == 0
+
+
+async def test_signal_set_after_acceptance_cancels_waiting_and_running() -> None:
+    runner = ScriptedRunner()
+    signal = CancelSignal()
+    async with SessionBridge(runner) as bridge:
+        session = bridge.create_session("/w")
+        first = bridge.send_prompt(session.session_id, prompt("a"), emit=discard, cancel=signal)
+        second = bridge.send_prompt(session.session_id, prompt("b"), emit=discard, cancel=signal)
+        third = bridge.send_prompt(session.session_id, prompt("ok:c"), emit=discard)
+        await trio.testing.wait_all_tasks_blocked()
+        assert runner.started == ["a"]
+        signal.set()
+        assert second.done  # waiting: settled synchronously
+        assert session.pending_prompt_count == 2  # "a" unwinding, "ok:c" waiting
+        assert await first.result() == "cancelled"
+        assert await second.result() == "cancelled"
+        assert await third.result() == "end_turn"
+        assert runner.started == ["a", "ok:c"]
+        assert runner.cancelled == ["a"]
+        assert session.pending_prompt_count == 0
+
+
+@pytest.mark.parametrize("limit", [0, None, math.inf, float("inf")])
+async def test_zero_none_and_infinity_mean_unlimited(limit: float | None) -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner, max_pending_prompts_per_session=limit) as bridge:
+        assert bridge.limit is None
+        session = bridge.create_session("/w")
+        results = send_many(bridge, session.session_id, [f"p{i}" for i in range(200)])
+        assert all(isinstance(r, PromptHandle) for r in results)
+        assert session.pending_prompt_count == 200
+        await bridge.aclose()
+        assert session.pending_prompt_count == 0
+
+
+async def test_failure_releases_the_slot_once_and_reaches_the_caller() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner, max_pending_prompts_per_session=1) as bridge:
+        session = bridge.create_session("/w")
+        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        error = Boom("the model broke")
+        await trio.testing.wait_all_tasks_blocked()
+        runner.fail("a", error)
+        with pytest.raises(Boom) as info:
+            await handle.result()
+        assert info.value is error
+        assert handle.done
+        assert session.pending_prompt_count == 0
+        handle.cancel()  # after the outcome: no second release
+        assert session.pending_prompt_count == 0
+        with pytest.raises(Boom):
+            await handle.result()  # the outcome is stable
+        again = bridge.send_prompt(session.session_id, prompt("ok:b"), emit=discard)
+        assert await again.result() == "end_turn"
+        assert session.pending_prompt_count == 0
+
+
+async def test_fifo_order_survives_a_failure_in_front() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        session = bridge.create_session("/w")
+        sid = session.session_id
+        handles = [
+            bridge.send_prompt(sid, prompt(n), emit=discard)
+            for n in ("fail:a", "ok:b", "c", "fail:d", "ok:e")
+        ]
+        await trio.testing.wait_all_tasks_blocked()
+        assert runner.started == ["fail:a", "ok:b", "c"]
+        runner.finish("c")
+        with pytest.raises(Boom):
+            await handles[0].result()
+        assert await handles[1].result() == "end_turn"
+        assert await handles[2].result() == "end_turn"
+        with pytest.raises(Boom):
+            await handles[3].result()
+        assert await handles[4].result() == "end_turn"
+        assert runner.started == ["fail:a", "ok:b", "c", "fail:d", "ok:e"]
+        assert history(session) == [
+            "user fail:a",
+            "user ok:b",
+            "assistant ok:b",
+            "user c",
+            "assistant c",
+            "user fail:d",
+            "user ok:e",
+            "assistant ok:e",
+        ]
+        assert session.pending_prompt_count == 0
+
+
+async def test_one_prompt_at_a_time_per_session_sessions_concurrent() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        one, two = bridge.create_session("/1"), bridge.create_session("/2")
+        a1 = bridge.send_prompt(one.session_id, prompt("a1"), emit=discard)
+        a2 = bridge.send_prompt(one.session_id, prompt("a2"), emit=discard)
+        b1 = bridge.send_prompt(two.session_id, prompt("b1"), emit=discard)
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(runner.started) == ["a1", "b1"]
+        assert one.running is a1 and two.running is b1
+        runner.finish("a1")
+        await trio.testing.wait_all_tasks_blocked()
+        assert one.running is a2
+        runner.finish("a2")
+        runner.finish("b1")
+        assert [await h.result() for h in (a1, a2, b1)] == ["end_turn"] * 3
+        assert [entry.running for entry in (one, two)] == [None, None]
+
+
+async def test_events_reach_the_callers_emit_in_order() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        session = bridge.create_session("/w")
+        first, second = Collector(), Collector()
+        h1 = bridge.send_prompt(session.session_id, prompt("ok:a"), emit=first)
+        h2 = bridge.send_prompt(session.session_id, prompt("ok:b"), emit=second)
+        await h1.result()
+        await h2.result()
+        assert first.texts == ["ok:a/1", "ok:a/2"]
+        assert second.texts == ["ok:b/1", "ok:b/2"]
+
+
+async def test_cancel_waiting_leaves_the_fifo_and_releases_at_once() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner, max_pending_prompts_per_session=2) as bridge:
+        session = bridge.create_session("/w")
+        sid = session.session_id
+        running = bridge.send_prompt(sid, prompt("a"), emit=discard)
+        waiting = bridge.send_prompt(sid, prompt("b"), emit=discard)
+        await trio.testing.wait_all_tasks_blocked()
+        waiting.cancel()
+        assert waiting.done
+        assert session.pending_prompt_count == 1
+        waiting.cancel()
+        assert session.pending_prompt_count == 1
+        later = bridge.send_prompt(sid, prompt("ok:c"), emit=discard)  # the slot is free again
+        assert await waiting.result() == "cancelled"
+        runner.finish("a")
+        assert await running.result() == "end_turn"
+        assert await later.result() == "end_turn"
+        assert runner.started == ["a", "ok:c"]  # "b" never ran
+        assert session.pending_prompt_count == 0
+
+
+async def test_cancel_running_cancels_its_scope_and_the_next_one_runs() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        session = bridge.create_session("/w")
+        sid = session.session_id
+        running = bridge.send_prompt(sid, prompt("a"), emit=discard)
+        waiting = bridge.send_prompt(sid, prompt("ok:b"), emit=discard)
+        assert bridge.cancel_running(sid) is False  # nothing has started yet
+        await trio.testing.wait_all_tasks_blocked()
+        assert bridge.cancel_running(sid) is True
+        assert not waiting.done  # session/cancel touches the running prompt only
+        assert await running.result() == "cancelled"
+        assert runner.cancelled == ["a"]
+        assert await waiting.result() == "end_turn"
+        assert session.pending_prompt_count == 0
+        with pytest.raises(SessionNotFoundError):
+            bridge.cancel_running("nope")
+
+
+async def test_running_prompt_releases_only_after_it_unwound() -> None:
+    """A cancelled running prompt keeps its slot until the runner has left (it may still write history)."""
+    unwound = anyio.Event()
+
+    async def slow_to_stop(session: object, p: object, emit: object) -> str:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(1)
+            unwound.set()
+        raise AssertionError("unreachable")
+
+    async with SessionBridge(slow_to_stop, max_pending_prompts_per_session=1) as bridge:  # type: ignore[arg-type]
+        session = bridge.create_session("/w")
+        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        await trio.testing.wait_all_tasks_blocked()
+        handle.cancel()
+        assert not handle.done
+        assert session.pending_prompt_count == 1
+        with pytest.raises(PromptQueueFullError):
+            bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+        assert await handle.result() == "cancelled"
+        assert unwound.is_set()
+        assert session.pending_prompt_count == 0
+
+
+async def test_runner_that_swallows_cancel_still_settles_cancelled() -> None:
+    async def stubborn(session: object, p: object, emit: object) -> str:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            pass  # swallows cancellation (a bad runner): the bridge's cause still decides
+        return "end_turn"
+
+    async with SessionBridge(stubborn) as bridge:  # type: ignore[arg-type]
+        session = bridge.create_session("/w")
+        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        await trio.testing.wait_all_tasks_blocked()
+        handle.cancel()
+        assert await handle.result() == "cancelled"
+        assert session.pending_prompt_count == 0
+
+
+async def test_result_awaiter_cancelled_does_not_cancel_the_prompt() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        session = bridge.create_session("/w")
+        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        with anyio.move_on_after(1):
+            await handle.result()
+        assert not handle.done
+        runner.finish("a", "max_tokens")
+        assert await handle.result() == "max_tokens"
+
+
+async def test_broken_runner_returning_none_fails_only_its_prompt() -> None:
+    calls: list[str] = []
+
+    async def broken(session: object, p: object, emit: object) -> None:
+        calls.append("called")
+
+    async with SessionBridge(broken) as bridge:  # type: ignore[arg-type]
+        session = bridge.create_session("/w")
+        first = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        second = bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+        for handle in (first, second):
+            with pytest.raises(TypeError, match="returned None"):
+                await handle.result()
+        assert calls == ["called", "called"]
+        assert session.pending_prompt_count == 0
