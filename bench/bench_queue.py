@@ -21,8 +21,8 @@ import anyio
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from acp_server.provider.offline import Answer, LoopbackModel  # noqa: E402
-from acp_server.rpc import iter_lines  # noqa: E402
+from acp_server.provider.offline import Answer, LoopbackModel
+from acp_server.rpc import iter_lines
 
 
 def rss_kib(pid: int) -> int:
@@ -42,7 +42,17 @@ async def main(prompts: int, sessions: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
     async with LoopbackModel() as model:
         model.enqueue(*(Answer(text="slow " * 50, reasoning="", chunk_delay_s=0.2) for _ in range(5)))
-        command = [sys.executable, "-m", "acp_server", "--base-url", model.base_url, "--model", "m", "--log-level", "ERROR"]
+        command = [
+            sys.executable,
+            "-m",
+            "acp_server",
+            "--base-url",
+            model.base_url,
+            "--model",
+            "m",
+            "--log-level",
+            "ERROR",
+        ]
         async with await anyio.open_process(command, env=env, stderr=None) as process:
             assert process.stdin is not None and process.stdout is not None
             stdout = process.stdout
@@ -69,18 +79,32 @@ async def main(prompts: int, sessions: int) -> None:
 
             await send({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {"protocolVersion": 1}})
             await reply("i")
-            await send({"jsonrpc": "2.0", "id": "s", "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
+            await send(
+                {"jsonrpc": "2.0", "id": "s", "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+            )
             session_id = (await reply("s"))["result"]["sessionId"]
             base = rss_kib(process.pid)
             for i in range(sessions):
-                await send({"jsonrpc": "2.0", "id": f"n{i}", "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
+                await send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": f"n{i}",
+                        "method": "session/new",
+                        "params": {"cwd": "/tmp", "mcpServers": []},
+                    }
+                )
             await reply(f"n{sessions - 1}")
             sessions_mb = (rss_kib(process.pid) - base) / 1024
 
             prompt = [{"type": "text", "text": "go"}]
 
             def prompt_message(msg_id: Any) -> dict[str, Any]:
-                return {"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt", "params": {"sessionId": session_id, "prompt": prompt}}
+                return {
+                    "jsonrpc": "2.0",
+                    "id": msg_id,
+                    "method": "session/prompt",
+                    "params": {"sessionId": session_id, "prompt": prompt},
+                }
 
             for i in range(5):  # fill the queue: one running, four waiting
                 await send(prompt_message(f"p{i}"))
@@ -102,7 +126,9 @@ async def main(prompts: int, sessions: int) -> None:
             async def flood() -> None:
                 assert process.stdin is not None
                 for first in range(0, prompts, 100):
-                    chunk = [json.dumps(prompt_message(i)).encode() + b"\n" for i in range(first, min(prompts, first + 100))]
+                    chunk = [
+                        json.dumps(prompt_message(i)).encode() + b"\n" for i in range(first, min(prompts, first + 100))
+                    ]
                     await process.stdin.send(b"".join(chunk))
 
             async with anyio.create_task_group() as tg:
@@ -122,14 +148,11 @@ async def main(prompts: int, sessions: int) -> None:
             rss_after = rss_kib(process.pid)
             print("command: python bench/bench_queue.py --prompts", prompts, "--sessions", sessions)
             print(f"{sessions} idle sessions: RSS +{sessions_mb:.1f} MB over baseline (target <= 60 MB)")
-            print(
-                f"refusal round trip (one at a time, queue full, 1000 samples): p50 {statistics.median(round_trips) * 1e3:.3f} ms,"
-                f" p99 {percentile(round_trips, 0.99) * 1e3:.3f} ms (target p99 <= 1 ms)"
-            )
-            print(
-                f"flood: {prompts} pipelined prompts while the queue is full -> {accepted} more accepted, {refused} refused,"
-                f" all answered in {elapsed:.2f} s ({prompts / elapsed:,.0f} refusals/s)"
-            )
+            p50, p99 = statistics.median(round_trips) * 1e3, percentile(round_trips, 0.99) * 1e3
+            print(f"refusal round trip (one at a time, queue full, 1000 samples): p50 {p50:.3f} ms, p99 {p99:.3f} ms")
+            print("  (target p99 <= 1 ms)")
+            print(f"flood: {prompts} pipelined prompts, queue full -> {accepted} more accepted, {refused} refused,")
+            print(f"  all answered in {elapsed:.2f} s ({prompts / elapsed:,.0f} refusals/s)")
             print(f"RSS growth during the flood: {(rss_after - rss_before) / 1024:.1f} MB (target <= 5 MB)")
             await process.stdin.aclose()
             await process.wait()

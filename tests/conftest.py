@@ -1,4 +1,4 @@
-"""Shared fixtures: anyio runs tests on asyncio by default; modules that need virtual time override ``anyio_backend``."""
+"""Shared fixtures: tests run on asyncio by default; modules needing virtual time override ``anyio_backend``."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import signal
-from functools import partial
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import BinaryIO
 
 import anyio
@@ -60,10 +60,14 @@ async def _watch_signals(stop: anyio.Event) -> None:
             return
 
 
-async def _read_messages(receive: object, dispatcher: Dispatcher, max_bytes: int, stop: anyio.Event) -> None:
+Receive = Callable[[], Awaitable[bytes]]
+Send = Callable[[bytes], Awaitable[None]]
+
+
+async def _read_messages(receive: Receive, dispatcher: Dispatcher, max_bytes: int, stop: anyio.Event) -> None:
     """Feed every line to the dispatcher; a bad line gets its error reply and never ends the loop. EOF sets ``stop``."""
     try:
-        async for line in iter_lines(receive, max_bytes):  # type: ignore[arg-type]
+        async for line in iter_lines(receive, max_bytes):
             if isinstance(line, OversizedLine):
                 dispatcher.send_error(
                     None, RpcError.invalid_request(f"message of {line.size} bytes exceeds the {max_bytes}-byte limit")
@@ -83,9 +87,9 @@ async def _read_messages(receive: object, dispatcher: Dispatcher, max_bytes: int
         stop.set()
 
 
-async def _pump(outbox: Outbox, send: object, stop: anyio.Event) -> None:
+async def _pump(outbox: Outbox, send: Send, stop: anyio.Event) -> None:
     try:
-        await outbox.pump(send)  # type: ignore[arg-type]
+        await outbox.pump(send)
     except OSError as exc:  # the client closed stdout
         logger.warning("stdout failed: %s", exc)
         outbox.close()
@@ -97,14 +101,12 @@ def _start_preload(tg: TaskGroup) -> None:
 
 
 async def serve_connection(
-    bridge: SessionBridge, receive: object, send: object, settings: Settings, tg: TaskGroup, stop: anyio.Event
+    bridge: SessionBridge, receive: Receive, send: Send, settings: Settings, tg: TaskGroup, stop: anyio.Event
 ) -> None:
     """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush."""
     outbox = Outbox()
     dispatcher = Dispatcher(outbox)
-    agent = AcpAgent(
-        bridge, dispatcher, AgentOptions(version=__version__), on_initialized=lambda: _start_preload(tg)
-    )
+    agent = AcpAgent(bridge, dispatcher, AgentOptions(version=__version__), on_initialized=lambda: _start_preload(tg))
     dispatcher.register(agent.request_handlers(), agent.notification_handlers())
     async with anyio.create_task_group() as connection:
         connection.start_soon(_pump, outbox, send, stop)

@@ -27,6 +27,7 @@ class _Client:
         self._process = process
         self._lines = iter_lines(self._receive, 64 * 1024 * 1024)
         self._next_id = 0
+        self._display: dict[str, bool] = {}
 
     async def _receive(self) -> bytes:
         assert self._process.stdout is not None
@@ -46,7 +47,7 @@ class _Client:
                 continue
             incoming = decode_line(line)
             if incoming.get("method") == "session/update":
-                _show_update(incoming["params"]["update"])
+                _show_update(incoming["params"]["update"], self._display)
             elif incoming.get("id") == request_id:
                 if "error" in incoming:
                     raise _AskError(incoming["error"].get("message", "request failed"))
@@ -54,14 +55,19 @@ class _Client:
         raise _AskError("acp-server exited before answering (see its log above)")
 
 
-def _show_update(update: dict[str, Any]) -> None:
+def _show_update(update: dict[str, Any], state: dict[str, bool]) -> None:
+    """Answer text to stdout; reasoning to stderr (dimmed on a terminal), ended by a newline when the answer starts."""
     kind = update.get("sessionUpdate")
     content = update.get("content") or {}
     text = content.get("text", "") if isinstance(content, dict) else ""
     if kind == "agent_message_chunk":
+        if state.pop("thinking", False):
+            sys.stderr.write("\n")
+            sys.stderr.flush()
         sys.stdout.write(text)
         sys.stdout.flush()
     elif kind == "agent_thought_chunk":
+        state["thinking"] = True
         dim, reset = ("\x1b[2m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
         sys.stderr.write(f"{dim}{text}{reset}")
         sys.stderr.flush()

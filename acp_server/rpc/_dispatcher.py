@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, cast
 
 import cattrs
 from lsprotocol import converters
@@ -178,7 +178,8 @@ class Dispatcher:
 
     async def aclose(self, grace_s: float = 5.0) -> None:
         """Wait up to ``grace_s`` for in-flight requests to answer, then cancel the rest and let them answer -32800."""
-        pending = [f for f in self._protocol._request_futures.values() if isinstance(f, asyncio.Future)]
+        # Every handler we register is a coroutine, so pygls stores asyncio tasks (typed as concurrent futures).
+        pending = [cast("asyncio.Future[Any]", f) for f in self._protocol._request_futures.values()]
         if pending:
             _, still = await asyncio.wait(pending, timeout=grace_s)
             for future in still:

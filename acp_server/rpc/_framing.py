@@ -22,9 +22,7 @@ class OversizedLine:
     size: int
 
 
-async def iter_lines(
-    receive: Callable[[], Awaitable[bytes]], max_bytes: int
-) -> AsyncIterator[bytes | OversizedLine]:
+async def iter_lines(receive: Callable[[], Awaitable[bytes]], max_bytes: int) -> AsyncIterator[bytes | OversizedLine]:
     """Yield each newline-terminated line (without the newline); a final unterminated line is yielded at EOF.
 
     ``receive`` returns b"" at EOF. A line over ``max_bytes`` yields one :class:`OversizedLine` and the reader
@@ -74,7 +72,9 @@ def decode_line(line: bytes) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise RpcError.parse_error(str(exc).split(":")[0] if isinstance(exc, ValueError) else "nesting too deep") from None
+        raise RpcError.parse_error(
+            str(exc).split(":")[0] if isinstance(exc, ValueError) else "nesting too deep"
+        ) from None
 
 
 def _valid_id(value: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -118,10 +119,8 @@ async def spawn_agent(*args: str, env: dict[str, str] | None = None) -> AsyncIte
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
-                    try:
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                         await agent.close_stdin()
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        pass
                     with anyio.move_on_after(10):
                         await process.wait()
                     if process.returncode is None:

@@ -60,7 +60,11 @@ class _Server:
         self.ping_id += 1
         ping = f"ping-{self.ping_id}"
         self.send(data)
-        self.send(json.dumps({"jsonrpc": "2.0", "id": ping, "method": "initialize", "params": {"protocolVersion": 1}}).encode())
+        self.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": ping, "method": "initialize", "params": {"protocolVersion": 1}}
+            ).encode()
+        )
         seen: list[dict[str, Any]] = []
         while True:
             try:

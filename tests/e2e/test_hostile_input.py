@@ -77,9 +77,19 @@ CASES: list[tuple[str, bytes, int | None, Any]] = [
     ("unknown notification", b'{"jsonrpc":"2.0","method":"_vendor/ping","params":{}}', None, None),
     ("cancel with bad params", b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":5}}', None, None),
     ("cancel unknown session", b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"x"}}', None, None),
-    ("cancel_request unknown id", b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":999}}', None, None),
+    (
+        "cancel_request unknown id",
+        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":999}}',
+        None,
+        None,
+    ),
     ("response to nothing", b'{"jsonrpc":"2.0","id":77,"result":{}}', None, None),
-    ("oversized line", b'{"jsonrpc":"2.0","id":30,"method":"x","params":{"p":"' + b"A" * (CAP + 10) + b'"}}', -32600, None),
+    (
+        "oversized line",
+        b'{"jsonrpc":"2.0","id":30,"method":"x","params":{"p":"' + b"A" * (CAP + 10) + b'"}}',
+        -32600,
+        None,
+    ),
 ]
 
 

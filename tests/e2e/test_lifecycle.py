@@ -86,7 +86,9 @@ def _run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None
     ],
 )
 def test_invalid_settings_are_usage_errors(args: list[str], env: dict[str, str], named: str) -> None:
-    result = _run(*args, env=env, stdin='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n')
+    result = _run(
+        *args, env=env, stdin='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    )
     assert result.returncode == 2
     assert named in result.stderr
     assert result.stdout == ""  # nothing was started: no reply

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import jsonschema
 import pytest
 from acp import RequestError, spawn_agent_process, text_block
@@ -45,6 +46,7 @@ async def test_eight_overlapping_prompts_five_admitted_in_order_three_refused(tm
             session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             outcomes: dict[int, Any] = {}
             finished: list[int] = []
+            three_refused = anyio.Event()
 
             async def send(i: int) -> None:
                 try:
@@ -52,14 +54,15 @@ async def test_eight_overlapping_prompts_five_admitted_in_order_three_refused(tm
                     finished.append(i)
                 except RequestError as exc:
                     outcomes[i] = exc
+                    if sum(isinstance(o, RequestError) for o in outcomes.values()) == 3:
+                        three_refused.set()
 
             async with anyio.create_task_group() as tg:
                 for i in range(8):
                     tg.start_soon(send, i)
-                    await anyio.sleep(0)  # start (and so write) them in order
+                    await anyio.lowlevel.checkpoint()  # start (and so write) them in order
                 with anyio.fail_after(10):
-                    while len([o for o in outcomes.values() if isinstance(o, RequestError)]) < 3:
-                        await anyio.sleep(0.01)
+                    await three_refused.wait()
                 assert not finished, "refusals must come before any admitted prompt completes"
 
             refused = {i: o for i, o in outcomes.items() if isinstance(o, RequestError)}
@@ -89,7 +92,16 @@ async def test_slot_comes_back_when_the_running_prompt_finishes(tmp_path: Path) 
     """With a limit of 1: a second prompt is refused while the first runs, and admitted once it has finished."""
     async with LoopbackModel() as model:
         model.enqueue(Answer(text="slow", reasoning="", chunk_delay_s=0.3), Answer(text="next", reasoning=""))
-        args = ["-m", "acp_server", "--base-url", model.base_url, "--model", "m", "--max-pending-prompts-per-session", "1"]
+        args = [
+            "-m",
+            "acp_server",
+            "--base-url",
+            model.base_url,
+            "--model",
+            "m",
+            "--max-pending-prompts-per-session",
+            "1",
+        ]
         async with spawn_agent_process(Client(), sys.executable, *args) as (conn, _process):
             init = await conn.initialize(protocol_version=1)
             assert init.agent_capabilities.field_meta["acpServer"]["promptQueue"]["maxPendingPromptsPerSession"] == 1
