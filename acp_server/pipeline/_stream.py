@@ -149,6 +149,7 @@ def _final_error(
     attempts: int,
     secrets: tuple[str | None, ...],
     retry_after_s: float | None,
+    retry_after_cap_ms: float,
 ) -> ModelTurnError | None:
     """The turn's error for a final failure (None: not a model failure, let it propagate as is)."""
     tail = _attempts_text(attempts)
@@ -177,7 +178,7 @@ def _final_error(
             f"{tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
-            retry_after_ms=None if retry_after_s is None else retry_after_s * 1000,
+            retry_after_ms=None if retry_after_s is None else min(retry_after_s * 1000, retry_after_cap_ms),
         )
     if kind == "transport":
         return ModelTransportError(
@@ -301,7 +302,9 @@ async def stream_chat(
                 logger.warning("not retrying: a %.2fs wait would outlast the deadline", decision.delay_s)
                 decision = None
             if decision is None:
-                final = _final_error(exc, classification, attempt, attempts, secrets, retry_after_s)
+                final = _final_error(
+                    exc, classification, attempt, attempts, secrets, retry_after_s, policy.retry_after_cap_ms
+                )
                 if final is None:
                     raise
                 raise final from exc
@@ -309,12 +312,13 @@ async def stream_chat(
                 policy,
                 RetryEvent(attempts, decision.policy, decision.retry, decision.delay_s, classification, exc),
             )
-            await anyio.sleep(decision.delay_s)
-            continue
-        if attempts > 1:
-            logger.info("model stream recovered on attempt %d", attempts)
-        yield Finished(attempt.finish_reason)
-        return
+            delay_s = decision.delay_s
+        else:
+            if attempts > 1:
+                logger.info("model stream recovered on attempt %d", attempts)
+            yield Finished(attempt.finish_reason)
+            return
+        await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
 
 
 def _decide(

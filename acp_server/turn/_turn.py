@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -135,16 +136,18 @@ class ModelTurn:
         stop_reason: StopReason = "end_turn"
         outcome = "failed"
         try:
-            async for event in stream_chat(client, request, self.settings.policy):
-                if isinstance(event, Delta):
-                    if event.reasoning:
-                        reasoning.append(event.reasoning)
-                        await emit(ThoughtChunk(event.reasoning))
-                    if event.text:
-                        answer.append(event.text)
-                        await emit(TextChunk(event.text))
-                else:
-                    stop_reason = _STOP_REASONS.get(event.finish_reason, "end_turn")
+            # aclosing: the stream's watchdog scope must close in this task, even when ``emit`` is cancelled.
+            async with aclosing(stream_chat(client, request, self.settings.policy)) as events:
+                async for event in events:
+                    if isinstance(event, Delta):
+                        if event.reasoning:
+                            reasoning.append(event.reasoning)
+                            await emit(ThoughtChunk(event.reasoning))
+                        if event.text:
+                            answer.append(event.text)
+                            await emit(TextChunk(event.text))
+                    else:
+                        stop_reason = _STOP_REASONS.get(event.finish_reason, "end_turn")
             outcome = "complete"
             return stop_reason
         except anyio.get_cancelled_exc_class():

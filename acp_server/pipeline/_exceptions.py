@@ -1,0 +1,320 @@
+"""Errors of the streaming pipeline, in one module.
+
+    ServerError
+     └── PipelineError                    root of this layer
+          ├── StreamTimeoutError          code "ETIMEDOUT": *we closed* one attempt's stream (watchdog)
+          │    ├── StreamInactivityTimeoutError   no raw chunk for ``idle_ms``
+          │    └── StreamLifetimeExceededError    the stream outlived ``max_lifetime_ms``
+          ├── StreamContentError          one attempt's response *ended* unusably: empty, no finish reason
+          │                               and no content, or not SSE at all
+          └── ModelTurnError              raised by ``stream_chat`` once no permitted attempt is left
+               ├── ModelStreamTimeoutError    model_stream_timeout   the last attempt hit the watchdog
+               ├── ModelTransportError        model_transport_error  the peer or the network *broke* it
+               ├── ModelRateLimitedError      model_rate_limited     HTTP 429
+               ├── ModelHTTPError             model_http_error       any other HTTP error status
+               ├── ModelStreamContentError    model_stream_content   see StreamContentError
+               └── ModelProviderError         model_provider_error   an error event inside the stream, or an
+                                                                      SDK error nothing else explains
+
+Per-attempt errors (``StreamTimeoutError``, ``StreamContentError``) are what the retry policies look at; the
+``ModelTurnError`` family is the turn's outcome, built once in ``_stream.py`` from the last attempt's error
+(kept as ``__cause__``). ``details()`` are camelCase and JSON-only; optional keys are omitted when unknown.
+
+Invariant: no message or detail ever contains the API key or an ``Authorization`` header: messages are built
+from our own text plus provider text passed through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import ClassVar, Literal, TypeAlias
+
+from ..errors import ServerError
+
+__all__ = [
+    "ModelHTTPError",
+    "ModelProviderError",
+    "ModelRateLimitedError",
+    "ModelStreamContentError",
+    "ModelStreamTimeoutError",
+    "ModelTransportError",
+    "ModelTurnError",
+    "Phase",
+    "PipelineError",
+    "StreamContentError",
+    "StreamContentReason",
+    "StreamInactivityTimeoutError",
+    "StreamLifetimeExceededError",
+    "StreamPhase",
+    "StreamTimeoutError",
+    "redact",
+]
+
+StreamPhase: TypeAlias = Literal["before_first_chunk", "mid_stream"]
+"""Where a stream stopped: before any raw chunk arrived (headers wait included), or after at least one."""
+
+Phase: TypeAlias = Literal["request", "before_first_chunk", "mid_stream"]
+"""``StreamPhase`` plus ``request``: the request failed before a response stream existed (status, connect)."""
+
+StreamContentReason: TypeAlias = Literal["empty_stream", "no_finish_no_content", "non_sse"]
+
+_MAX_QUOTE = 300
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every non-trivial secret replaced by ``***``, cut to a readable length."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text if len(text) <= _MAX_QUOTE else text[: _MAX_QUOTE - 1] + "…"
+
+
+def _ms(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0")
+
+
+class PipelineError(ServerError):
+    """Root of the pipeline's errors."""
+
+    error_kind: ClassVar[str] = "model_error"
+
+
+class StreamTimeoutError(PipelineError):
+    """The watchdog closed a stream; ``code`` makes it classify as a transport timeout (a read timeout)."""
+
+    error_kind: ClassVar[str] = "model_stream_timeout"
+    code: ClassVar[str] = "ETIMEDOUT"
+    retryable = True
+
+    def __init__(self, message: str, *, chunks_received: int, stream_lifetime_ms: float) -> None:
+        super().__init__(message)
+        self.chunks_received = chunks_received
+        self.stream_lifetime_ms = stream_lifetime_ms
+
+    @property
+    def phase(self) -> StreamPhase:
+        return "mid_stream" if self.chunks_received else "before_first_chunk"
+
+    def details(self) -> Mapping[str, object]:
+        return {
+            "transportCode": self.code,
+            "phase": self.phase,
+            "chunksReceived": self.chunks_received,
+            "streamLifetimeMs": round(self.stream_lifetime_ms),
+        }
+
+
+class StreamInactivityTimeoutError(StreamTimeoutError):
+    """No raw chunk (reasoning included) for ``idle_ms``: the request was closed (W3)."""
+
+    def __init__(self, idle_ms: float, chunks_received: int, stream_lifetime_ms: float) -> None:
+        super().__init__(
+            f"No stream activity for {_ms(idle_ms)}ms (inactivity timeout)",
+            chunks_received=chunks_received,
+            stream_lifetime_ms=stream_lifetime_ms,
+        )
+        self.idle_ms = idle_ms
+
+    def details(self) -> Mapping[str, object]:
+        return {**super().details(), "idleMs": self.idle_ms}
+
+
+class StreamLifetimeExceededError(StreamTimeoutError):
+    """The stream was still going after ``max_lifetime_ms`` (a drip-fed stream defeats the idle timer)."""
+
+    def __init__(self, max_lifetime_ms: float, chunks_received: int, stream_lifetime_ms: float) -> None:
+        super().__init__(
+            f"Stream exceeded its maximum lifetime of {_ms(max_lifetime_ms)}ms",
+            chunks_received=chunks_received,
+            stream_lifetime_ms=stream_lifetime_ms,
+        )
+        self.max_lifetime_ms = max_lifetime_ms
+
+    def details(self) -> Mapping[str, object]:
+        return {**super().details(), "maxLifetimeMs": self.max_lifetime_ms}
+
+
+class StreamContentError(PipelineError):
+    """One attempt's response ended without a usable answer.
+
+    ``empty_stream`` (no chunk at all) and ``no_finish_no_content`` are retryable (content retry);
+    ``non_sse`` (the endpoint answered 200 with something that is not ``text/event-stream``) is not.
+    """
+
+    error_kind: ClassVar[str] = "model_stream_content"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: StreamContentReason,
+        chunks_received: int = 0,
+        content_type: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason: StreamContentReason = reason
+        self.chunks_received = chunks_received
+        self.content_type = content_type
+        self.retryable = reason != "non_sse"
+
+    def details(self) -> Mapping[str, object]:
+        out: dict[str, object] = {"reason": self.reason, "chunksReceived": self.chunks_received}
+        if self.content_type is not None:
+            out["contentType"] = self.content_type
+        return out
+
+
+class ModelTurnError(PipelineError):
+    """The turn's model request failed for good: no permitted attempt is left, or retrying cannot help.
+
+    ``attempts`` counts the HTTP requests made (1 = no retry); ``chunks_received`` and ``phase`` describe the
+    last one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        chunks_received: int,
+        retryable: bool,
+        phase: Phase | None = None,
+        transport_code: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.chunks_received = chunks_received
+        self.retryable = retryable
+        self.phase: Phase | None = phase
+        self.transport_code = transport_code
+        self.status = status
+
+    def details(self) -> Mapping[str, object]:
+        out: dict[str, object] = {}
+        if self.transport_code is not None:
+            out["transportCode"] = self.transport_code
+        if self.status is not None:
+            out["status"] = self.status
+        if self.phase is not None:
+            out["phase"] = self.phase
+        out["attempts"] = self.attempts
+        out["chunksReceived"] = self.chunks_received
+        out["retryable"] = self.retryable
+        return out
+
+
+class ModelStreamTimeoutError(ModelTurnError):
+    """The last attempt's stream stalled (or outlived its cap) and was closed by the watchdog."""
+
+    error_kind: ClassVar[str] = "model_stream_timeout"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        chunks_received: int,
+        phase: Phase,
+        idle_ms: float | None = None,
+        max_lifetime_ms: float | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            attempts=attempts,
+            chunks_received=chunks_received,
+            retryable=True,
+            phase=phase,
+            transport_code="ETIMEDOUT",
+        )
+        self.idle_ms = idle_ms
+        self.max_lifetime_ms = max_lifetime_ms
+
+    def details(self) -> Mapping[str, object]:
+        out = dict(super().details())
+        if self.idle_ms is not None:
+            out["idleMs"] = self.idle_ms
+        if self.max_lifetime_ms is not None:
+            out["maxLifetimeMs"] = self.max_lifetime_ms
+        return out
+
+
+class ModelTransportError(ModelTurnError):
+    """The connection failed or broke; ``transport_code`` says how (ECONNRESET, ECONNREFUSED, ...)."""
+
+    error_kind: ClassVar[str] = "model_transport_error"
+
+
+class ModelRateLimitedError(ModelTurnError):
+    """The endpoint kept answering 429; ``retry_after_ms`` is its last ``Retry-After`` (capped), if any."""
+
+    error_kind: ClassVar[str] = "model_rate_limited"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        chunks_received: int = 0,
+        retry_after_ms: float | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            attempts=attempts,
+            chunks_received=chunks_received,
+            retryable=True,
+            phase="request",
+            status=429,
+        )
+        self.retry_after_ms = retry_after_ms
+
+    def details(self) -> Mapping[str, object]:
+        out = dict(super().details())
+        if self.retry_after_ms is not None:
+            out["retryAfterMs"] = round(self.retry_after_ms)
+        return out
+
+
+class ModelHTTPError(ModelTurnError):
+    """The endpoint answered an HTTP error status; 401/403 and other 4xx are not retryable, 5xx are."""
+
+    error_kind: ClassVar[str] = "model_http_error"
+
+
+class ModelStreamContentError(ModelTurnError):
+    """No usable stream: not SSE (first bytes quoted), or empty / answerless after the retries."""
+
+    error_kind: ClassVar[str] = "model_stream_content"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        chunks_received: int,
+        retryable: bool,
+        reason: StreamContentReason,
+        content_type: str | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            attempts=attempts,
+            chunks_received=chunks_received,
+            retryable=retryable,
+            phase="mid_stream" if chunks_received else "before_first_chunk",
+        )
+        self.reason: StreamContentReason = reason
+        self.content_type = content_type
+
+    def details(self) -> Mapping[str, object]:
+        out = dict(super().details())
+        out["reason"] = self.reason
+        if self.content_type is not None:
+            out["contentType"] = self.content_type
+        return out
+
+
+class ModelProviderError(ModelTurnError):
+    """The provider reported an error no other kind describes (e.g. an ``error`` event inside the stream)."""
+
+    error_kind: ClassVar[str] = "model_provider_error"

@@ -1,0 +1,139 @@
+"""Retry policies of one streamed turn: which failure is retried, how often, after how long.
+
+Three budgets, counted separately, all bounded (defaults from :class:`StreamPolicy`). A policy applies only if
+nothing of the failed attempt was yielded to the caller:
+
+- ``stream_transport`` (W9) — transport ETIMEDOUT / ECONNRESET (a watchdog timeout is ETIMEDOUT: the stall of
+  the incident, or a reset): at most **2** retries, waiting **1 s then 2 s**.
+- ``backoff`` — 429, retryable 5xx, and any other transport code (ECONNREFUSED, ENOTFOUND, ...), all of which
+  happen before the stream starts: at most **4** retries, waiting 1.5 s × 2^(n-1) capped at 30 s, ± 30 %
+  jitter; a ``Retry-After`` (delta-seconds or HTTP date; or OpenAI's ``retry-after-ms``) replaces the computed
+  wait, capped at **5 min**.
+- ``content`` — the stream ended with no chunk, or with neither a finish reason nor answer text: at most **1**
+  retry, waiting 0.5 s.
+
+So one turn makes at most 1 + 2 + 4 + 1 = 8 requests with the defaults. Everything else is final: aborts
+(never retried), 401/403 and other 4xx, a non-SSE body, unknown errors, and **any failure after a chunk of the
+attempt was yielded** (no replay mid-generation: a stall after chunks surfaces as ``model_stream_timeout``).
+
+The waits happen in ``_stream.py`` with ``anyio.sleep`` inside the caller's cancel scope, so a cancel (or the
+caller's deadline) ends a wait at once; a wait that would outlast the caller's deadline is not started. The
+SDK's own retries are switched off there, so this is the only retry layer.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+from ._classify import RetryClassification
+from ._types import RetryPolicyName, StreamPolicy
+
+__all__ = ["STREAM_TRANSPORT_CODES", "RetryBudget", "RetryDecision", "backoff_delay_s", "parse_retry_after_s"]
+
+STREAM_TRANSPORT_CODES = frozenset({"ETIMEDOUT", "ECONNRESET"})
+"""Transport codes for which the whole request is retried while nothing was yielded (W9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDecision:
+    """Retry under ``policy`` (its ``retry``-th use, 1-based) after ``delay_s`` seconds."""
+
+    policy: RetryPolicyName
+    retry: int
+    delay_s: float
+
+
+def parse_retry_after_s(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` or ``Retry-After`` (delta-seconds or HTTP date), or
+    None.
+
+    Negative or past values give 0; unparsable values are ignored. ``now`` is wall-clock time (for HTTP
+    dates).
+    """
+    if not headers:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(0.0, value / 1000)
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return max(0.0, value) if math.isfinite(value) else None
+
+
+def backoff_delay_s(retry: int, policy: StreamPolicy) -> float:
+    """The ``retry``-th (1-based) exponential backoff delay with jitter, in seconds."""
+    base = min(policy.backoff_initial_ms * 2.0 ** (retry - 1), policy.backoff_max_ms)
+    spread = policy.backoff_jitter * (2 * policy.jitter_source() - 1)
+    return max(0.0, base * (1 + spread)) / 1000
+
+
+class RetryBudget:
+    """The retry budgets of one turn. ``decide`` consumes one retry when it returns a decision."""
+
+    __slots__ = ("_policy", "_used")
+
+    def __init__(self, policy: StreamPolicy) -> None:
+        self._policy = policy
+        self._used: dict[RetryPolicyName, int] = {"stream_transport": 0, "backoff": 0, "content": 0}
+
+    def used(self, name: RetryPolicyName) -> int:
+        return self._used[name]
+
+    def decide(
+        self,
+        classification: RetryClassification,
+        *,
+        yielded: bool,
+        retry_after_s: float | None = None,
+    ) -> RetryDecision | None:
+        """Whether (and after how long) to retry a failed attempt; None = the failure is final.
+
+        ``yielded`` says whether anything of the failed attempt reached the caller: if so, nothing is retried.
+        """
+        if yielded or classification.diagnosis != "retryable":
+            return None
+        policy = self._policy
+        name: RetryPolicyName
+        if classification.kind == "transport" and classification.transport_code in STREAM_TRANSPORT_CODES:
+            name, limit = "stream_transport", policy.stream_max_retries
+        elif classification.kind in ("rate_limit", "http", "transport"):
+            name, limit = "backoff", policy.backoff_max_retries
+        elif classification.kind == "stream_content":
+            name, limit = "content", policy.content_max_retries
+        else:
+            return None
+        retry = self._used[name] + 1
+        if retry > limit:
+            return None
+        self._used[name] = retry
+        if name == "stream_transport":
+            delays = policy.stream_retry_delays_ms
+            delay_s = delays[min(retry, len(delays)) - 1] / 1000
+        elif name == "content":
+            delay_s = policy.content_retry_delay_ms / 1000
+        elif retry_after_s is not None:
+            delay_s = min(retry_after_s, policy.retry_after_cap_ms / 1000)
+        else:
+            delay_s = backoff_delay_s(retry, policy)
+        return RetryDecision(name, retry, delay_s)

@@ -1,0 +1,256 @@
+"""The stream watchdog: an idle timeout (and a lifetime cap) on the raw SDK chunk stream of one request.
+
+The transport bounds connect and headers, not the gaps between chunks (keep-alive comments even reset its read
+timeout). :func:`guarded_stream` adds that bound and synthesizes the ``ETIMEDOUT`` the transport failed to
+raise, so a silent stall looks exactly like a read timeout to the retry classification (W3, W8).
+
+How one attempt runs:
+
+- In a per-request :class:`anyio.CancelScope` opened inside the caller's scope: a child of the caller's
+  cancellation (W5). The stream is opened (``open_stream()``: the SDK call up to the response headers) and
+  read inside it.
+- One timer task per attempt. The reader writes a timestamp ("kick") when it starts each raw read and a
+  "no read pending" marker when the read returns: one clock read and two float writes per chunk, no scope and
+  no task per chunk. The timer sleeps until ``kick + idle`` (or the lifetime deadline), re-arms if the reader
+  moved on, else marks the watch fired and cancels the per-request scope, which aborts the pending read and
+  tears the HTTP request down.
+- The timer cancels **only while a read is pending**, and the reader checks ``fired`` right after each read,
+  before any other checkpoint: the cancellation never lands in the consumer's code between chunks.
+- On every exit (end, error, timeout, consumer stopping early, caller cancelling) the stream is closed with
+  ``await stream.close()`` (the SDK's ``AsyncStream.close()`` releases the HTTP response; the iterator's
+  ``aclose()`` does not), shielded and bounded by ``close_timeout_ms``; errors while closing are ignored (W7).
+- After a fire, whatever the aborted read raised (cancellation, or a transport error from the torn-down
+  socket) is dropped (W6); ``checkpoint_if_cancelled()`` runs first, so a caller that is itself cancelled gets
+  its own cancellation, never ETIMEDOUT (W4); then :class:`StreamInactivityTimeoutError` or
+  :class:`StreamLifetimeExceededError`.
+- ``idle <= 0`` and ``lifetime <= 0``: a passthrough (no task, no clock), still closing the stream on exit
+  (W1).
+
+Invariant for consumers: iterate in one task and close the generator deterministically
+(``contextlib.aclosing`` or run it to the end): the timer's task group lives across the generator's ``yield``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Literal, Protocol, TypeVar
+
+import anyio
+from anyio.lowlevel import checkpoint_if_cancelled, current_token
+
+from ._exceptions import StreamInactivityTimeoutError, StreamLifetimeExceededError
+
+__all__ = ["ChunkStream", "close_stream", "guard_stream", "guarded_stream", "loop_clock"]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+logger = logging.getLogger("acp_server.pipeline")
+
+
+class ChunkStream(Protocol[T_co]):
+    """What the watchdog needs of a stream: ``openai.AsyncStream`` satisfies it."""
+
+    def __aiter__(self) -> AsyncIterator[T_co]: ...
+
+    async def close(self) -> None: ...
+
+
+def loop_clock() -> Callable[[], float]:
+    """The running loop's clock as a cheap callable: the clock of anyio's deadlines (virtual under MockClock).
+
+    ``anyio.current_time()`` costs ~1 µs per call (backend lookup); this is asyncio's ``loop.time`` or trio's
+    ``current_clock().current_time``, found once per attempt.
+    """
+    native = current_token().native_token
+    loop_time = getattr(native, "time", None)  # asyncio (and uvloop) event loops
+    if callable(loop_time):
+        method = getattr(loop_time, "__func__", None)
+        if (getattr(method, "__module__", None), getattr(method, "__qualname__", None)) == (
+            "asyncio.base_events",
+            "BaseEventLoop.time",
+        ):
+            return time.monotonic  # what an unpatched BaseEventLoop.time() returns, minus a Python call
+        return loop_time  # type: ignore[no-any-return]
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        return trio.lowlevel.current_clock().current_time  # type: ignore[no-any-return]
+    return anyio.current_time
+
+
+async def close_stream(stream: ChunkStream[object], timeout_s: float) -> None:
+    """``await stream.close()``, shielded from cancellation and bounded by ``timeout_s``; errors only logged.
+
+    Also finalises the SDK's inner chunk generator (``AsyncStream._iterator``) so it is not left to the
+    garbage collector's async-generator hooks.
+    """
+    with anyio.move_on_after(timeout_s, shield=True):
+        try:
+            await stream.close()
+        except Exception as exc:  # the abort that matters is done; a failing close must not mask the outcome
+            logger.debug("ignoring an error while closing a model stream: %r", exc)
+        inner = getattr(stream, "_iterator", None)
+        aclose = getattr(inner, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception as exc:
+                logger.debug("ignoring an error while finalising a model stream: %r", exc)
+
+
+def _reader_of(stream: ChunkStream[T]) -> Callable[[], Awaitable[T]]:
+    # openai.AsyncStream.__anext__ goes straight to its chunk generator; its __aiter__ adds a generator layer.
+    anext_ = getattr(stream, "__anext__", None)
+    if anext_ is not None:
+        return anext_  # type: ignore[no-any-return]
+    return aiter(stream).__anext__
+
+
+_NO_READ = math.inf
+"""``_Watch.kick`` while no read is pending (the consumer holds a chunk): the timer must not cancel then."""
+
+
+class _Watch:
+    """State shared by the reader and the timer of one attempt (one thread, one loop: no locking).
+
+    ``kick`` is when the pending read (or the request) started, or ``_NO_READ``: one float write per read
+    start and one per read end is all the reader pays.
+    """
+
+    __slots__ = ("fired", "kick")
+
+    def __init__(self, kick: float) -> None:
+        self.kick = kick
+        self.fired: Literal["idle", "lifetime"] | None = None
+
+
+async def _timer(
+    watch: _Watch,
+    scope: anyio.CancelScope,
+    clock: Callable[[], float],
+    idle_s: float,
+    lifetime_deadline: float,
+) -> None:
+    """Cancel ``scope`` once a pending read lasted ``idle_s``, or the lifetime deadline passed during one."""
+    while True:
+        now = clock()
+        kick = watch.kick
+        if kick == _NO_READ:
+            # The consumer holds a chunk: look again one idle period later (a read started meanwhile has a
+            # later deadline). The reader checks the lifetime itself when it starts its next read.
+            if now >= lifetime_deadline:
+                return
+            await anyio.sleep_until(min(now + idle_s, lifetime_deadline))
+            continue
+        idle_deadline = kick + idle_s
+        if now < idle_deadline and now < lifetime_deadline:
+            await anyio.sleep_until(min(idle_deadline, lifetime_deadline))
+            continue
+        watch.fired = "idle" if now >= idle_deadline else "lifetime"
+        scope.cancel()
+        return
+
+
+def guard_stream(
+    stream: ChunkStream[T],
+    *,
+    idle_timeout_ms: float,
+    max_lifetime_ms: float = 0,
+    close_timeout_ms: float = 1_000,
+) -> AsyncGenerator[T, None]:
+    """:func:`guarded_stream` over an already open stream (the clocks start at the first iteration)."""
+
+    async def ready() -> ChunkStream[T]:
+        return stream
+
+    return guarded_stream(
+        ready,
+        idle_timeout_ms=idle_timeout_ms,
+        max_lifetime_ms=max_lifetime_ms,
+        close_timeout_ms=close_timeout_ms,
+    )
+
+
+async def guarded_stream(
+    open_stream: Callable[[], Awaitable[ChunkStream[T]]],
+    *,
+    idle_timeout_ms: float,
+    max_lifetime_ms: float = 0,
+    close_timeout_ms: float = 1_000,
+) -> AsyncGenerator[T, None]:
+    """Open a stream with ``open_stream()`` and yield its raw chunks under the watchdog (module docstring).
+
+    The idle clock covers the wait for ``open_stream()`` (the response headers), then each raw chunk; the
+    lifetime clock starts with the call. Raises :class:`StreamInactivityTimeoutError` or
+    :class:`StreamLifetimeExceededError` (``code == "ETIMEDOUT"``) after closing the stream, unless the caller
+    is cancelled: its cancellation then propagates. Errors of ``open_stream()`` and of the stream pass through
+    unchanged. The stream returned by ``open_stream()`` is closed on every exit.
+    """
+    close_timeout_s = close_timeout_ms / 1000
+    idle_s = idle_timeout_ms / 1000 if idle_timeout_ms > 0 else math.inf
+    lifetime_s = max_lifetime_ms / 1000 if max_lifetime_ms > 0 else math.inf
+    stream: ChunkStream[T] | None = None
+
+    if idle_s == math.inf and lifetime_s == math.inf:  # W1: passthrough
+        try:
+            stream = await open_stream()
+            read = _reader_of(stream)
+            while True:
+                try:
+                    chunk = await read()
+                except StopAsyncIteration:
+                    break
+                yield chunk
+        finally:
+            if stream is not None:
+                await close_stream(stream, close_timeout_s)
+        return
+
+    clock = loop_clock()
+    started = clock()
+    lifetime_deadline = started + lifetime_s
+    watch = _Watch(started)
+    chunks = 0
+    error: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            try:
+                with anyio.CancelScope() as request_scope:  # W5: the per-request scope, child of the caller's
+                    tg.start_soon(_timer, watch, request_scope, clock, idle_s, lifetime_deadline)
+                    stream = await open_stream()
+                    read = _reader_of(stream)
+                    while True:
+                        now = clock()
+                        if now >= lifetime_deadline:
+                            watch.fired = "lifetime"
+                            break
+                        watch.kick = now
+                        try:
+                            chunk = await read()
+                        except StopAsyncIteration:
+                            break
+                        finally:
+                            watch.kick = _NO_READ
+                        if watch.fired is not None:  # a chunk raced the timer: the timeout wins
+                            break
+                        chunks += 1
+                        yield chunk
+            except BaseException as exc:  # kept out of the task group: never wrapped in an ExceptionGroup
+                error = exc
+            tg.cancel_scope.cancel()
+    finally:
+        if stream is not None:
+            await close_stream(stream, close_timeout_s)
+    if watch.fired is not None:
+        error = None  # W6: whatever the aborted read raised (cancellation, a transport error) is dropped
+        await checkpoint_if_cancelled()  # W4: a cancelled caller gets its cancellation, not ETIMEDOUT
+        lifetime_ms = (clock() - started) * 1000
+        if watch.fired == "idle":
+            raise StreamInactivityTimeoutError(idle_timeout_ms, chunks, lifetime_ms)
+        raise StreamLifetimeExceededError(max_lifetime_ms, chunks, lifetime_ms)
+    if error is not None:
+        raise error

@@ -1,0 +1,200 @@
+"""In-memory doubles of the openai SDK for pipeline tests: chunks, an ``AsyncStream`` look-alike, a client.
+
+Everything runs on anyio (virtual time under trio's ``MockClock``); nothing touches the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import openai
+
+
+@dataclass(frozen=True)
+class FakeDelta:
+    content: str | None = None
+    reasoning_content: str | None = None
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class FakeChoice:
+    delta: FakeDelta
+    finish_reason: str | None = None
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class FakeChunk:
+    choices: list[FakeChoice]
+
+
+def chunk(text: str | None = None, *, reasoning: str | None = None, finish: str | None = None) -> FakeChunk:
+    """One ``chat.completion.chunk`` with optional text, reasoning and finish reason."""
+    return FakeChunk([FakeChoice(FakeDelta(content=text, reasoning_content=reasoning), finish_reason=finish)])
+
+
+def role_chunk() -> FakeChunk:
+    """The first chunk many servers send: a role and nothing else."""
+    return FakeChunk([FakeChoice(FakeDelta(role="assistant"))])
+
+
+@dataclass
+class FakeResponse:
+    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
+    body: bytes = b""
+
+    async def aiter_raw(self) -> Any:
+        for i in range(0, len(self.body), 16):
+            yield self.body[i : i + 16]
+
+
+Step = FakeChunk | float | BaseException
+"""A script step: a chunk to yield, seconds to sleep before the next step, or an exception to raise."""
+
+
+class MockStream:
+    """Mimics ``openai.AsyncStream``: async-iterable of chunk objects; ``close()`` is recorded.
+
+    Plays ``script`` then, with ``then="hang"``, never resolves (the read pends until cancelled); with
+    ``then="end"`` ends cleanly. ``on_abort``: the exception the pending read raises when it is cancelled —
+    the "orphaned next() rejection" of a torn-down request (W6). ``on_close`` runs inside ``close()``.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[Step] = (),
+        *,
+        then: Literal["hang", "end"] = "hang",
+        on_abort: BaseException | None = None,
+        on_close: Callable[[], None] | None = None,
+        content_type: str | None = "text/event-stream",
+        body: bytes = b"",
+    ) -> None:
+        self._script = list(script)
+        self._then = then
+        self._on_abort = on_abort
+        self._on_close = on_close
+        headers = {} if content_type is None else {"content-type": content_type}
+        self.response = FakeResponse(headers, body)
+        self.yielded_at: list[float] = []
+        self.close_calls: list[float] = []
+        self.orphan_raised = False
+        self.reads = 0
+
+    def __aiter__(self) -> MockStream:
+        return self
+
+    async def __anext__(self) -> FakeChunk:
+        self.reads += 1
+        if self.close_calls:
+            raise httpx2.StreamClosed()
+        while self._script:
+            step = self._script.pop(0)
+            if isinstance(step, BaseException):
+                raise step
+            if isinstance(step, (int, float)):
+                await anyio.sleep(step)
+                continue
+            self.yielded_at.append(anyio.current_time())
+            return step
+        if self._then == "end":
+            raise StopAsyncIteration
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            if self._on_abort is not None:
+                self.orphan_raised = True
+                raise self._on_abort from None
+            raise
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        self.close_calls.append(anyio.current_time())
+        if self._on_close is not None:
+            self._on_close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.close_calls)
+
+
+def drip(n: int, every_s: float, *, text: str = "w", reasoning: bool = False) -> list[Step]:
+    """``n`` chunks, one every ``every_s`` seconds (the first after one interval)."""
+    steps: list[Step] = []
+    for i in range(n):
+        steps += [every_s, chunk(reasoning=f"{text}{i} ") if reasoning else chunk(f"{text}{i} ")]
+    return steps
+
+
+_REQUEST = httpx2.Request("POST", "http://model.test/v1/chat/completions")
+
+
+def status_error(
+    status: int, *, headers: dict[str, str] | None = None, message: str = "boom"
+) -> openai.APIStatusError:
+    """The exception the SDK raises for an HTTP error status (the right subclass for 429, 401, 5xx...)."""
+    response = httpx2.Response(status, headers=headers or {}, request=_REQUEST)
+    body = {"error": {"message": message, "type": "test"}}
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://model.test/v1")
+    return client._make_status_error(f"Error code: {status} - {body}", body=body, response=response)
+
+
+def connection_error(cause: BaseException) -> openai.APIConnectionError:
+    """``APIConnectionError`` chained to ``cause`` as the SDK raises it (``raise ... from err``)."""
+    try:
+        raise openai.APIConnectionError(request=_REQUEST) from cause
+    except openai.APIConnectionError as exc:
+        return exc
+
+
+def timeout_error() -> openai.APITimeoutError:
+    try:
+        raise openai.APITimeoutError(request=_REQUEST) from httpx2.ReadTimeout("read timed out")
+    except openai.APITimeoutError as exc:
+        return exc
+
+
+class _Completions:
+    def __init__(self, client: FakeClient) -> None:
+        self._client = client
+
+    async def create(self, **kwargs: Any) -> MockStream:
+        client = self._client
+        client.calls.append(anyio.current_time())
+        client.kwargs.append(kwargs)
+        if not client.outcomes:
+            raise AssertionError("no scripted outcome left")
+        outcome = client.outcomes.pop(0)
+        if isinstance(outcome, (int, float)):  # seconds the headers take, then the next outcome
+            delay, outcome = outcome, client.outcomes.pop(0)
+            await anyio.sleep(delay)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        client.streams.append(outcome)
+        return outcome
+
+
+class _Chat:
+    def __init__(self, client: FakeClient) -> None:
+        self.completions = _Completions(client)
+
+
+class FakeClient:
+    """Stands in for ``AsyncOpenAI``: ``chat.completions.create`` plays ``outcomes`` in order (a stream, an
+    exception to raise, or seconds to wait before the next outcome) and records call instants."""
+
+    def __init__(
+        self, *outcomes: MockStream | BaseException | float, api_key: str = "sk-secret-123456"
+    ) -> None:
+        self.outcomes = list(outcomes)
+        self.calls: list[float] = []
+        self.kwargs: list[dict[str, Any]] = []
+        self.streams: list[MockStream] = []
+        self.chat = _Chat(self)
+        self.api_key = api_key
+        self.max_retries = 0
