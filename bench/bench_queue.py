@@ -19,8 +19,6 @@ from typing import Any
 
 import anyio
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
 from acp_server.provider.offline import Answer, LoopbackModel
 from acp_server.rpc import iter_lines
 

@@ -44,7 +44,9 @@ class Outbox:
             self._writable = anyio.Event()
 
     async def wait_writable(self) -> None:
-        await self._writable.wait()
+        """Return at once below the high-water mark (no checkpoint per message), else wait for the writer."""
+        if not self._writable.is_set():
+            await self._writable.wait()
 
     async def wait_empty(self) -> None:
         """Wait until every queued message has been handed to the sink."""
