@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import time
 from typing import Any
 
 import anyio
+from _pipe import spawn
 
 from acp_server.provider.offline import Answer, LoopbackModel
-from acp_server.rpc import iter_lines
 
 
 def rss_kib(pid: int) -> int:
@@ -37,103 +35,47 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def main(prompts: int, sessions: int) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
     async with LoopbackModel() as model:
         model.enqueue(*(Answer(text="slow " * 50, reasoning="", chunk_delay_s=0.2) for _ in range(5)))
-        command = [
-            sys.executable,
-            "-m",
-            "acp_server",
-            "--base-url",
-            model.base_url,
-            "--model",
-            "m",
-            "--log-level",
-            "ERROR",
-        ]
-        async with await anyio.open_process(command, env=env, stderr=None) as process:
-            assert process.stdin is not None and process.stdout is not None
-            stdout = process.stdout
+        async with spawn("--base-url", model.base_url, "--model", "m") as agent:
+            pid = agent.process.pid
+            session_id = await agent.new_session()
 
-            async def receive() -> bytes:
-                try:
-                    return await stdout.receive()
-                except anyio.EndOfStream:
-                    return b""
-
-            lines = iter_lines(receive, 1 << 30)
-
-            async def send(message: dict[str, Any]) -> None:
-                assert process.stdin is not None
-                await process.stdin.send(json.dumps(message).encode() + b"\n")
-
-            async def reply(msg_id: Any) -> dict[str, Any]:
-                async for line in lines:
-                    assert isinstance(line, bytes)
-                    message = json.loads(line)
-                    if message.get("id") == msg_id and "method" not in message:
-                        return message
-                raise RuntimeError("server exited")
-
-            await send({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {"protocolVersion": 1}})
-            await reply("i")
-            await send(
-                {"jsonrpc": "2.0", "id": "s", "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
-            )
-            session_id = (await reply("s"))["result"]["sessionId"]
-            base = rss_kib(process.pid)
+            base = rss_kib(pid)
             for i in range(sessions):
-                await send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": f"n{i}",
-                        "method": "session/new",
-                        "params": {"cwd": "/tmp", "mcpServers": []},
-                    }
-                )
-            await reply(f"n{sessions - 1}")
-            sessions_mb = (rss_kib(process.pid) - base) / 1024
-
-            prompt = [{"type": "text", "text": "go"}]
+                new = {"cwd": "/tmp", "mcpServers": []}
+                await agent.send({"jsonrpc": "2.0", "id": f"n{i}", "method": "session/new", "params": new})
+            await agent.reply(f"n{sessions - 1}")
+            sessions_mb = (rss_kib(pid) - base) / 1024
 
             def prompt_message(msg_id: Any) -> dict[str, Any]:
-                return {
-                    "jsonrpc": "2.0",
-                    "id": msg_id,
-                    "method": "session/prompt",
-                    "params": {"sessionId": session_id, "prompt": prompt},
-                }
+                params = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+                return {"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt", "params": params}
 
             for i in range(5):  # fill the queue: one running, four waiting
-                await send(prompt_message(f"p{i}"))
+                await agent.send(prompt_message(f"p{i}"))
             await model.wait_for_requests(1)
 
             round_trips: list[float] = []
             for i in range(1000):
                 started = time.perf_counter()
-                await send(prompt_message(-1 - i))
-                answer = await reply(-1 - i)
+                await agent.send(prompt_message(-1 - i))
+                answer = await agent.reply(-1 - i)
                 round_trips.append(time.perf_counter() - started)
                 assert answer["error"]["data"]["errorKind"] == "prompt_queue_full", answer
 
-            rss_before = rss_kib(process.pid)
-            refused = 0
-            accepted = 0
+            rss_before = rss_kib(pid)
+            refused = accepted = 0
             started = time.perf_counter()
 
             async def flood() -> None:
-                assert process.stdin is not None
                 for first in range(0, prompts, 100):
-                    chunk = [
-                        json.dumps(prompt_message(i)).encode() + b"\n" for i in range(first, min(prompts, first + 100))
-                    ]
-                    await process.stdin.send(b"".join(chunk))
+                    batch = range(first, min(prompts, first + 100))
+                    await agent.send_raw(b"".join(json.dumps(prompt_message(i)).encode() + b"\n" for i in batch))
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(flood)
-                async for line in lines:
-                    assert isinstance(line, bytes)
-                    message = json.loads(line)
+                async for message in agent.messages():
                     if "method" in message or not isinstance(message.get("id"), int):
                         continue
                     if "error" in message and message["error"]["data"]["errorKind"] == "prompt_queue_full":
@@ -143,17 +85,16 @@ async def main(prompts: int, sessions: int) -> None:
                     if refused + accepted == prompts:
                         break
             elapsed = time.perf_counter() - started
-            rss_after = rss_kib(process.pid)
-            print("command: python bench/bench_queue.py --prompts", prompts, "--sessions", sessions)
-            print(f"{sessions} idle sessions: RSS +{sessions_mb:.1f} MB over baseline (target <= 60 MB)")
-            p50, p99 = statistics.median(round_trips) * 1e3, percentile(round_trips, 0.99) * 1e3
-            print(f"refusal round trip (one at a time, queue full, 1000 samples): p50 {p50:.3f} ms, p99 {p99:.3f} ms")
-            print("  (target p99 <= 1 ms)")
-            print(f"flood: {prompts} pipelined prompts, queue full -> {accepted} more accepted, {refused} refused,")
-            print(f"  all answered in {elapsed:.2f} s ({prompts / elapsed:,.0f} refusals/s)")
-            print(f"RSS growth during the flood: {(rss_after - rss_before) / 1024:.1f} MB (target <= 5 MB)")
-            await process.stdin.aclose()
-            await process.wait()
+            rss_after = rss_kib(pid)
+
+    p50, p99 = statistics.median(round_trips) * 1e3, percentile(round_trips, 0.99) * 1e3
+    print(f"command: python bench/bench_queue.py --prompts {prompts} --sessions {sessions}")
+    print(f"{sessions} idle sessions: RSS +{sessions_mb:.1f} MB over baseline (target <= 60 MB)")
+    print(f"refusal round trip (one at a time, queue full, 1000 samples): p50 {p50:.3f} ms, p99 {p99:.3f} ms")
+    print("  (target p99 <= 1 ms)")
+    print(f"flood: {prompts} pipelined prompts, queue full -> {accepted} more accepted, {refused} refused,")
+    print(f"  all answered in {elapsed:.2f} s ({prompts / elapsed:,.0f} refusals/s)")
+    print(f"RSS growth during the flood: {(rss_after - rss_before) / 1024:.1f} MB (target <= 5 MB)")
 
 
 if __name__ == "__main__":

@@ -7,17 +7,14 @@ Run: ``python bench/bench_relay.py [--chunks 5000] [--runs 5]``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import sys
 import time
 
 import anyio
+from _pipe import spawn
 
 from acp_server.provider import make_openai_client
 from acp_server.provider.offline import Answer, LoopbackModel
-from acp_server.rpc import iter_lines
 
 
 async def raw_rate(model: LoopbackModel, text: str) -> float:
@@ -36,51 +33,22 @@ async def raw_rate(model: LoopbackModel, text: str) -> float:
 
 
 async def relay_rate(model: LoopbackModel, text: str, words: int) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
-    command = [sys.executable, "-m", "acp_server", "--base-url", model.base_url, "--model", "m", "--log-level", "ERROR"]
-    async with await anyio.open_process(command, env=env, stderr=None) as process:
-        assert process.stdin is not None and process.stdout is not None
-        stdout = process.stdout
-
-        async def receive() -> bytes:
-            try:
-                return await stdout.receive()
-            except anyio.EndOfStream:
-                return b""
-
-        lines = iter_lines(receive, 1 << 30)
-
-        async def call(msg_id: str, method: str, params: dict[str, object]) -> tuple[dict[str, object], int, float]:
-            assert process.stdin is not None
-            await process.stdin.send(
-                json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode() + b"\n"
-            )
-            count, first = 0, 0.0
-            async for line in lines:
-                assert isinstance(line, bytes)
-                message = json.loads(line)
-                if message.get("method") == "session/update":
-                    if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk":
-                        count += 1
-                        first = first or time.perf_counter()
-                elif message.get("id") == msg_id:
-                    return message, count, first
-            raise RuntimeError("agent exited")
-
-        await call("i", "initialize", {"protocolVersion": 1})
-        session = (await call("s", "session/new", {"cwd": "/tmp", "mcpServers": []}))[0]["result"]
-        session_id = session["sessionId"]  # type: ignore[index]
+    async with spawn("--base-url", model.base_url, "--model", "m") as agent:
+        session_id = await agent.new_session()
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "x"}]}
         model.enqueue(Answer(text="warm up", reasoning=""))
-        await call("w", "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "x"}]})
+        await agent.call("warm", "session/prompt", prompt)
         model.enqueue(Answer(text=text, reasoning=""))
         started = time.perf_counter()
-        _, count, _ = await call(
-            "p", "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "x"}]}
-        )
+        await agent.send({"jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": prompt})
+        count = 0
+        async for message in agent.messages():
+            if message.get("id") == "p":
+                break
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk":
+                count += 1
         elapsed = time.perf_counter() - started
         assert count == words, (count, words)
-        await process.stdin.aclose()
-        await process.wait()
         return count / elapsed
 
 
