@@ -1,7 +1,7 @@
 """ACP handlers: validate with the official schema, call the session bridge, shape replies. Transport-neutral."""
 
 from ._agent import PROTOCOL_VERSION, AcpAgent, AgentOptions, Peer
-from ._convert import prompt_from_blocks, update_from_event
+from ._convert import prompt_from_blocks, replay_updates, update_from_event
 from ._schema import preload, validate
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "Peer",
     "preload",
     "prompt_from_blocks",
+    "replay_updates",
     "update_from_event",
     "validate",
 ]

@@ -10,12 +10,14 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from ..bridge import PromptHandle, SessionBridge
 from ..errors import InvalidInputError
+from ..store import SessionRecord
 from ..turn import TurnEvent
-from ._convert import prompt_from_blocks, update_from_event
+from ._convert import prompt_from_blocks, replay_updates, update_from_event
 from ._schema import validate
 
 __all__ = ["PROTOCOL_VERSION", "AcpAgent", "AgentOptions", "Peer"]
@@ -23,6 +25,8 @@ __all__ = ["PROTOCOL_VERSION", "AcpAgent", "AgentOptions", "Peer"]
 logger = logging.getLogger("acp_server.acp")
 
 PROTOCOL_VERSION = 1
+
+_REPLAY_BATCH = 64  # replayed updates queued between two waits for the writer (backpressure)
 
 
 class Peer(Protocol):
@@ -72,6 +76,27 @@ def _check_initialize(params: Any) -> int:
     return version if isinstance(version, int) else PROTOCOL_VERSION
 
 
+def _check_cwd(cwd: str, method: str, field: str = "cwd") -> None:
+    if not os.path.isabs(cwd):
+        raise InvalidInputError(
+            f"Invalid params for {method}: {field} must be an absolute path, got {cwd!r}",
+            [{"field": field, "message": "must be an absolute path"}],
+        )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _session_info(record: SessionRecord) -> dict[str, Any]:
+    """``SessionInfo`` of ``session/list``: timestamps in ISO 8601 UTC."""
+    info: dict[str, Any] = {"sessionId": record.session_id, "cwd": record.cwd, "updatedAt": _iso(record.updated_at)}
+    if record.title:
+        info["title"] = record.title
+    info["_meta"] = {"acpServer": {"createdAt": _iso(record.created_at)}}
+    return info
+
+
 def _deadline_from_meta(meta: Any) -> int | None:
     """``_meta.acpServer.promptDeadlineMs``: a positive integer that can only shorten the server's deadline."""
     if not isinstance(meta, dict) or not isinstance(meta.get("acpServer"), dict):
@@ -108,6 +133,10 @@ class AcpAgent:
             "initialize": self.initialize,
             "authenticate": self.authenticate,
             "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/resume": self.resume_session,
+            "session/list": self.list_sessions,
+            "session/close": self.close_session,
             "session/prompt": self.prompt,
             "session/fork": self.fork_session,
         }
@@ -119,14 +148,21 @@ class AcpAgent:
 
     def _capabilities(self) -> dict[str, Any]:
         limit = self._bridge.limit
+        store = self._bridge.store
+        problem = store.problem
         return {
-            "loadSession": False,
+            "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
-            "sessionCapabilities": {"fork": {}},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
             "_meta": {
                 "acpServer": {
                     "promptQueue": {"maxPendingPromptsPerSession": limit, "cancelScope": "running_only"},
+                    "sessionStore": {
+                        "persistent": store.persistent,
+                        "available": problem is None,
+                        **({"errorKind": problem.error_kind, "message": str(problem)} if problem else {}),
+                    },
                 }
             },
         }
@@ -154,22 +190,53 @@ class AcpAgent:
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         request = validate("NewSessionRequest", params, "session/new")
-        if not os.path.isabs(request.cwd):
-            raise InvalidInputError(
-                f"Invalid params for session/new: cwd must be an absolute path, got {request.cwd!r}",
-                [{"field": "cwd", "message": "must be an absolute path"}],
-            )
-        entry = self._bridge.create_session(request.cwd)
+        _check_cwd(request.cwd, "session/new")
+        entry = await self._bridge.open_session(request.cwd)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         return {"sessionId": entry.session_id}
 
+    async def load_session(self, params: Any) -> dict[str, Any]:
+        """Attach the session, replay its whole stored history as ``session/update``, then answer."""
+        request = validate("LoadSessionRequest", params, "session/load")
+        _check_cwd(request.cwd, "session/load")
+        session_id: str = request.session_id
+        _, history = await self._bridge.load_session(session_id, cwd=request.cwd)
+        peer = self._peer
+        for count, update in enumerate(replay_updates(session_id, history), 1):
+            peer.notify("session/update", update)
+            if count % _REPLAY_BATCH == 0:
+                await peer.wait_writable()
+        logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
+        return {}
+
+    async def resume_session(self, params: Any) -> dict[str, Any]:
+        """Attach the session without replaying its history."""
+        request = validate("ResumeSessionRequest", params, "session/resume")
+        _check_cwd(request.cwd, "session/resume")
+        await self._bridge.resume_session(request.session_id, cwd=request.cwd)
+        logger.info("session %s resumed", request.session_id)
+        return {}
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        request = validate("ListSessionsRequest", params if params is not None else {}, "session/list")
+        if request.cwd is not None:
+            _check_cwd(request.cwd, "session/list")
+        page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
+        reply: dict[str, Any] = {"sessions": [_session_info(record) for record in page.sessions]}
+        if page.next_cursor is not None:
+            reply["nextCursor"] = page.next_cursor
+        return reply
+
+    async def close_session(self, params: Any) -> dict[str, Any]:
+        """Cancel the session's work and free it here; its history stays in the store."""
+        request = validate("CloseSessionRequest", params, "session/close")
+        await self._bridge.close_session(request.session_id)
+        logger.info("session %s closed", request.session_id)
+        return {}
+
     async def fork_session(self, params: Any) -> dict[str, Any]:
         request = validate("ForkSessionRequest", params, "session/fork")
-        if not os.path.isabs(request.cwd):
-            raise InvalidInputError(
-                f"Invalid params for session/fork: cwd must be an absolute path, got {request.cwd!r}",
-                [{"field": "cwd", "message": "must be an absolute path"}],
-            )
+        _check_cwd(request.cwd, "session/fork")
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
         return {"sessionId": entry.session_id}
 

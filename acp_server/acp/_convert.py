@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..store import StoredMessage
 from ..turn import (
     ImagePart,
     Prompt,
@@ -19,7 +21,7 @@ from ..turn import (
 )
 from ._schema import dump, schema
 
-__all__ = ["prompt_from_blocks", "update_from_event"]
+__all__ = ["prompt_from_blocks", "replay_updates", "update_from_event"]
 
 
 def prompt_from_blocks(blocks: list[Any]) -> Prompt:
@@ -72,3 +74,60 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         assert isinstance(event, UserChunk)
         update = s.UserMessageChunk(session_update="user_message_chunk", content=_block(event.part))
     return dump(s.SessionNotification(session_id=session_id, update=update))
+
+
+def _wire_block(part: PromptPart) -> dict[str, Any]:
+    """The wire form of a content block, built directly: what ``dump(_block(part))`` gives, ~10x cheaper (replay
+    sends thousands; ``tests/store/test_acp_sessions.py`` pins the equality with the official models)."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ResourceLinkPart):
+        link: dict[str, Any] = {"type": "resource_link", "uri": part.uri, "name": part.name}
+        if part.description is not None:
+            link["description"] = part.description
+        return link
+    if isinstance(part, ResourcePart):
+        contents: dict[str, Any] = {"uri": part.uri, "text": part.text or ""}
+        if part.mime_type is not None:
+            contents["mimeType"] = part.mime_type
+        return {"type": "resource", "resource": contents}
+    return {"type": "image", "data": part.data, "mimeType": part.mime_type}
+
+
+def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterator[dict[str, Any]]:
+    """``session/update`` params replaying a stored history, in order: per user message one
+    ``user_message_chunk`` per prompt part; per answer its ``agent_thought_chunk`` then its ``agent_message_chunk``.
+
+    Every chunk carries ``messageId`` (``<sessionId>/<seq>``). An answer that did not complete is marked on each of
+    its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``, ``interrupted``, ``running``) and
+    ``stopReason``; an unfinished answer with no text is still replayed, as one empty ``agent_message_chunk``, so the
+    mark is never lost. Each value is exactly what the official ``SessionNotification`` model dumps.
+    """
+    for message in messages:
+        message_id = f"{session_id}/{message.seq}"
+        updates: list[dict[str, Any]] = []
+        if message.role == "user":
+            for part in message.parts or (TextPart(message.content),):
+                updates.append(
+                    {"content": _wire_block(part), "messageId": message_id, "sessionUpdate": "user_message_chunk"}
+                )
+        else:
+            meta: dict[str, Any] | None = None
+            if message.outcome != "complete":
+                mark: dict[str, Any] = {"outcome": message.outcome}
+                if message.stop_reason is not None:
+                    mark["stopReason"] = message.stop_reason
+                meta = {"acpServer": mark}
+            chunks: list[tuple[str, str]] = []
+            if message.reasoning:
+                chunks.append(("agent_thought_chunk", message.reasoning))
+            if message.content or (not chunks and meta is not None):
+                chunks.append(("agent_message_chunk", message.content))
+            for kind, text in chunks:
+                update: dict[str, Any] = {"content": {"type": "text", "text": text}, "messageId": message_id}
+                if meta is not None:
+                    update["_meta"] = meta
+                update["sessionUpdate"] = kind
+                updates.append(update)
+        for update in updates:
+            yield {"sessionId": session_id, "update": update}

@@ -5,6 +5,10 @@ Invariants:
   when it has reached the limit; every accepted prompt releases its slot exactly once, as its handle settles.
 - Per session, one worker runs FIFO items strictly one at a time, in order; sessions run concurrently.
 - Every task belongs to the bridge's task group; nothing is started before ``__aenter__``.
+- A *journaled* session (``open_session``, ``load_session``, ``resume_session``, forks of those) lives in the
+  store: its in-memory conversation is a copy of the stored history, changed only after the store has committed
+  (``SessionEntry.begin_turn`` / ``end_turn``), and caught up with what other processes stored at each turn start.
+  ``create_session`` makes an unjournaled, memory-only session (tests, embedding).
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ..turn._types import Conversation, Emit, Prompt, StopReason
+from ..errors import ServerError
+from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage, TurnTicket
+from ..turn._types import Conversation, Emit, Message, Prompt, StopReason
 from ._exceptions import (
     BridgeClosedError,
-    BridgeError,
     PromptCancelledError,
     PromptDeadlineExceededError,
     PromptQueueFullError,
@@ -197,32 +202,98 @@ class PromptHandle:
 class _ForkRequest:
     """A fork waiting in the FIFO: serialized like a prompt, but never counted and never refused."""
 
-    __slots__ = ("child", "cwd", "done", "error")
+    __slots__ = ("abandoned", "child", "cwd", "done", "error")
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
         self.child: SessionEntry | None = None
-        self.error: BridgeError | None = None
+        self.error: ServerError | None = None
         self.done = anyio.Event()
+        self.abandoned = False  # the caller left while the copy was being stored
 
 
 _FifoItem: TypeAlias = "PromptHandle | _ForkRequest"
 
 
 class SessionEntry:
-    """One session: cwd, conversation, FIFO. ``pending_prompt_count`` = waiting prompts + the running one."""
+    """One session: cwd, conversation, FIFO. ``pending_prompt_count`` = waiting prompts + the running one.
 
-    def __init__(self, session_id: str, cwd: str, conversation: Conversation, title: str = "") -> None:
+    With a ``journal`` (the store), ``conversation.messages[:synced]`` equal the stored messages ``1..synced``;
+    the turn that holds the FIFO is the only writer, through :meth:`begin_turn` and :meth:`end_turn`.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        conversation: Conversation,
+        title: str = "",
+        *,
+        journal: SessionStore | None = None,
+        synced: int = 0,
+    ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.conversation = conversation
         self.title = title
         self.created_at = self.updated_at = _now()
         self.closed = False
+        self._journal = journal
+        self._synced = synced
+        self._ticket: TurnTicket | None = None
         self._fifo: OrderedDict[int, _FifoItem] = OrderedDict()
         self._pending = 0
         self._running: PromptHandle | None = None
         self._worker_active = False
+
+    @property
+    def journaled(self) -> bool:
+        """Whether this session's history is written to the store."""
+        return self._journal is not None
+
+    async def begin_turn(self, prompt: Prompt, user: Message) -> Conversation:
+        """Record the prompt (store first, then memory); return the history the model gets before it.
+
+        The store call is shielded: once its transaction commits, the caller always gets the ticket, so the
+        turn's answer is always ended (a cancellation surfaces at the caller's next checkpoint).
+        """
+        messages = self.conversation.messages
+        if self._journal is None:
+            history = Conversation(list(messages))
+            messages.append(user)
+            return history
+        with anyio.CancelScope(shield=True):
+            ticket = await self._journal.begin_turn(
+                self.session_id, known=self._synced, content=user.content, parts=prompt.parts, title=prompt.title
+            )
+        del messages[ticket.since :]
+        messages.extend(message.to_message() for message in ticket.catch_up)
+        history = Conversation(list(messages))
+        messages.append(user)
+        self._synced = ticket.user_seq
+        self._ticket = ticket
+        return history
+
+    async def end_turn(self, answer: Message) -> None:
+        """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``."""
+        if self._journal is None:
+            self.conversation.messages.append(answer)
+            return
+        ticket, self._ticket = self._ticket, None
+        if ticket is None:
+            raise RuntimeError("end_turn() without begin_turn()")
+        outcome = answer.outcome
+        if outcome != "complete" and outcome != "cancelled" and outcome != "failed":
+            raise ValueError(f"a turn ends complete, cancelled or failed, not {outcome!r}")
+        await self._journal.end_turn(
+            ticket,
+            content=answer.content,
+            reasoning=answer.reasoning,
+            stop_reason=answer.stop_reason,
+            outcome=outcome,
+        )
+        self.conversation.messages.append(answer)
+        self._synced = ticket.answer_seq
 
     @property
     def pending_prompt_count(self) -> int:
@@ -274,10 +345,15 @@ class SessionBridge:
         self,
         runner: TurnRunner,
         *,
+        store: SessionStore | None = None,
         max_pending_prompts_per_session: int | float | None = 5,
         prompt_deadline_ms: int | None = None,
     ) -> None:
+        """``store``: where journaled sessions live, opened and closed by the caller; None = a private
+        in-memory store the bridge opens and closes itself."""
         self._runner = runner
+        self._own_store = store is None
+        self._store: SessionStore = MemorySessionStore() if store is None else store
         self._limit = validate_max_pending(max_pending_prompts_per_session)
         self._deadline_ms = validate_deadline_ms(prompt_deadline_ms)
         self._life = _Life.UNOPENED
@@ -307,6 +383,10 @@ class SessionBridge:
         """The open sessions, oldest first."""
         return tuple(self._sessions.values())
 
+    @property
+    def store(self) -> SessionStore:
+        return self._store
+
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> SessionBridge:
@@ -314,6 +394,8 @@ class SessionBridge:
             raise RuntimeError("SessionBridge is already open")
         if self._life is _Life.CLOSED:
             raise RuntimeError("SessionBridge cannot be reopened once closed; create a new one")
+        if self._own_store:
+            await self._store.open()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -332,10 +414,14 @@ class SessionBridge:
         """
         self._begin_close()
         assert self._tg is not None
-        if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
-            await self._tg.__aexit__(None, None, None)
-            return None
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        try:
+            if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+                await self._tg.__aexit__(None, None, None)
+                return None
+            return await self._tg.__aexit__(exc_type, exc, tb)
+        finally:
+            if self._own_store:
+                await self._store.aclose()
 
     async def aclose(self) -> None:
         """Close every session (prompts settle with ``BridgeClosedError``); wait for running ones to unwind.
@@ -374,19 +460,81 @@ class SessionBridge:
     def create_session(
         self, cwd: str, *, session_id: str | None = None, conversation: Conversation | None = None
     ) -> SessionEntry:
-        """A new empty (or given) conversation; ``session_id`` defaults to a uuid4 hex."""
+        """A new memory-only session (never written to the store) with an empty (or given) conversation;
+        ``session_id`` defaults to a uuid4 hex. ACP ``session/new`` uses :meth:`open_session`."""
         self._check_open()
         return self._add_session(cwd, session_id, Conversation() if conversation is None else conversation)
 
     def _add_session(
-        self, cwd: str, session_id: str | None, conversation: Conversation, title: str = ""
+        self,
+        cwd: str,
+        session_id: str | None,
+        conversation: Conversation,
+        title: str = "",
+        *,
+        journal: SessionStore | None = None,
+        synced: int = 0,
     ) -> SessionEntry:
         session_id = session_id if session_id is not None else uuid.uuid4().hex
         if session_id in self._sessions:
             raise SessionAlreadyExistsError(session_id)
-        entry = SessionEntry(session_id, cwd, conversation, title)
+        entry = SessionEntry(session_id, cwd, conversation, title, journal=journal, synced=synced)
         self._sessions[session_id] = entry
         return entry
+
+    async def open_session(self, cwd: str) -> SessionEntry:
+        """A new journaled session: its row is committed to the store before it exists here."""
+        self._check_open()
+        session_id = uuid.uuid4().hex
+        record = await self._store.create_session(session_id, cwd)
+        self._check_open()
+        entry = self._add_session(cwd, session_id, Conversation(), journal=self._store)
+        entry.created_at = entry.updated_at = record.created_at
+        return entry
+
+    async def resume_session(self, session_id: str, *, cwd: str | None = None) -> SessionEntry:
+        """Attach a stored session (no-op if attached); its conversation is read from the store.
+
+        ``cwd`` (the client's working directory now) is the attached session's cwd; the stored one is kept.
+        """
+        self._check_open()
+        entry = self._sessions.get(session_id)
+        if entry is not None:
+            return entry
+        entry, _ = await self.load_session(session_id, cwd=cwd)
+        return entry
+
+    async def load_session(
+        self, session_id: str, *, cwd: str | None = None
+    ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
+        """Attach a stored session (if not attached) and return its whole committed history, oldest first."""
+        self._check_open()
+        snapshot = await self._store.read_session(session_id)
+        self._check_open()
+        if snapshot is None:
+            raise SessionNotFoundError(session_id)
+        entry = self._sessions.get(session_id)
+        if entry is None:
+            messages = snapshot.messages
+            synced = next((i for i, message in enumerate(messages) if not message.final), len(messages))
+            record = snapshot.record
+            entry = self._add_session(
+                cwd if cwd is not None else record.cwd,
+                session_id,
+                Conversation([message.to_message() for message in messages[:synced]]),
+                record.title,
+                journal=self._store,
+                synced=synced,
+            )
+            entry.created_at, entry.updated_at = record.created_at, record.updated_at
+        return entry, snapshot.messages
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> SessionPage:
+        """Stored sessions (attached or not), most recently updated first; see ``SessionStore.list_sessions``."""
+        self._check_open()
+        return await self._store.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
 
     def get(self, session_id: str) -> SessionEntry:
         self._check_open()
@@ -396,11 +544,17 @@ class SessionBridge:
             raise SessionNotFoundError(session_id) from None
 
     async def close_session(self, session_id: str) -> None:
-        """Remove the session; its waiting and running prompts (and forks) settle with ``SessionClosedError``.
+        """Detach the session; its waiting and running prompts (and forks) settle with ``SessionClosedError``.
 
-        Returns once the running prompt has unwound, so the conversation is no longer being written.
+        Returns once the running prompt has unwound (its answer recorded), so the conversation is no longer being
+        written. The stored history stays. Closing a stored session that is not attached is a no-op.
         """
-        session = self.get(session_id)
+        self._check_open()
+        session = self._sessions.get(session_id)
+        if session is None:
+            if await self._store.get_session(session_id) is None:
+                raise SessionNotFoundError(session_id)
+            return
         del self._sessions[session_id]
         running = session._shutdown(_Cause.SESSION_CLOSED)
         if running is not None:
@@ -470,6 +624,7 @@ class SessionBridge:
             await request.done.wait()
         except BaseException:
             session._fifo.pop(key, None)  # our caller left: don't fork for nobody
+            request.abandoned = True
             if request.child is not None and self._sessions.get(request.child.session_id) is request.child:
                 del self._sessions[request.child.session_id]
                 request.child.closed = True
@@ -496,13 +651,7 @@ class SessionBridge:
             while session._fifo:
                 _, item = session._fifo.popitem(last=False)
                 if isinstance(item, _ForkRequest):
-                    item.child = self._add_session(
-                        item.cwd if item.cwd is not None else session.cwd,
-                        None,
-                        session.conversation.fork(),
-                        session.title,
-                    )
-                    item.done.set()
+                    await self._fork_now(session, item)
                 else:
                     await self._run(session, item)
                 await anyio.lowlevel.checkpoint()
@@ -512,6 +661,35 @@ class SessionBridge:
             raise
         finally:
             session._worker_active = False
+
+    async def _fork_now(self, session: SessionEntry, item: _ForkRequest) -> None:
+        """Copy the session (in the store first when journaled); always sets ``item.done``."""
+        try:
+            cwd = item.cwd if item.cwd is not None else session.cwd
+            child_id = uuid.uuid4().hex
+            if session._journal is not None:
+                try:
+                    await session._journal.fork_session(session.session_id, child_id, cwd=cwd)
+                except ServerError as exc:
+                    item.error = exc
+                    return
+            if self._life is not _Life.OPEN or item.abandoned:
+                item.error = BridgeClosedError()
+            elif session.closed:
+                item.error = SessionClosedError(session.session_id)
+            else:
+                item.child = self._add_session(
+                    cwd,
+                    child_id,
+                    session.conversation.fork(),
+                    session.title,
+                    journal=session._journal,
+                    synced=session._synced,
+                )
+        finally:
+            if item.child is None and item.error is None:
+                item.error = BridgeClosedError()
+            item.done.set()
 
     async def _run(self, session: SessionEntry, handle: PromptHandle) -> None:
         """Run one prompt under its own cancel scope (cancel, deadline, close); settle it on every exit."""

@@ -16,6 +16,7 @@ from ._types import (
     Emit,
     ImagePart,
     Message,
+    Outcome,
     Prompt,
     ResourceLinkPart,
     ResourcePart,
@@ -42,13 +43,21 @@ _STOP_REASONS: dict[str | None, StopReason] = {
 
 
 class SessionLike(Protocol):
-    """What a turn needs of a session."""
+    """What a turn needs of a session: where it works, and the journal of its history.
+
+    ``begin_turn`` records the prompt and returns the history before it (what the model gets); ``end_turn``
+    records the answer. Each is called once per turn, in that order, by the turn that holds the session's FIFO.
+    """
 
     @property
     def cwd(self) -> str: ...
 
     @property
     def conversation(self) -> Conversation: ...
+
+    async def begin_turn(self, prompt: Prompt, user: Message, /) -> Conversation: ...
+
+    async def end_turn(self, answer: Message, /) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -120,22 +129,24 @@ class ModelTurn:
                 await client.close()
 
     async def __call__(self, session: SessionLike, prompt: Prompt, emit: Emit) -> StopReason:
-        """Stream one answer; the conversation gains the prompt and whatever was streamed, marked with its outcome."""
+        """Stream one answer. The session's journal gains the prompt before the model is asked, and whatever was
+        streamed when the turn ends, marked with its outcome (``complete``, ``failed``, ``cancelled``).
+
+        The answer is recorded even when the turn is cancelled (shielded); a failure to record it is raised only
+        when the turn itself succeeded, so it never hides the turn's own error or cancellation.
+        """
         client = self._get_client()
-        conversation = session.conversation
-        request = ChatRequest(
-            model=self.settings.model,
-            messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), conversation, prompt),
-        )
         user_text = _user_content(prompt)
-        conversation.messages.append(
-            Message("user", user_text if isinstance(user_text, str) else user_text[0]["text"])
-        )
+        user = Message("user", user_text if isinstance(user_text, str) else user_text[0]["text"])
+        history = await session.begin_turn(prompt, user)
         answer: list[str] = []
         reasoning: list[str] = []
         stop_reason: StopReason = "end_turn"
-        outcome = "failed"
         try:
+            request = ChatRequest(
+                model=self.settings.model,
+                messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), history, prompt),
+            )
             # aclosing: the stream's watchdog scope must close in this task, even when ``emit`` is cancelled.
             async with aclosing(stream_chat(client, request, self.settings.policy)) as events:
                 async for event in events:
@@ -148,12 +159,17 @@ class ModelTurn:
                             await emit(TextChunk(event.text))
                     else:
                         stop_reason = _STOP_REASONS.get(event.finish_reason, "end_turn")
-            outcome = "complete"
-            return stop_reason
-        except anyio.get_cancelled_exc_class():
-            outcome, stop_reason = "cancelled", "cancelled"
+        except BaseException as exc:
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            outcome: Outcome = "cancelled" if cancelled else "failed"
+            stopped: StopReason | None = "cancelled" if cancelled else None
+            cut = Message("assistant", "".join(answer), "".join(reasoning), stopped, outcome)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await session.end_turn(cut)
+                except Exception:
+                    logger.exception("could not record the %s answer of a turn", outcome)
             raise
-        finally:
-            conversation.messages.append(
-                Message("assistant", "".join(answer), "".join(reasoning), stop_reason, outcome)
-            )
+        with anyio.CancelScope(shield=True):
+            await session.end_turn(Message("assistant", "".join(answer), "".join(reasoning), stop_reason, "complete"))
+        return stop_reason

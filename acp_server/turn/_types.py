@@ -81,6 +81,11 @@ TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 
 
+Outcome: TypeAlias = Literal["complete", "failed", "cancelled", "interrupted", "running"]
+"""How a message ended. A turn ends ``complete``, ``failed`` or ``cancelled``; a stored answer whose process died
+mid-turn reads ``interrupted``, one still being streamed by another process ``running``."""
+
+
 @dataclass(slots=True)
 class Message:
     """One entry of a conversation, in the model's terms."""
@@ -89,7 +94,7 @@ class Message:
     content: str
     reasoning: str = ""
     stop_reason: StopReason | None = None
-    outcome: str = "complete"  # complete | failed | cancelled
+    outcome: Outcome = "complete"
 
 
 @dataclass(slots=True)

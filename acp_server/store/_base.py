@@ -1,0 +1,178 @@
+"""The session store's interface and lifecycle, shared by the SQLite store and the in-memory one.
+
+Lifecycle: unopened → open → closed (``async with store`` or ``open()`` / ``aclose()``; ``aclose`` is idempotent).
+Opening never raises for a bad database: the problem is kept in :attr:`SessionStore.problem`, logged once as an
+error, and raised (as :class:`StoreUnavailableError`) by every method that needs the database, so the server still
+starts and answers ``initialize``.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import logging
+from types import TracebackType
+from typing import ClassVar, Self
+
+from ..turn import PromptPart, StopReason
+from ._exceptions import StoreClosedError, StoreUnavailableError
+from ._owner import make_owner, owner_alive
+from ._types import (
+    DEFAULT_PAGE_SIZE,
+    FinalOutcome,
+    Outcome,
+    SessionPage,
+    SessionRecord,
+    SessionSnapshot,
+    TurnTicket,
+    now_us,
+)
+
+__all__ = ["SessionStore"]
+
+logger = logging.getLogger("acp_server.store")
+
+
+class _Life(enum.Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class SessionStore(abc.ABC):
+    """Sessions and their histories. Every write is one transaction; a failed call wrote nothing.
+
+    Reads return what is committed (another process's running turn shows as a ``running`` answer). Turns are
+    recorded with :meth:`begin_turn` (prompt + a pending answer, one transaction) and :meth:`end_turn` (the answer,
+    one transaction); see :mod:`acp_server.store._types` for the invariants of a history.
+    """
+
+    persistent: ClassVar[bool]
+
+    def __init__(self) -> None:
+        self._life = _Life.UNOPENED
+        self._problem: StoreUnavailableError | None = None
+        self.owner = make_owner()
+        self._live: set[tuple[str, int]] = set()  # (session, answer seq) of the turns this store is running
+        self._last_us = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    @property
+    @abc.abstractmethod
+    def location(self) -> str:
+        """The database file, or ``":memory:"``."""
+
+    @property
+    def problem(self) -> StoreUnavailableError | None:
+        """Why the database cannot be used, or None."""
+        return self._problem
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the database (never raises for a bad one; see :attr:`problem`)."""
+        if self._life is _Life.OPEN:
+            raise RuntimeError(f"{type(self).__name__} is already open")
+        if self._life is _Life.CLOSED:
+            raise StoreClosedError()
+        self._life = _Life.OPEN
+        problem = await self._open()
+        if problem is not None:
+            self._mark_unavailable(problem)
+
+    async def aclose(self) -> None:
+        """Close; waits for the call in progress (a write is never cut in half). Idempotent."""
+        if self._life is _Life.CLOSED:
+            return
+        was_open = self._life is _Life.OPEN
+        self._life = _Life.CLOSED
+        if was_open:
+            await self._close()
+
+    def _mark_unavailable(self, problem: StoreUnavailableError) -> None:
+        if self._problem is None:
+            self._problem = problem
+            logger.error("%s", problem)
+
+    def _check(self) -> None:
+        if self._life is _Life.UNOPENED:
+            raise RuntimeError(f"{type(self).__name__} is not open; use 'async with' or 'await store.open()'")
+        if self._life is _Life.CLOSED:
+            raise StoreClosedError()
+        if self._problem is not None:
+            raise self._problem
+
+    def _tick(self) -> int:
+        """A timestamp strictly after the previous one of this store (the list order stays the creation order)."""
+        self._last_us = max(now_us(), self._last_us + 1)
+        return self._last_us
+
+    def _pending_outcome(self, owner: str | None, session_id: str, seq: int) -> Outcome:
+        """How a pending answer reads: ``running`` while its turn may still end, ``interrupted`` otherwise."""
+        if owner == self.owner:
+            return "running" if (session_id, seq) in self._live else "interrupted"
+        return "running" if owner_alive(owner) else "interrupted"
+
+    @abc.abstractmethod
+    async def _open(self) -> StoreUnavailableError | None: ...
+
+    @abc.abstractmethod
+    async def _close(self) -> None: ...
+
+    # -- sessions --------------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def create_session(self, session_id: str, cwd: str) -> SessionRecord:
+        """Record a new, empty session (``session/new``)."""
+
+    @abc.abstractmethod
+    async def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    @abc.abstractmethod
+    async def read_session(self, session_id: str) -> SessionSnapshot | None:
+        """The session and its whole history, oldest first, from one consistent read; None if unknown."""
+
+    @abc.abstractmethod
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> SessionPage:
+        """Sessions (of ``cwd`` if given), most recently updated first, ``limit`` per page (keyset cursor)."""
+
+    @abc.abstractmethod
+    async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
+        """A new session with a copy of the source's history; a pending answer is copied as ``interrupted``."""
+
+    # -- turns -----------------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def begin_turn(
+        self, session_id: str, *, known: int, content: str, parts: tuple[PromptPart, ...], title: str
+    ) -> TurnTicket:
+        """One transaction: refuse if another live process runs a turn of this session (``SessionBusyError``);
+        mark answers of dead turns ``interrupted``; read the messages after ``known``; append the prompt and a
+        pending answer; set the title if it is still empty; touch ``updated``.
+        """
+
+    @abc.abstractmethod
+    async def end_turn(
+        self,
+        ticket: TurnTicket,
+        *,
+        content: str,
+        reasoning: str,
+        stop_reason: StopReason | None,
+        outcome: FinalOutcome,
+    ) -> None:
+        """One transaction: write the answer reserved by ``begin_turn`` with what was streamed and how it ended."""
+
+    def __repr__(self) -> str:
+        state = "unavailable" if self._problem is not None else self._life.value
+        return f"<{type(self).__name__} {self.location} {state}>"

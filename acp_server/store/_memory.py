@@ -1,0 +1,170 @@
+"""The in-memory session store (``--no-persist``): the same contract as the SQLite store, nothing on disk.
+
+History outlives ``session/close`` (as on disk) and ends with the process. Every call is one step of the event loop
+(a checkpoint, then the change, with no await in between), which is what "one transaction" means here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import anyio.lowlevel
+
+from ..turn import PromptPart, StopReason
+from ._base import SessionStore
+from ._exceptions import SessionBusyError, StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
+from ._owner import owner_pid
+from ._types import (
+    DEFAULT_PAGE_SIZE,
+    FinalOutcome,
+    SessionPage,
+    SessionRecord,
+    SessionSnapshot,
+    StoredMessage,
+    TurnTicket,
+    decode_cursor,
+    encode_cursor,
+)
+
+__all__ = ["MemorySessionStore"]
+
+
+@dataclass(slots=True)
+class _Row:
+    message: StoredMessage  # outcome "running" stands for "pending" here; owner says whose
+    owner: str | None = None
+
+
+class MemorySessionStore(SessionStore):
+    persistent = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sessions: dict[str, SessionRecord] = {}
+        self._rows: dict[str, list[_Row]] = {}
+
+    @property
+    def location(self) -> str:
+        return ":memory:"
+
+    async def _open(self) -> StoreUnavailableError | None:
+        return None
+
+    async def _close(self) -> None:
+        self._sessions.clear()
+        self._rows.clear()
+
+    async def _enter(self) -> None:
+        self._check()
+        await anyio.lowlevel.checkpoint()
+        self._check()
+
+    def _read(self, session_id: str, row: _Row) -> StoredMessage:
+        message = row.message
+        if message.outcome == "running":
+            return replace(message, outcome=self._pending_outcome(row.owner, session_id, message.seq))
+        return message
+
+    def _touch(self, session_id: str, now: int, title: str | None = None) -> None:
+        record = self._sessions[session_id]
+        new_title = title if title and not record.title else record.title
+        self._sessions[session_id] = replace(record, updated_us=now, title=new_title)
+
+    # -- sessions --------------------------------------------------------------------------------------------
+
+    async def create_session(self, session_id: str, cwd: str) -> SessionRecord:
+        await self._enter()
+        if session_id in self._sessions:
+            raise StoreIOError(self.location, f"session {session_id} already exists")
+        now = self._tick()
+        record = self._sessions[session_id] = SessionRecord(session_id, cwd, "", now, now)
+        self._rows[session_id] = []
+        return record
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        await self._enter()
+        return self._sessions.get(session_id)
+
+    async def read_session(self, session_id: str) -> SessionSnapshot | None:
+        await self._enter()
+        record = self._sessions.get(session_id)
+        if record is None:
+            return None
+        return SessionSnapshot(record, tuple(self._read(session_id, row) for row in self._rows[session_id]))
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> SessionPage:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        after = decode_cursor(cursor) if cursor is not None else None
+        await self._enter()
+        records = sorted(
+            (r for r in self._sessions.values() if cwd is None or r.cwd == cwd),
+            key=lambda r: (r.updated_us, r.session_id),
+            reverse=True,
+        )
+        if after is not None:
+            records = [r for r in records if (r.updated_us, r.session_id) < after]
+        page = tuple(records[:limit])
+        return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
+
+    async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
+        await self._enter()
+        source = self._sessions.get(source_id)
+        if source is None:
+            raise StoredSessionNotFoundError(source_id)
+        now = self._tick()
+        record = self._sessions[session_id] = SessionRecord(session_id, cwd, source.title, now, now)
+        self._rows[session_id] = [
+            _Row(replace(row.message, outcome="interrupted") if row.message.outcome == "running" else row.message)
+            for row in self._rows[source_id]
+        ]
+        return record
+
+    # -- turns -----------------------------------------------------------------------------------------------
+
+    async def begin_turn(
+        self, session_id: str, *, known: int, content: str, parts: tuple[PromptPart, ...], title: str
+    ) -> TurnTicket:
+        await self._enter()
+        rows = self._rows.get(session_id)
+        if rows is None:
+            raise StoredSessionNotFoundError(session_id)
+        for row in rows:
+            message = row.message
+            if message.outcome == "running":
+                if self._pending_outcome(row.owner, session_id, message.seq) == "running":
+                    raise SessionBusyError(session_id, owner_pid(row.owner))
+                row.message, row.owner = replace(message, outcome="interrupted"), None
+        last = len(rows)
+        since = known if known <= last else 0
+        catch_up = tuple(row.message for row in rows[since:])
+        rows.append(_Row(StoredMessage(last + 1, "user", content, parts=parts)))
+        rows.append(_Row(StoredMessage(last + 2, "assistant", "", outcome="running"), self.owner))
+        self._touch(session_id, self._tick(), title)
+        self._live.add((session_id, last + 2))
+        return TurnTicket(session_id, last + 1, last + 2, catch_up, since)
+
+    async def end_turn(
+        self,
+        ticket: TurnTicket,
+        *,
+        content: str,
+        reasoning: str,
+        stop_reason: StopReason | None,
+        outcome: FinalOutcome,
+    ) -> None:
+        try:
+            await self._enter()
+            rows = self._rows.get(ticket.session_id)
+            if rows is None:
+                raise StoredSessionNotFoundError(ticket.session_id)
+            row = rows[ticket.answer_seq - 1]
+            if row.message.outcome != "running" or row.owner != self.owner:
+                raise StoreIOError(self.location, f"the answer {ticket.answer_seq} is no longer pending")
+            row.message = StoredMessage(ticket.answer_seq, "assistant", content, reasoning, (), stop_reason, outcome)
+            row.owner = None
+            self._touch(ticket.session_id, self._tick())
+        finally:
+            self._live.discard((ticket.session_id, ticket.answer_seq))

@@ -1,0 +1,455 @@
+"""The SQLite session store: the only module of acp-server that contains SQL.
+
+Concurrency design:
+- One connection per store, used by one thread at a time: every call runs in anyio's worker threads behind a
+  ``CapacityLimiter(1)`` (the sqlite3 connection is opened with ``check_same_thread=False``). SQLite admits one
+  writer per database anyway, so a second connection would only add lock waits inside our own process; with one,
+  our transactions can never interleave or deadlock each other, and there is no per-thread connection to track in
+  a thread pool whose threads come and go. The event loop thread never blocks on SQLite.
+- Calls are not abandoned on cancellation (``to_thread.run_sync`` waits for the thread): a transaction that started
+  is committed or rolled back before the caller sees the cancellation.
+- Between processes: WAL (readers never block the writer and see only committed transactions), writes start with
+  ``BEGIN IMMEDIATE`` (the write lock is taken up front, so two writers never deadlock on an upgrade), and
+  ``busy_timeout`` bounds the wait for another process's write.
+- ``synchronous=NORMAL``: a commit survives a crash or kill -9 of the process; a power cut may lose the last
+  commits but never corrupts the database.
+
+Opening never writes to a file it does not recognise: a file that is not a database, a database of another
+application, a schema newer than ours or unreadable tables make the store unavailable and leave the bytes as they
+were. Only our own (or a brand-new, empty) database is switched to WAL and migrated forward, in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from ..turn import PromptPart, StopReason
+from ._base import SessionStore
+from ._exceptions import (
+    SessionBusyError,
+    StoreBusyError,
+    StoreClosedError,
+    StoredSessionNotFoundError,
+    StoreError,
+    StoreIOError,
+    StoreUnavailableError,
+    UnavailableReason,
+)
+from ._owner import owner_pid
+from ._types import (
+    DEFAULT_PAGE_SIZE,
+    FinalOutcome,
+    Outcome,
+    SessionPage,
+    SessionRecord,
+    SessionSnapshot,
+    StoredMessage,
+    TurnTicket,
+    decode_cursor,
+    encode_cursor,
+    parts_from_json,
+    parts_to_json,
+)
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteSessionStore"]
+
+T = TypeVar("T")
+
+APPLICATION_ID = 0x41435053  # "ACPS" in the database header: tells our files from any other SQLite file
+
+# Forward migrations: _MIGRATIONS[i] takes a database from version i to i + 1 (statements, run in one
+# transaction with the version bump). Never edit a released step; append a new one.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE sessions (
+            id          TEXT PRIMARY KEY,
+            cwd         TEXT NOT NULL,
+            title       TEXT NOT NULL DEFAULT '',
+            created_us  INTEGER NOT NULL,
+            updated_us  INTEGER NOT NULL,
+            parent_id   TEXT
+        )""",
+        "CREATE INDEX sessions_by_update ON sessions (updated_us DESC, id DESC)",
+        "CREATE INDEX sessions_by_cwd_update ON sessions (cwd, updated_us DESC, id DESC)",
+        """CREATE TABLE messages (
+            session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL CHECK (seq > 0),
+            role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content     TEXT NOT NULL,
+            reasoning   TEXT NOT NULL DEFAULT '',
+            parts       TEXT,
+            stop_reason TEXT,
+            outcome     TEXT NOT NULL
+                        CHECK (outcome IN ('complete', 'failed', 'cancelled', 'interrupted', 'pending')),
+            owner       TEXT,
+            created_us  INTEGER NOT NULL,
+            updated_us  INTEGER NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        "CREATE INDEX messages_pending ON messages (session_id) WHERE outcome = 'pending'",
+    ),
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us"
+_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner"
+
+
+def _record(row: Any) -> SessionRecord:
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4])
+
+
+@contextmanager
+def _write(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, the lock taken up front; rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def _read(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every SELECT inside sees the same committed snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+class SqliteSessionStore(SessionStore):
+    """Sessions in ``<state dir>/sessions.db``. See the module docstring for the threading and locking design."""
+
+    persistent = True
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> None:
+        super().__init__()
+        self._path = Path(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._conn: sqlite3.Connection | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    # -- plumbing --------------------------------------------------------------------------------------------
+
+    async def _open(self) -> StoreUnavailableError | None:
+        self._limiter = anyio.CapacityLimiter(1)
+        try:
+            self._conn = await anyio.to_thread.run_sync(self._open_sync, limiter=self._limiter)
+        except StoreUnavailableError as exc:
+            return exc
+        return None
+
+    async def _close(self) -> None:
+        if self._limiter is None:
+            return
+
+        def close() -> None:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(close, limiter=self._limiter)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in a worker thread, alone on the connection; map sqlite3 errors once."""
+        self._check()
+        assert self._limiter is not None
+
+        def run() -> T:
+            conn = self._conn
+            if conn is None:  # closed while this call waited for the connection
+                raise StoreClosedError()
+            return fn(conn, *args)
+
+        try:
+            return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        except sqlite3.Error as exc:
+            raise self._map_error(exc) from exc
+
+    def _map_error(self, exc: sqlite3.Error) -> StoreError:
+        """The one mapping of sqlite3 failures after opening; corruption makes the store unavailable for good."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreBusyError(self.location, self._busy_timeout_ms)
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            self._mark_unavailable(StoreUnavailableError(self.location, "corrupt", f"the database is damaged ({exc})"))
+            assert self._problem is not None
+            return self._problem
+        return StoreIOError(self.location, str(exc))
+
+    def _unavailable(self, reason: UnavailableReason, detail: str) -> StoreUnavailableError:
+        return StoreUnavailableError(self.location, reason, detail)
+
+    def _open_sync(self) -> sqlite3.Connection:
+        path = self._path
+        directory = path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            detail = f"cannot create the directory {directory} ({exc.strerror})"
+            raise self._unavailable("cannot_open", detail) from None
+        exists = path.exists()
+        if exists and not path.is_file():
+            raise self._unavailable("cannot_open", "not a regular file")
+        if exists and not os.access(path, os.R_OK):
+            raise self._unavailable("cannot_open", "the file is not readable (permissions)")
+        if exists and not os.access(path, os.W_OK):
+            raise self._unavailable("read_only", "the file is read-only")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise self._unavailable(
+                "read_only",
+                f"the directory {directory} is not writable (SQLite keeps {path.name}-wal and {path.name}-shm there)",
+            )
+        try:
+            conn = sqlite3.connect(
+                path, timeout=self._busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise self._unavailable("cannot_open", f"cannot open the file ({exc})") from None
+        try:
+            self._prepare(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+                raise self._unavailable("corrupt", f"not a usable SQLite database ({exc})") from None
+            if name.startswith("SQLITE_READONLY"):
+                raise self._unavailable("read_only", f"cannot write ({exc})") from None
+            if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+                detail = f"locked by another process for more than {self._busy_timeout_ms} ms ({exc})"
+                raise self._unavailable("cannot_open", detail) from None
+            raise self._unavailable("cannot_open", str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Recognise the file before writing anything to it; then WAL, pragmas, forward migrations."""
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if application_id != APPLICATION_ID and (application_id != 0 or version != 0 or tables):
+            raise self._unavailable("not_ours", "this SQLite database belongs to another application")
+        if version > SCHEMA_VERSION:
+            raise self._unavailable(
+                "schema_too_new",
+                f"its schema version {version} is newer than this acp-server supports ({SCHEMA_VERSION}); "
+                "upgrade acp-server",
+            )
+        if version >= 1 and not {"sessions", "messages"} <= tables:
+            raise self._unavailable("corrupt", f"tables are missing from a version {version} database")
+        if version >= 1:
+            conn.execute("SELECT count(*) FROM sessions").fetchone()  # reads the table's root page
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise self._unavailable("cannot_open", f"cannot use write-ahead logging (journal_mode={mode})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if version < SCHEMA_VERSION:
+            self._migrate(conn)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with _write(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
+            if version > SCHEMA_VERSION:
+                raise self._unavailable("schema_too_new", f"its schema version {version} is newer than ours")
+            for step in _MIGRATIONS[version:]:
+                for statement in step:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+    # -- reading rows ----------------------------------------------------------------------------------------
+
+    def _message(self, session_id: str, row: Any) -> StoredMessage:
+        seq, role, content, reasoning, parts, stop_reason, outcome, owner = row
+        state: Outcome = self._pending_outcome(owner, session_id, seq) if outcome == "pending" else outcome
+        return StoredMessage(seq, role, content, reasoning, parts_from_json(parts), stop_reason, state)
+
+    def _messages_after(self, conn: sqlite3.Connection, session_id: str, after: int) -> tuple[StoredMessage, ...]:
+        rows = conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (session_id, after),
+        )
+        return tuple(self._message(session_id, row) for row in rows)
+
+    # -- sessions --------------------------------------------------------------------------------------------
+
+    async def create_session(self, session_id: str, cwd: str) -> SessionRecord:
+        now = self._tick()
+        record = SessionRecord(session_id, cwd, "", now, now)
+
+        def create(conn: sqlite3.Connection) -> None:
+            with _write(conn):
+                conn.execute(
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                    (session_id, cwd, "", now, now),
+                )
+
+        await self._call(create)
+        return record
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        def get(conn: sqlite3.Connection) -> SessionRecord | None:
+            row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return None if row is None else _record(row)
+
+        return await self._call(get)
+
+    async def read_session(self, session_id: str) -> SessionSnapshot | None:
+        def read(conn: sqlite3.Connection) -> SessionSnapshot | None:
+            with _read(conn):
+                row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                if row is None:
+                    return None
+                return SessionSnapshot(_record(row), self._messages_after(conn, session_id, 0))
+
+        return await self._call(read)
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> SessionPage:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        after = decode_cursor(cursor) if cursor is not None else None
+        clauses: list[str] = []
+        params: list[object] = []
+        if cwd is not None:
+            clauses.append("cwd = ?")
+            params.append(cwd)
+        if after is not None:
+            clauses.append("(updated_us, id) < (?, ?)")
+            params.extend(after)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        query = f"SELECT {_SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_us DESC, id DESC LIMIT ?"
+        params.append(limit + 1)
+
+        def select(conn: sqlite3.Connection) -> list[SessionRecord]:
+            return [_record(row) for row in conn.execute(query, params)]
+
+        records = await self._call(select)
+        page = tuple(records[:limit])
+        return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
+
+    async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
+        now = self._tick()
+
+        def fork(conn: sqlite3.Connection) -> SessionRecord:
+            with _write(conn):
+                row = conn.execute("SELECT title FROM sessions WHERE id = ?", (source_id,)).fetchone()
+                if row is None:
+                    raise StoredSessionNotFoundError(source_id)
+                conn.execute(
+                    "INSERT INTO sessions (id, cwd, title, created_us, updated_us, parent_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (session_id, cwd, row[0], now, now, source_id),
+                )
+                conn.execute(
+                    f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
+                        SELECT ?, seq, role, content, reasoning, parts, stop_reason,
+                               CASE outcome WHEN 'pending' THEN 'interrupted' ELSE outcome END,
+                               NULL, created_us, ?
+                        FROM messages WHERE session_id = ? ORDER BY seq""",
+                    (session_id, now, source_id),
+                )
+                return SessionRecord(session_id, cwd, row[0], now, now)
+
+        return await self._call(fork)
+
+    # -- turns -----------------------------------------------------------------------------------------------
+
+    async def begin_turn(
+        self, session_id: str, *, known: int, content: str, parts: tuple[PromptPart, ...], title: str
+    ) -> TurnTicket:
+        now = self._tick()
+        parts_json = parts_to_json(parts)
+
+        def begin(conn: sqlite3.Connection) -> TurnTicket:
+            with _write(conn):
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                    raise StoredSessionNotFoundError(session_id)
+                pending = conn.execute(
+                    "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'", (session_id,)
+                ).fetchall()
+                for seq, owner in pending:
+                    if self._pending_outcome(owner, session_id, seq) == "running":
+                        raise SessionBusyError(session_id, owner_pid(owner))
+                    conn.execute(
+                        "UPDATE messages SET outcome = 'interrupted', owner = NULL, updated_us = ? "
+                        "WHERE session_id = ? AND seq = ?",
+                        (now, session_id, seq),
+                    )
+                last = conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+                ).fetchone()[0]
+                since = known if known <= last else 0
+                catch_up = self._messages_after(conn, session_id, since) if since < last else ()
+                conn.executemany(
+                    f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
+                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, ?, ?)",
+                    [
+                        (session_id, last + 1, "user", content, parts_json, "complete", None, now, now),
+                        (session_id, last + 2, "assistant", "", None, "pending", self.owner, now, now),
+                    ],
+                )
+                conn.execute(
+                    "UPDATE sessions SET updated_us = ?, title = CASE WHEN title = '' THEN ? ELSE title END "
+                    "WHERE id = ?",
+                    (now, title, session_id),
+                )
+            self._live.add((session_id, last + 2))  # committed: this turn is running here
+            return TurnTicket(session_id, last + 1, last + 2, catch_up, since)
+
+        return await self._call(begin)
+
+    async def end_turn(
+        self,
+        ticket: TurnTicket,
+        *,
+        content: str,
+        reasoning: str,
+        stop_reason: StopReason | None,
+        outcome: FinalOutcome,
+    ) -> None:
+        now = self._tick()
+
+        def end(conn: sqlite3.Connection) -> int:
+            with _write(conn):
+                cursor = conn.execute(
+                    "UPDATE messages SET content = ?, reasoning = ?, stop_reason = ?, outcome = ?, owner = NULL, "
+                    "updated_us = ? WHERE session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?",
+                    (content, reasoning, stop_reason, outcome, now, ticket.session_id, ticket.answer_seq, self.owner),
+                )
+                conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
+                return cursor.rowcount
+
+        try:
+            if await self._call(end) != 1:
+                raise StoreIOError(
+                    self.location,
+                    f"the answer {ticket.answer_seq} of session {ticket.session_id} was taken over by another "
+                    "process (it looked interrupted); this answer was not saved",
+                )
+        finally:
+            self._live.discard((ticket.session_id, ticket.answer_seq))

@@ -1,0 +1,172 @@
+"""Values the store reads and writes, and the pure codecs both stores share (no SQL here).
+
+Invariants of a stored session's history:
+- messages are numbered ``seq`` = 1, 2, 3 … without gaps, in the order they were accepted;
+- a turn owns two consecutive numbers, reserved in one transaction when it starts: the user's prompt (``n``) and
+  its answer (``n + 1``), so turns of two processes never interleave;
+- an answer is ``pending`` from then until its turn ends; it is then rewritten once with what was streamed, its stop
+  reason and outcome (``complete``, ``failed``, ``cancelled``). A pending answer whose process is gone reads as
+  ``interrupted``; one whose process is alive reads as ``running``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from ..turn import ImagePart, Message, Outcome, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
+from ._exceptions import InvalidCursorError
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "Outcome",
+    "SessionPage",
+    "SessionRecord",
+    "SessionSnapshot",
+    "StoredMessage",
+    "TurnTicket",
+]
+
+DEFAULT_PAGE_SIZE = 50
+
+FinalOutcome: TypeAlias = Literal["complete", "failed", "cancelled"]
+"""What a turn may record when it ends."""
+
+
+def now_us() -> int:
+    """Wall-clock microseconds since the epoch: the unit of every stored timestamp."""
+    return time.time_ns() // 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One stored session. ``title`` is the first line of its first prompt ('' until then)."""
+
+    session_id: str
+    cwd: str
+    title: str
+    created_us: int
+    updated_us: int
+
+    @property
+    def created_at(self) -> datetime:
+        return datetime.fromtimestamp(self.created_us / 1_000_000, UTC)
+
+    @property
+    def updated_at(self) -> datetime:
+        return datetime.fromtimestamp(self.updated_us / 1_000_000, UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One message as stored. ``content`` is what the model sees; ``parts`` is the prompt as sent (user only)."""
+
+    seq: int
+    role: Literal["user", "assistant"]
+    content: str
+    reasoning: str = ""
+    parts: tuple[PromptPart, ...] = ()
+    stop_reason: StopReason | None = None
+    outcome: Outcome = "complete"
+
+    @property
+    def final(self) -> bool:
+        """Will never change again (everything but a ``running`` answer)."""
+        return self.outcome != "running"
+
+    def to_message(self) -> Message:
+        return Message(self.role, self.content, self.reasoning, self.stop_reason, self.outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    """A session and its whole history, read in one transaction."""
+
+    record: SessionRecord
+    messages: tuple[StoredMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """One page of ``list_sessions``, newest first; ``next_cursor`` is None on the last page."""
+
+    sessions: tuple[SessionRecord, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTicket:
+    """A started turn: its two reserved numbers, and the stored messages its caller had not seen yet.
+
+    ``catch_up`` holds every stored message with ``seq > since`` that precedes the prompt, so the caller's copy of
+    the history, cut after ``since`` messages and extended with ``catch_up``, equals the stored one before the model
+    is asked. ``since`` is the ``known`` given to ``begin_turn`` unless the store holds fewer messages than that
+    (the file was replaced): then it is 0 and ``catch_up`` is the whole history.
+    """
+
+    session_id: str
+    user_seq: int
+    answer_seq: int
+    catch_up: tuple[StoredMessage, ...]
+    since: int = 0
+
+
+# -- cursors -------------------------------------------------------------------------------------------------
+
+
+def encode_cursor(record: SessionRecord) -> str:
+    """An opaque keyset cursor: the sort key of the last session of a page."""
+    raw = json.dumps(["v1", record.updated_us, record.session_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """``(updated_us, session_id)`` of a cursor from :func:`encode_cursor`; anything else is invalid params."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        tag, updated_us, session_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError):
+        raise InvalidCursorError() from None
+    if tag != "v1" or type(updated_us) is not int or not isinstance(session_id, str):
+        raise InvalidCursorError()
+    return updated_us, session_id
+
+
+# -- prompt parts --------------------------------------------------------------------------------------------
+
+
+def parts_to_json(parts: tuple[PromptPart, ...]) -> str:
+    """The prompt as sent, for replay (images included: a replay shows what the user sent)."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            out.append({"type": "text", "text": part.text})
+        elif isinstance(part, ResourceLinkPart):
+            out.append({"type": "resource_link", "uri": part.uri, "name": part.name, "description": part.description})
+        elif isinstance(part, ResourcePart):
+            out.append({"type": "resource", "uri": part.uri, "text": part.text, "mimeType": part.mime_type})
+        else:
+            out.append({"type": "image", "data": part.data, "mimeType": part.mime_type})
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def parts_from_json(text: str | None) -> tuple[PromptPart, ...]:
+    if not text:
+        return ()
+    parts: list[PromptPart] = []
+    for item in json.loads(text):
+        kind = item.get("type")
+        if kind == "text":
+            parts.append(TextPart(item["text"]))
+        elif kind == "resource_link":
+            parts.append(ResourceLinkPart(item["uri"], item["name"], item.get("description")))
+        elif kind == "resource":
+            parts.append(ResourcePart(item["uri"], item.get("text"), item.get("mimeType")))
+        elif kind == "image":
+            parts.append(ImagePart(item["data"], item["mimeType"]))
+    return tuple(parts)

@@ -1,0 +1,177 @@
+"""Session store costs: the per-turn write overhead, and ``session/load`` of a 1,000-message history.
+
+Run: ``python bench/bench_store.py [--turns 500] [--runs 5]``. Targets on this machine: ≤ 2 ms of store writes per
+turn (median), ≤ 200 ms from sending ``session/load`` to the last replayed update (median).
+
+1. Per turn, a journaled session records the prompt (``begin_turn``: one transaction with a pending answer) and the
+   answer (``end_turn``: one transaction), each in a worker thread. Measured through ``SessionEntry`` exactly as
+   ``ModelTurn`` calls it, on a real file (WAL, synchronous=NORMAL), with a 1 KB answer and a growing history.
+2. A real ``acp-server`` process over pipes, on a state directory holding a session of 1,000 messages (500 turns,
+   each answer ~600 characters plus reasoning): the clock runs from writing the ``session/load`` line until the last
+   ``session/update`` line is read (and until the reply). The first load in a process attaches the session (reads it
+   into memory); a second load of the same session is reported too. Measured once the process has settled
+   (``--settle`` seconds after ``initialize``: the agent imports the ACP schema models and the model client in a
+   thread after answering ``initialize``, ~1.5 s of CPU on 2 cores) and, for comparison, right after ``initialize``
+   and a first ``session/list``, while that import still competes for the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from acp_server.bridge import SessionBridge
+from acp_server.config import OPTIONS
+from acp_server.store import SqliteSessionStore
+from acp_server.turn import Message, Prompt, TextPart
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSWER = ("The quick brown fox jumps over the lazy dog. " * 23)[:1000]
+
+
+def _server_command(state_dir: Path) -> list[str]:
+    """``acp-server --state-dir``; through the test shim until the CLI has the flag."""
+    if any(option.flag == "--state-dir" for option in OPTIONS):
+        head = [sys.executable, "-m", "acp_server"]
+    else:
+        head = [sys.executable, str(ROOT / "tests" / "store" / "_serve.py")]
+    return [*head, "--state-dir", str(state_dir), "--log-level", "WARNING"]
+
+
+async def _never(*args: object) -> str:
+    raise AssertionError
+
+
+async def bench_turn_writes(directory: Path, turns: int) -> list[float]:
+    """Seconds spent in the store per turn (begin_turn + end_turn), for ``turns`` consecutive turns."""
+    samples: list[float] = []
+    async with SqliteSessionStore(directory / "sessions.db") as store, SessionBridge(_never, store=store) as bridge:
+        session = await bridge.open_session("/bench")
+        for i in range(turns):
+            text = f"question {i}: what does this function do?"
+            prompt = Prompt((TextPart(text),))
+            start = time.perf_counter()
+            await session.begin_turn(prompt, Message("user", text))
+            middle = time.perf_counter()
+            answer = Message("assistant", ANSWER, "Reasoning about it.", "end_turn", "complete")
+            resumed = time.perf_counter()
+            await session.end_turn(answer)
+            samples.append((middle - start) + (time.perf_counter() - resumed))
+    return samples
+
+
+async def _populate(state_dir: Path, turns: int) -> str:
+    async with SqliteSessionStore(state_dir / "sessions.db") as store:
+        session_id = "bench-load-session"
+        await store.create_session(session_id, "/bench")
+        for i in range(turns):
+            text = f"Question number {i}: please explain the code in module_{i}.py line by line."
+            ticket = await store.begin_turn(session_id, known=2 * i, content=text, parts=(TextPart(text),), title=text)
+            await store.end_turn(
+                ticket,
+                content=ANSWER[:600],
+                reasoning="Let me look at the module first.",
+                stop_reason="end_turn",
+                outcome="complete",
+            )
+        return session_id
+
+
+class _Server:
+    def __init__(self, state_dir: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+        self.process = subprocess.Popen(
+            _server_command(state_dir), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        )
+        self._id = 0
+
+    def send(self, method: str, params: dict[str, object]) -> int:
+        assert self.process.stdin is not None
+        self._id += 1
+        line = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": params}
+        self.process.stdin.write(json.dumps(line).encode() + b"\n")
+        self.process.stdin.flush()
+        return self._id
+
+    def until_reply(self, msg_id: int) -> tuple[int, float, float]:
+        """(updates seen, seconds to the last update, seconds to the reply) — clock started by the caller."""
+        assert self.process.stdout is not None
+        updates, last_update = 0, 0.0
+        while True:
+            message = json.loads(self.process.stdout.readline())
+            if message.get("method") == "session/update":
+                updates += 1
+                last_update = time.perf_counter()
+            elif message.get("id") == msg_id:
+                assert "result" in message, message
+                return updates, last_update, time.perf_counter()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+
+
+def bench_load(state_dir: Path, session_id: str, settle_s: float) -> tuple[int, float, float, float]:
+    """One fresh server: (updates, first load to last update, first load to reply, second load to last update)."""
+    server = _Server(state_dir)
+    try:
+        server.until_reply(server.send("initialize", {"protocolVersion": 1}))
+        server.until_reply(server.send("session/list", {}))  # waits for the schema models (as session/new would)
+        time.sleep(settle_s)
+        load = {"sessionId": session_id, "cwd": "/bench", "mcpServers": []}
+        start = time.perf_counter()
+        updates, last, reply = server.until_reply(server.send("session/load", load))
+        first_last, first_reply = last - start, reply - start
+        start = time.perf_counter()
+        again, last, _ = server.until_reply(server.send("session/load", load))
+        assert again == updates
+        return updates, first_last, first_reply, last - start
+    finally:
+        server.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turns", type=int, default=500, help="turns written in the write benchmark")
+    parser.add_argument("--runs", type=int, default=5, help="server processes in the load benchmark")
+    parser.add_argument("--settle", type=float, default=2.5, help="seconds between initialize and the timed load")
+    args = parser.parse_args()
+    print(f"command: python bench/bench_store.py --turns {args.turns} --runs {args.runs} --settle {args.settle}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        samples = anyio.run(bench_turn_writes, Path(tmp), args.turns)
+    ms = sorted(s * 1000 for s in samples)
+    p95 = ms[int(len(ms) * 0.95) - 1]
+    print(
+        f"per-turn store writes ({args.turns} turns, 2 transactions each): median {statistics.median(ms):.3f} ms, "
+        f"p95 {p95:.3f} ms, max {ms[-1]:.3f} ms  (target median <= 2 ms)"
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        state_dir = Path(tmp)
+        session_id = anyio.run(_populate, state_dir, 500)
+        for label, settle in (("settled", args.settle), ("right after initialize", 0.0)):
+            runs = [bench_load(state_dir, session_id, settle) for _ in range(args.runs)]
+            first_last = statistics.median(r[1] for r in runs) * 1000
+            first_reply = statistics.median(r[2] for r in runs) * 1000
+            again_last = statistics.median(r[3] for r in runs) * 1000
+            print(
+                f"session/load of 1000 messages ({runs[0][0]} updates), {label}, median of {args.runs} processes: "
+                f"last update {first_last:.0f} ms, reply {first_reply:.0f} ms; second load {again_last:.0f} ms"
+                + ("  (target <= 200 ms)" if settle else "")
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The store contract, for both stores (SQLite and memory) on both backends: sessions, turns, outcomes, catch-up,
+listing with keyset cursors, fork, lifecycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acp_server.store import (
+    InvalidCursorError,
+    MemorySessionStore,
+    SessionStore,
+    SqliteSessionStore,
+    StoreClosedError,
+    StoredMessage,
+    StoredSessionNotFoundError,
+    TurnTicket,
+)
+from acp_server.turn import ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
+
+pytestmark = pytest.mark.anyio
+
+
+async def _turn(
+    store: SessionStore, session_id: str, text: str, answer: str, *, known: int = 0, reasoning: str = ""
+) -> TurnTicket:
+    ticket = await store.begin_turn(session_id, known=known, content=text, parts=(TextPart(text),), title=text)
+    await store.end_turn(ticket, content=answer, reasoning=reasoning, stop_reason="end_turn", outcome="complete")
+    return ticket
+
+
+def _summary(messages: tuple[StoredMessage, ...]) -> list[tuple[int, str, str, str]]:
+    return [(m.seq, m.role, m.content, m.outcome) for m in messages]
+
+
+async def test_a_new_session_is_stored_empty(store: SessionStore) -> None:
+    record = await store.create_session("s1", "/w")
+    assert (record.session_id, record.cwd, record.title) == ("s1", "/w", "")
+    assert record.created_us == record.updated_us > 0
+    assert await store.get_session("s1") == record
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None and snapshot.record == record and snapshot.messages == ()
+    assert await store.get_session("nope") is None
+    assert await store.read_session("nope") is None
+
+
+async def test_a_turn_is_the_prompt_then_a_pending_answer_then_the_answer(store: SessionStore) -> None:
+    await store.create_session("s1", "/w")
+    ticket = await store.begin_turn("s1", known=0, content="hello", parts=(TextPart("hello"),), title="hello")
+    assert (ticket.user_seq, ticket.answer_seq, ticket.catch_up) == (1, 2, ())
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None
+    assert _summary(snapshot.messages) == [(1, "user", "hello", "complete"), (2, "assistant", "", "running")]
+    assert snapshot.messages[0].parts == (TextPart("hello"),)
+    assert snapshot.record.title == "hello"
+
+    await store.end_turn(ticket, content="hi there", reasoning="easy", stop_reason="end_turn", outcome="complete")
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None
+    answer = snapshot.messages[1]
+    assert (answer.content, answer.reasoning, answer.stop_reason, answer.outcome) == (
+        "hi there",
+        "easy",
+        "end_turn",
+        "complete",
+    )
+    assert answer.to_message().outcome == "complete"
+    assert snapshot.record.updated_us > snapshot.record.created_us
+
+
+async def test_the_title_comes_from_the_first_prompt_only(store: SessionStore) -> None:
+    await store.create_session("s1", "/w")
+    await _turn(store, "s1", "first", "a")
+    await _turn(store, "s1", "second", "b", known=2)
+    record = await store.get_session("s1")
+    assert record is not None and record.title == "first"
+
+
+@pytest.mark.parametrize(("outcome", "stop_reason"), [("failed", None), ("cancelled", "cancelled")])
+async def test_a_cut_turn_keeps_what_was_streamed_marked(store: SessionStore, outcome: str, stop_reason: str) -> None:
+    await store.create_session("s1", "/w")
+    ticket = await store.begin_turn("s1", known=0, content="q", parts=(TextPart("q"),), title="q")
+    await store.end_turn(ticket, content="half an ans", reasoning="hm", stop_reason=stop_reason, outcome=outcome)  # type: ignore[arg-type]
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None
+    answer = snapshot.messages[1]
+    assert (answer.content, answer.reasoning, answer.stop_reason, answer.outcome) == (
+        "half an ans",
+        "hm",
+        stop_reason,
+        outcome,
+    )
+
+
+async def test_begin_turn_returns_what_the_caller_has_not_seen(store: SessionStore) -> None:
+    await store.create_session("s1", "/w")
+    await _turn(store, "s1", "one", "1")
+    await _turn(store, "s1", "two", "2", known=2)
+    ticket = await store.begin_turn("s1", known=1, content="three", parts=(TextPart("three"),), title="")
+    assert [(m.seq, m.content) for m in ticket.catch_up] == [(2, "1"), (3, "two"), (4, "2")]
+    assert (ticket.user_seq, ticket.answer_seq) == (5, 6)
+    await store.end_turn(ticket, content="3", reasoning="", stop_reason="end_turn", outcome="complete")
+    again = await store.begin_turn("s1", known=6, content="four", parts=(), title="")
+    assert again.catch_up == () and again.since == 6
+
+
+async def test_a_caller_that_knows_more_than_is_stored_gets_the_whole_history(store: SessionStore) -> None:
+    await store.create_session("s1", "/w")
+    await _turn(store, "s1", "one", "1")
+    ticket = await store.begin_turn("s1", known=9, content="two", parts=(), title="")
+    assert ticket.since == 0 and [m.content for m in ticket.catch_up] == ["one", "1"]
+
+
+async def test_an_answer_whose_turn_is_gone_reads_interrupted_and_does_not_block(store: SessionStore) -> None:
+    await store.create_session("s1", "/w")
+    ticket = await store.begin_turn("s1", known=0, content="q", parts=(TextPart("q"),), title="q")
+    store._live.discard(("s1", ticket.answer_seq))  # the turn died without ending (as after a crash)
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None and snapshot.messages[1].outcome == "interrupted"
+    assert snapshot.messages[1].final
+    nxt = await store.begin_turn("s1", known=0, content="again", parts=(TextPart("again"),), title="")
+    assert _summary(nxt.catch_up) == [(1, "user", "q", "complete"), (2, "assistant", "", "interrupted")]
+    assert (nxt.user_seq, nxt.answer_seq) == (3, 4)
+
+
+async def test_turns_of_unknown_sessions_are_refused(store: SessionStore) -> None:
+    with pytest.raises(StoredSessionNotFoundError):
+        await store.begin_turn("nope", known=0, content="q", parts=(), title="")
+    with pytest.raises(StoredSessionNotFoundError):
+        await store.fork_session("nope", "child", cwd="/w")
+
+
+async def test_prompt_parts_round_trip(store: SessionStore) -> None:
+    parts: tuple[PromptPart, ...] = (
+        TextPart("look at these"),
+        ResourceLinkPart("file:///a.py", "a.py", "the module"),
+        ResourceLinkPart("file:///b.py", "b.py"),
+        ResourcePart("file:///c.txt", "inline text", "text/plain"),
+        ResourcePart("file:///d.bin", None),
+        ImagePart("aGVsbG8=", "image/png"),
+    )
+    await store.create_session("s1", "/w")
+    await store.begin_turn("s1", known=0, content="look at these", parts=parts, title="look")
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None and snapshot.messages[0].parts == parts
+
+
+async def test_list_is_newest_first_with_a_cwd_filter_and_keyset_pages(store: SessionStore) -> None:
+    for i in range(7):
+        await store.create_session(f"s{i}", "/a" if i % 2 == 0 else "/b")
+    await _turn(store, "s2", "bump", "x")  # s2 becomes the most recently updated
+
+    everything = await store.list_sessions()
+    assert [r.session_id for r in everything.sessions] == ["s2", "s6", "s5", "s4", "s3", "s1", "s0"]
+    assert everything.next_cursor is None
+
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        page = await store.list_sessions(cwd="/a", cursor=cursor, limit=2)
+        pages += 1
+        seen += [r.session_id for r in page.sessions]
+        assert all(r.cwd == "/a" for r in page.sessions)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert pages == 2
+    assert seen == ["s2", "s6", "s4", "s0"]
+
+    exact = await store.list_sessions(cwd="/b", limit=3)
+    assert len(exact.sessions) == 3 and exact.next_cursor is None  # a full last page has no cursor
+    assert (await store.list_sessions(cwd="/nowhere")).sessions == ()
+
+
+@pytest.mark.parametrize("cursor", ["", "%%%", "bm90IGpzb24", "WyJ2MiIsMSwicyJd", "WyJ2MSIsIjEiLCJzIl0", "W10"])
+async def test_a_cursor_we_did_not_issue_is_invalid_params(store: SessionStore, cursor: str) -> None:
+    with pytest.raises(InvalidCursorError):
+        await store.list_sessions(cursor=cursor)
+
+
+async def test_fork_copies_the_history_and_marks_a_pending_answer_interrupted(store: SessionStore) -> None:
+    await store.create_session("src", "/w")
+    await _turn(store, "src", "one", "1", reasoning="r")
+    running = await store.begin_turn("src", known=2, content="two", parts=(TextPart("two"),), title="")
+    child = await store.fork_session("src", "child", cwd="/elsewhere")
+    assert (child.session_id, child.cwd, child.title) == ("child", "/elsewhere", "one")
+    snapshot = await store.read_session("child")
+    assert snapshot is not None
+    assert _summary(snapshot.messages) == [
+        (1, "user", "one", "complete"),
+        (2, "assistant", "1", "complete"),
+        (3, "user", "two", "complete"),
+        (4, "assistant", "", "interrupted"),
+    ]
+    assert snapshot.messages[1].reasoning == "r"
+    # The source's turn goes on and ends in the source only.
+    await store.end_turn(running, content="2", reasoning="", stop_reason="end_turn", outcome="complete")
+    source = await store.read_session("src")
+    assert source is not None and source.messages[3].content == "2"
+    child_again = await store.read_session("child")
+    assert child_again is not None and child_again.messages[3].content == ""
+
+
+async def test_lifecycle(tmp_path: Path) -> None:
+    for store in (SqliteSessionStore(tmp_path / "db" / "sessions.db"), MemorySessionStore()):
+        with pytest.raises(RuntimeError, match="not open"):
+            await store.get_session("s")
+        await store.open()
+        with pytest.raises(RuntimeError, match="already open"):
+            await store.open()
+        await store.create_session("s", "/w")
+        await store.aclose()
+        await store.aclose()  # idempotent
+        assert "closed" in repr(store)
+        with pytest.raises(StoreClosedError):
+            await store.get_session("s")
+        with pytest.raises(StoreClosedError):
+            await store.open()  # never reopened
