@@ -113,7 +113,11 @@ def _deadline_from_meta(meta: Any) -> int | None:
 
 
 class AcpAgent:
-    """ACP handlers for one connection; ``on_initialized`` runs after the first ``initialize`` reply is queued."""
+    """ACP handlers for one connection.
+
+    ``on_initialized`` runs after the first ``initialize`` reply is queued; ``on_admitted(request_id)`` runs when a
+    ``session/prompt`` has passed admission (transports that must choose a reply format before the answer use it).
+    """
 
     def __init__(
         self,
@@ -121,11 +125,13 @@ class AcpAgent:
         peer: Peer,
         options: AgentOptions,
         on_initialized: Callable[[], None] | None = None,
+        on_admitted: Callable[[str | int], None] | None = None,
     ) -> None:
         self._bridge = bridge
         self._peer = peer
         self._options = options
         self._on_initialized = on_initialized
+        self._on_admitted = on_admitted
         self._prompts: dict[str | int, PromptHandle] = {}
 
     def request_handlers(self) -> dict[str, Callable[[Any], Any]]:
@@ -255,6 +261,8 @@ class AcpAgent:
         request_id = peer.current_request_id()
         if request_id is not None:
             self._prompts[request_id] = handle
+            if self._on_admitted is not None:
+                self._on_admitted(request_id)
         try:
             stop_reason = await handle.result()
         except BaseException:
