@@ -12,7 +12,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["OPTIONS", "Settings", "add_common_options", "settings_from_args"]
+__all__ = [
+    "OPTIONS",
+    "SERVE_OPTIONS",
+    "ServeSettings",
+    "Settings",
+    "add_common_options",
+    "add_serve_options",
+    "serve_settings_from_args",
+    "settings_from_args",
+]
 
 T = TypeVar("T")
 
@@ -34,6 +43,18 @@ class Settings:
     log_file: str | None = None
 
 
+@dataclass(frozen=True)
+class ServeSettings:
+    """The options only ``acp-server serve`` has. ``token`` is a secret: never logged or echoed."""
+
+    host: str = "127.0.0.1"
+    port: int = 4170
+    token: str | None = field(default=None, repr=False)
+    max_body_bytes: int = 16 * 1024 * 1024
+    allow_origins: tuple[str, ...] = ()
+    event_ring_size: int = 4096
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text.strip())
     if value < 0:
@@ -50,6 +71,28 @@ def _positive_int(text: str) -> int:
 
 def _int(text: str) -> int:
     return int(text.strip())
+
+
+def _port(text: str) -> int:
+    value = int(text.strip())
+    if not 0 <= value <= 65535:
+        raise ValueError("must be from 0 to 65535")
+    return value
+
+
+def _host(text: str) -> str:
+    host = text.strip()
+    if not host:
+        raise ValueError("must not be empty")
+    return host
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    origins = tuple(o.strip().rstrip("/") for o in text.split(",") if o.strip())
+    for origin in origins:
+        if origin != "*" and ("://" not in origin or not origin.startswith(("http://", "https://"))):
+            raise ValueError(f"{origin!r} is not an origin (scheme://host[:port] or *)")
+    return origins
 
 
 def _log_level(text: str) -> str:
@@ -116,9 +159,50 @@ OPTIONS: tuple[Option, ...] = (
         "longest accepted JSON-RPC line (default 67108864 = 64 MiB)",
         "BYTES",
     ),
-    Option("log_level", "--log-level", "ACP_SERVER_LOG_LEVEL", _log_level, "DEBUG, INFO, WARNING, ERROR (default INFO)"),
+    Option(
+        "log_level", "--log-level", "ACP_SERVER_LOG_LEVEL", _log_level, "DEBUG, INFO, WARNING, ERROR (default INFO)"
+    ),
     Option("log_file", "--log-file", "ACP_SERVER_LOG_FILE", str, "write logs to this file instead of stderr", "PATH"),
 )
+
+
+SERVE_OPTIONS: tuple[Option, ...] = (
+    Option("host", "--host", "ACP_SERVER_HOST", _host, "address to listen on (default 127.0.0.1)", "HOST"),
+    Option("port", "--port", "ACP_SERVER_PORT", _port, "port to listen on; 0 = any free port (default 4170)", "PORT"),
+    Option(
+        "token",
+        "--token",
+        "ACP_SERVER_TOKEN",
+        str,
+        "bearer token every route but /health requires; mandatory off loopback (never logged)",
+        "TOKEN",
+    ),
+    Option(
+        "max_body_bytes",
+        "--max-body-bytes",
+        "ACP_SERVER_MAX_BODY_BYTES",
+        _positive_int,
+        "largest accepted request body (default 16777216 = 16 MiB)",
+        "BYTES",
+    ),
+    Option(
+        "allow_origins",
+        "--allow-origin",
+        "ACP_SERVER_ALLOW_ORIGIN",
+        _origins,
+        "comma-separated browser origins allowed by CORS, or * (default: none, no CORS)",
+        "ORIGINS",
+    ),
+    Option(
+        "event_ring_size",
+        "--event-ring-size",
+        "ACP_SERVER_EVENT_RING_SIZE",
+        _positive_int,
+        "events kept per session for Last-Event-ID replay (default 4096)",
+        "N",
+    ),
+)
+"""The options of ``acp-server serve`` only (their own README table)."""
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
@@ -135,17 +219,22 @@ def add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool = Fa
                 option.flag, dest=option.dest, default=default, help=option.help, metavar=option.metavar
             )
     parser.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS if subcommand else False, help="same as --log-level DEBUG"
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS if subcommand else False,
+        help="same as --log-level DEBUG",
     )
 
 
-def settings_from_args(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, env: Mapping[str, str] | None = None
-) -> Settings:
-    """Resolve flags and environment into :class:`Settings`; an invalid value exits via ``parser.error`` (exit 2)."""
-    env = os.environ if env is None else env
+_SECRETS = frozenset({"api_key", "token"})
+
+
+def _resolve(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env: Mapping[str, str], options: Sequence[Option]
+) -> dict[str, Any]:
+    """Flag > environment > default for each option; an invalid value exits via ``parser.error`` (exit 2)."""
     values: dict[str, Any] = {}
-    for option in OPTIONS:
+    for option in options:
         raw = getattr(args, option.dest, None)
         source = option.flag
         if raw is None and option.env is not None and env.get(option.env, "") != "":
@@ -158,13 +247,34 @@ def settings_from_args(
         try:
             values[option.dest] = option.parse(raw)
         except ValueError as exc:
-            shown = "***" if option.dest == "api_key" else repr(raw)
+            shown = "***" if option.dest in _SECRETS else repr(raw)
             parser.error(f"invalid value for {source}: {shown} ({exc})")
+    return values
+
+
+def settings_from_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Resolve flags and environment into :class:`Settings`; an invalid value exits via ``parser.error`` (exit 2)."""
+    values = _resolve(parser, args, os.environ if env is None else env, OPTIONS)
     if getattr(args, "debug", False):
         values["log_level"] = "DEBUG"
     if values.get("max_pending_prompts_per_session") == 0:
         values["max_pending_prompts_per_session"] = None
     return Settings(**values)
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    """Add the flags of ``acp-server serve`` (raw strings, resolved by :func:`serve_settings_from_args`)."""
+    for option in SERVE_OPTIONS:
+        parser.add_argument(option.flag, dest=option.dest, default=None, help=option.help, metavar=option.metavar)
+
+
+def serve_settings_from_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> ServeSettings:
+    """Resolve the serve flags and environment into :class:`ServeSettings` (exit 2 on an invalid value)."""
+    return ServeSettings(**_resolve(parser, args, os.environ if env is None else env, SERVE_OPTIONS))
 
 
 def option_table(options: Sequence[Option] = OPTIONS) -> str:

@@ -1,4 +1,4 @@
-"""Command line: ``acp-server`` (stdio agent), ``acp-server ask TEXT``."""
+"""Command line: ``acp-server`` (stdio agent), ``acp-server ask TEXT``, ``acp-server serve`` (HTTP daemon)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from collections.abc import Sequence
 import anyio
 
 from .. import __version__
-from ..config import OPTIONS, Settings, add_common_options, settings_from_args
+from ..config import (
+    OPTIONS,
+    ServeSettings,
+    Settings,
+    add_common_options,
+    add_serve_options,
+    serve_settings_from_args,
+    settings_from_args,
+)
 from ._logging import configure_logging
 
 __all__ = ["main"]
@@ -22,10 +30,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-server", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"acp-server {__version__}")
     add_common_options(parser)
-    commands = parser.add_subparsers(dest="command", metavar="{ask}")
+    commands = parser.add_subparsers(dest="command", metavar="{ask,serve}")
     ask = commands.add_parser("ask", help="ask one question from the shell (spawns the agent over pipes)")
     add_common_options(ask, subcommand=True)
     ask.add_argument("text", help="the prompt; - reads it from stdin")
+    serve = commands.add_parser("serve", help="run the HTTP daemon (REST + SSE) over the same session bridge")
+    add_common_options(serve, subcommand=True)
+    add_serve_options(serve)
+    parser.set_defaults(serve_parser=serve)
     return parser
 
 
@@ -58,9 +70,49 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(ask, text, _child_args(args), env)
         except KeyboardInterrupt:
             return 130
+    if args.command == "serve":
+        return _serve(args.serve_parser, args, settings)
     from ._agent import run_stdio
 
     try:
         return anyio.run(run_stdio, settings)
     except KeyboardInterrupt:
         return 0
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: Settings) -> int:
+    """``acp-server serve``: usage errors (a public address without a token included) exit 2 before anything
+    starts; an address that cannot be bound exits 1."""
+    from ..daemon import DaemonOptions, ListenError, bind_socket, run_daemon
+    from ._agent import open_bridge
+
+    serve: ServeSettings = serve_settings_from_args(parser, args)
+    try:
+        options = DaemonOptions(
+            host=serve.host,
+            port=serve.port,
+            token=serve.token,
+            max_body_bytes=serve.max_body_bytes,
+            allow_origins=serve.allow_origins,
+            event_ring_size=serve.event_ring_size,
+            stream_idle_timeout_ms=settings.stream_idle_timeout_ms,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    configure_logging(settings.log_level, settings.log_file, secrets=[settings.api_key or "", serve.token or ""])
+    try:
+        sock = bind_socket(options.host, options.port)  # before the model starts: a busy port fails fast
+    except ListenError as exc:
+        sys.stderr.write(f"acp-server serve: {exc}\n")
+        return 1
+
+    async def run() -> int:
+        async with open_bridge(settings) as bridge:
+            return await run_daemon(bridge, options, sock=sock)
+
+    try:
+        return anyio.run(run)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        sock.close()

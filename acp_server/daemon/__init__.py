@@ -1,0 +1,58 @@
+"""The HTTP daemon (``acp-server serve``): REST + SSE over the same session bridge as stdio.
+
+``create_app(Daemon(bridge, options))`` is the Starlette app; ``open_daemon`` serves it with uvicorn on a bound
+socket; ``run_daemon`` is the command's runner (signals, URL line). Admission stays the bridge's (Q3, Q8).
+"""
+
+from ._app import create_app
+from ._daemon import FEATURES, Accepted, Daemon
+from ._errors import RETRY_AFTER_S, error_body, error_response, http_status, turn_error_payload
+from ._events import EventLog, Subscription
+from ._exceptions import (
+    DaemonError,
+    ForbiddenHostError,
+    ForbiddenOriginError,
+    InvalidRequestError,
+    ListenError,
+    MethodNotAllowedError,
+    RequestBodyTooLargeError,
+    RouteNotFoundError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
+from ._options import DEFAULT_HOST, DEFAULT_PORT, DaemonOptions, is_loopback_host
+from ._server import ANNOUNCE_PREFIX, RunningDaemon, bind_socket, open_daemon, run_daemon, url_of
+
+__all__ = [
+    "ANNOUNCE_PREFIX",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "FEATURES",
+    "RETRY_AFTER_S",
+    "Accepted",
+    "Daemon",
+    "DaemonError",
+    "DaemonOptions",
+    "EventLog",
+    "ForbiddenHostError",
+    "ForbiddenOriginError",
+    "InvalidRequestError",
+    "ListenError",
+    "MethodNotAllowedError",
+    "RequestBodyTooLargeError",
+    "RouteNotFoundError",
+    "RunningDaemon",
+    "Subscription",
+    "UnauthorizedError",
+    "UnsupportedMediaTypeError",
+    "bind_socket",
+    "create_app",
+    "error_body",
+    "error_response",
+    "http_status",
+    "is_loopback_host",
+    "open_daemon",
+    "run_daemon",
+    "turn_error_payload",
+    "url_of",
+]

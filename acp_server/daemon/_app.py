@@ -1,0 +1,244 @@
+"""The Starlette application: routes over a :class:`Daemon`, guards, and the one error mapper. No global state.
+
+Routes (every one but ``/health`` needs the bearer token when one is set):
+
+    GET    /health                     {"status": "ok"}
+    GET    /capabilities               {v, protocolVersions, features, limits}
+    POST   /session                    {cwd} → 201 {sessionId}
+    POST   /session/{id}/resume        {cwd?} → 200 {sessionId}: attach a stored session, no history replay
+    DELETE /session/{id}               204: detach (history stays stored); its streams end with ``session_closed``
+    POST   /session/{id}/prompt        {prompt, deadlineMs?} → 202 {promptId, lastEventId};
+                                       ?wait=true → 200 {promptId, stopReason}; full queue → 503 + Retry-After
+    POST   /session/{id}/cancel        204 (the running prompt only)
+    GET    /session/{id}/events        text/event-stream, ``Last-Event-ID`` replay
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..acp import prompt_from_blocks, validate
+from ..errors import ServerError
+from ..turn import Prompt, StopReason
+from ._daemon import Daemon
+from ._errors import error_response
+from ._exceptions import (
+    InvalidRequestError,
+    MethodNotAllowedError,
+    RouteNotFoundError,
+    UnsupportedMediaTypeError,
+)
+from ._security import BodyLimit, RequestGuard
+from ._sse import EventStreamResponse
+
+__all__ = ["create_app"]
+
+_PROMPT_FIELDS = frozenset({"prompt", "deadlineMs"})
+_SESSION_FIELDS = frozenset({"cwd"})
+
+
+# -- request parsing ---------------------------------------------------------------------------------------------
+
+
+async def _json_object(request: Request, allowed: frozenset[str]) -> dict[str, Any]:
+    """The body as a JSON object with only ``allowed`` keys (else 400 / 415; over the cap 413 from the read)."""
+    content_type = request.headers.get("content-type", "")
+    media = content_type.partition(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise UnsupportedMediaTypeError(content_type)
+    raw = await request.body()
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequestError(
+            f"Body is not valid JSON: {exc}", [{"field": "(body)", "message": "not valid JSON"}]
+        ) from None
+    if not isinstance(body, dict):
+        raise InvalidRequestError(
+            "Body must be a JSON object", [{"field": "(body)", "message": "expected an object"}]
+        )
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidRequestError(
+            f"Unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})",
+            [{"field": name, "message": "unknown field"} for name in unknown],
+        )
+    return body
+
+
+def _parse_prompt(body: dict[str, Any]) -> tuple[Prompt, int | None]:
+    """``{prompt: ContentBlock[], deadlineMs?}`` → domain prompt + per-prompt deadline (ACP schema validation)."""
+    if "prompt" not in body:
+        raise InvalidRequestError("prompt: Field required", [{"field": "prompt", "message": "Field required"}])
+    request = validate("PromptRequest", {"sessionId": "-", "prompt": body["prompt"]}, "prompt")
+    prompt = prompt_from_blocks(request.prompt)  # empty → 400
+    deadline = body.get("deadlineMs")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int) or deadline <= 0):
+        raise InvalidRequestError(
+            "deadlineMs must be a positive integer", [{"field": "deadlineMs", "message": "must be a positive integer"}]
+        )
+    return prompt, deadline
+
+
+def _flag(request: Request, name: str) -> bool:
+    value = request.query_params.get(name)
+    if value is None or value.lower() in ("false", "0", ""):
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    raise InvalidRequestError(f"{name} must be true or false", [{"field": name, "message": "must be true or false"}])
+
+
+def _last_event_id(request: Request) -> int | None:
+    """``Last-Event-ID`` (what an EventSource resends), else the ``lastEventId`` query parameter."""
+    value = request.headers.get("last-event-id")
+    field = "Last-Event-ID"
+    if value is None:
+        value, field = request.query_params.get("lastEventId"), "lastEventId"
+    if value is None or value.strip() == "":
+        return None
+    if not value.strip().isdigit():
+        raise InvalidRequestError(
+            f"{field} must be a non-negative integer event id", [{"field": field, "message": "not an event id"}]
+        )
+    return int(value)
+
+
+# -- routes ----------------------------------------------------------------------------------------------------
+
+
+def _routes(daemon: Daemon) -> list[Route]:
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def capabilities(request: Request) -> Response:
+        return JSONResponse(daemon.capabilities())
+
+    async def create_session(request: Request) -> Response:
+        body = await _json_object(request, _SESSION_FIELDS)
+        cwd = body.get("cwd")
+        if not isinstance(cwd, str):
+            raise InvalidRequestError("cwd: a string is required", [{"field": "cwd", "message": "Field required"}])
+        return JSONResponse({"sessionId": await daemon.create_session(cwd)}, status_code=201)
+
+    async def resume_session(request: Request) -> Response:
+        body = await _json_object(request, _SESSION_FIELDS)
+        cwd = body.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise InvalidRequestError("cwd must be a string", [{"field": "cwd", "message": "must be a string"}])
+        return JSONResponse({"sessionId": await daemon.resume_session(request.path_params["session_id"], cwd)})
+
+    async def delete_session(request: Request) -> Response:
+        await daemon.close_session(request.path_params["session_id"])
+        return Response(status_code=204)
+
+    async def prompt(request: Request) -> Response:
+        session_id: str = request.path_params["session_id"]
+        wait = _flag(request, "wait")
+        prompt, deadline_ms = _parse_prompt(await _json_object(request, _PROMPT_FIELDS))
+        # Synchronous admission (Q4/Q8): a refusal raises here, before any byte of an acceptance is sent.
+        accepted = daemon.submit_prompt(session_id, prompt, deadline_ms=deadline_ms)
+        if not wait:
+            return JSONResponse({"promptId": accepted.prompt_id, "lastEventId": accepted.event_id}, status_code=202)
+        handle = accepted.handle
+
+        async def cancel_on_disconnect() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            handle.cancel()  # the caller left: the prompt must not outlive its only waiter
+
+        outcome: StopReason | Exception
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_on_disconnect)
+            try:
+                outcome = await handle.result()
+            except Exception as exc:  # mapped below, outside the task group (no exception group)
+                outcome = exc
+            tg.cancel_scope.cancel()
+        if isinstance(outcome, Exception):
+            raise outcome
+        return JSONResponse({"promptId": accepted.prompt_id, "stopReason": outcome})
+
+    async def cancel(request: Request) -> Response:
+        daemon.cancel_running(request.path_params["session_id"])
+        return Response(status_code=204)
+
+    async def events(request: Request) -> Response:
+        session_id: str = request.path_params["session_id"]
+        subscription = daemon.subscribe(session_id, _last_event_id(request))
+        return EventStreamResponse(subscription, session_id=session_id, heartbeat_s=daemon.options.heartbeat_s)
+
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/capabilities", capabilities, methods=["GET"]),
+        Route("/session", create_session, methods=["POST"]),
+        Route("/session/{session_id}", delete_session, methods=["DELETE"]),
+        Route("/session/{session_id}/resume", resume_session, methods=["POST"]),
+        Route("/session/{session_id}/prompt", prompt, methods=["POST"]),
+        Route("/session/{session_id}/cancel", cancel, methods=["POST"]),
+        Route("/session/{session_id}/events", events, methods=["GET"]),
+    ]
+
+
+# -- errors ----------------------------------------------------------------------------------------------------
+
+
+async def _on_error(request: Request, exc: Exception) -> Response:
+    """Domain errors (bridge, pipeline, daemon): their mapped status and body."""
+    return error_response(exc)
+
+
+async def _on_internal(request: Request, exc: Exception) -> Response:
+    """Anything else: 500 ``internal``, no traceback on the wire (Starlette re-raises it to the server's log)."""
+    return error_response(exc)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 / 405 (routing) become our JSON bodies."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        allowed = [m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()]
+        return error_response(MethodNotAllowedError(request.method, request.url.path, allowed))
+    if exc.status_code == 404:
+        return error_response(RouteNotFoundError(request.url.path))
+    return error_response(InvalidRequestError(f"{exc.status_code}: {exc.detail}"))
+
+
+def create_app(daemon: Daemon) -> Starlette:
+    """The ASGI app of one daemon: its routes, guards (CORS only with allowed origins) and error mapping."""
+    options = daemon.options
+    middleware: list[Middleware] = []
+    if options.allow_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(options.allow_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+                expose_headers=["Retry-After"],
+            )
+        )
+    middleware += [
+        Middleware(
+            RequestGuard,
+            token=options.token,
+            allow_origins=options.allow_origins,
+            check_host=options.loopback and not options.token,
+        ),
+        Middleware(BodyLimit, max_bytes=options.max_body_bytes),
+    ]
+    return Starlette(
+        routes=_routes(daemon),
+        middleware=middleware,
+        exception_handlers={HTTPException: _on_http_exception, ServerError: _on_error, Exception: _on_internal},
+    )

@@ -1,0 +1,104 @@
+"""Request guards as plain ASGI middleware (no ``BaseHTTPMiddleware``): each answers through the one error mapper.
+
+Order, outermost first: CORS (only with ``--allow-origin``) → :class:`RequestGuard` (Origin, Host, bearer
+token) → :class:`BodyLimit`. ``/health`` needs no token.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import ServerError
+from ._errors import error_response
+from ._exceptions import (
+    ForbiddenHostError,
+    ForbiddenOriginError,
+    RequestBodyTooLargeError,
+    UnauthorizedError,
+)
+from ._options import is_loopback_host
+
+__all__ = ["PUBLIC_PATHS", "BodyLimit", "RequestGuard"]
+
+PUBLIC_PATHS = frozenset({"/health"})
+"""Paths served without a token."""
+
+
+def _host_name(host_header: str) -> str:
+    """The name part of a ``Host`` header: ``[::1]:4170`` → ``::1``, ``localhost:4170`` → ``localhost``."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    return host_header.rpartition(":")[0] if host_header.count(":") == 1 else host_header
+
+
+class RequestGuard:
+    """Refuses, before any route runs: a browser ``Origin`` that is not allowed; on a tokenless daemon, a ``Host``
+    that is not a loopback name (DNS rebinding); with a token, a request without the right bearer (compared in
+    constant time)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, allow_origins: tuple[str, ...], check_host: bool) -> None:
+        self.app = app
+        self._token = token.encode() if token else None
+        self._allow_origins = frozenset(allow_origins)
+        self._check_host = check_host
+
+    def _refusal(self, scope: Scope) -> ServerError | None:
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is not None and "*" not in self._allow_origins and origin not in self._allow_origins:
+            return ForbiddenOriginError(origin)
+        if self._check_host:
+            host = headers.get("host", "")
+            if not is_loopback_host(_host_name(host)):
+                return ForbiddenHostError(host)
+        if self._token is not None and scope["path"] not in PUBLIC_PATHS and not self._authorized(headers):
+            return UnauthorizedError()
+        return None
+
+    def _authorized(self, headers: Headers) -> bool:
+        assert self._token is not None
+        scheme, _, credentials = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(credentials.strip().encode(), self._token)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                await error_response(refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """Request bodies over ``max_bytes`` get 413: at once when ``Content-Length`` says so, else when reading
+    crosses the limit (the route's read raises :class:`RequestBodyTooLargeError`, mapped like any error)."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self._max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > self._max_bytes:
+            await error_response(RequestBodyTooLargeError(self._max_bytes))(scope, receive, send)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self._max_bytes:
+                    raise RequestBodyTooLargeError(self._max_bytes)
+            return message
+
+        await self.app(scope, limited_receive, send)

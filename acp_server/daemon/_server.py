@@ -1,0 +1,153 @@
+"""Serving: a listening socket, uvicorn inside the caller's task group, graceful shutdown, the CLI runner.
+
+``open_daemon`` binds first (so the printed URL accepts connections at once), runs uvicorn without its own
+signal handlers (the owner decides when to stop), and on exit: stops accepting, cancels every turn it accepted,
+publishes their terminal events, ends every event stream, then waits for uvicorn — all bounded by
+``shutdown_grace_s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+
+import anyio
+import uvicorn
+
+from ..acp import preload
+from ..bridge import SessionBridge
+from ._app import create_app
+from ._daemon import Daemon
+from ._exceptions import ListenError
+from ._options import DaemonOptions
+
+__all__ = ["ANNOUNCE_PREFIX", "RunningDaemon", "bind_socket", "open_daemon", "run_daemon", "url_of"]
+
+logger = logging.getLogger("acp_server.daemon")
+
+ANNOUNCE_PREFIX = "acp-server serve: listening on "
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0 = ephemeral); raises :class:`ListenError`.
+
+    Created with ``IPPROTO_TCP`` explicitly: asyncio disables Nagle only on sockets whose ``proto`` says TCP, and
+    accepted sockets inherit it (``socket.create_server`` leaves 0: every keep-alive response then waited ~40 ms
+    for a delayed ACK).
+    """
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((name, port))
+        sock.listen(2048)
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        raise ListenError(host, port, getattr(exc, "strerror", None) or str(exc)) from exc
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """``http://host:port`` of a bound socket (IPv6 in brackets)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if sock.family == socket.AF_INET6 else f"http://{host}:{port}"
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers: whoever opened the daemon decides when it stops."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass(frozen=True)
+class RunningDaemon:
+    """A daemon being served: its base URL and its state."""
+
+    url: str
+    daemon: Daemon
+
+
+@asynccontextmanager
+async def open_daemon(
+    bridge: SessionBridge, options: DaemonOptions, *, sock: socket.socket | None = None
+) -> AsyncIterator[RunningDaemon]:
+    """Serve ``bridge`` over HTTP until the block exits, then shut down gracefully (see the module docstring).
+
+    ``sock``: an already listening socket (it is closed on exit); default: bind ``options.host:options.port``.
+    """
+    sock = sock if sock is not None else bind_socket(options.host, options.port)
+    url = url_of(sock)
+    async with Daemon(bridge, options) as daemon:
+        config = uvicorn.Config(
+            create_app(daemon),
+            http="h11",
+            ws="none",
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            timeout_graceful_shutdown=max(1, round(options.shutdown_grace_s)),
+        )
+        server = _Uvicorn(config)
+        served = anyio.Event()
+
+        async def serve() -> None:
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                sock.close()
+                served.set()
+
+        error: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve, name=f"uvicorn {url}")
+            try:
+                yield RunningDaemon(url, daemon)
+            except Exception as exc:  # re-raised as is below, not wrapped in an exception group
+                error = exc
+            finally:
+                server.should_exit = True  # stop accepting; uvicorn waits for open responses
+                with anyio.CancelScope(shield=True), anyio.move_on_after(options.shutdown_grace_s):
+                    await daemon.shutdown()  # cancel turns, publish their ends, end the streams
+                    await served.wait()
+                tg.cancel_scope.cancel()  # only if the grace ran out
+        if error is not None:
+            raise error
+
+
+def _announce(url: str) -> None:
+    sys.stderr.write(f"{ANNOUNCE_PREFIX}{url}\n")
+    sys.stderr.flush()
+
+
+async def run_daemon(
+    bridge: SessionBridge,
+    options: DaemonOptions,
+    *,
+    sock: socket.socket | None = None,
+    announce: Callable[[str], None] = _announce,
+) -> int:
+    """``acp-server serve``: serve until SIGINT or SIGTERM, then shut down gracefully; returns the exit code 0.
+
+    The bound URL is announced once, on stderr, as ``acp-server serve: listening on http://HOST:PORT``.
+    """
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_daemon(bridge, options, sock=sock) as running, anyio.create_task_group() as tg:
+            tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))
+            announce(running.url)
+            async for signum in signals:
+                logger.info("received %s: shutting down", signal.Signals(signum).name)
+                break
+            tg.cancel_scope.cancel()
+    return 0

@@ -1,0 +1,75 @@
+"""The ``text/event-stream`` response of ``GET /session/{id}/events``: one subscription, written in order.
+
+The response owns three tasks in one task group: the writer (frames in order; a comment when idle for
+``heartbeat_s``), a disconnect listener, and a drop watcher. The stream ends cleanly when the log closes (after
+the last frame), and at once when the client leaves or the subscription is dropped for lagging.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from ._events import Subscription
+
+__all__ = ["HEARTBEAT", "EventStreamResponse"]
+
+logger = logging.getLogger("acp_server.daemon")
+
+HEARTBEAT = b": keep-alive\n\n"
+_FINISH_TIMEOUT_S = 1.0
+
+
+class EventStreamResponse(Response):
+    """Streams a :class:`Subscription` as SSE; always closes the subscription, however the response ends."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, subscription: Subscription, *, session_id: str, heartbeat_s: float) -> None:
+        self.status_code = 200
+        self.background = None
+        self.init_headers({"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        self._subscription = subscription
+        self._session_id = session_id
+        self._heartbeat_s = heartbeat_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        subscription = self._subscription
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
+                tg.start_soon(self._watch_drop, tg.cancel_scope)
+                await self._write(send)
+                tg.cancel_scope.cancel()
+            # Ended by the log, a drop or a disconnect: close the body (a no-op once the client is gone).
+            with anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            subscription.close()
+
+    async def _write(self, send: Send) -> None:
+        subscription = self._subscription
+        while True:
+            frames: list[bytes] | None = None
+            with anyio.move_on_after(self._heartbeat_s) as idle:
+                frames = await subscription.receive()
+            if idle.cancelled_caught:
+                frames = [HEARTBEAT]
+            elif frames is None:
+                return
+            await send({"type": "http.response.body", "body": b"".join(frames), "more_body": True})
+
+    @staticmethod
+    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()
+
+    async def _watch_drop(self, scope: anyio.CancelScope) -> None:
+        await self._subscription.dropped_event.wait()
+        logger.warning("event stream of session %s dropped: the subscriber fell behind", self._session_id)
+        scope.cancel()

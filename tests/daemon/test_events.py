@@ -1,0 +1,162 @@
+"""The per-session SSE stream: ids, replay with Last-Event-ID, resync, heartbeats, bounded subscribers, session end."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from acp_server.daemon import EventLog
+from acp_server.provider.offline import HangAfterHeaders, LoopbackModel, SlowDrip
+
+from ._support import Event, assert_documented, running_daemon
+
+pytestmark = pytest.mark.anyio
+
+WORDS = [f"w{i}" for i in range(30)]
+
+
+def message_text(events: list[Event]) -> str:
+    return "".join(
+        e.data["update"]["content"]["text"]
+        for e in events
+        if e.event == "session_update" and e.data["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+async def test_reconnect_with_last_event_id_mid_turn_loses_no_event() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(SlowDrip(interval_s=0.01, text=" ".join(WORDS)))
+        async with running_daemon(model) as served:
+            session_id = await served.new_session()
+            async with served.events(session_id) as witness:  # stays connected the whole time
+                accepted = await served.prompt(session_id)
+                assert accepted.status_code == 202
+                last_event_id = accepted.json()["lastEventId"]
+                async with served.events(session_id, last_event_id) as first:
+                    before = await first.until(lambda e: "w3" in message_text([e]))
+                # disconnected mid-turn: events go on without us
+                async with served.events(session_id, before[-1].id) as second:
+                    after = await second.until(lambda e: e.event == "turn_complete")
+                everything = await witness.until(lambda e: e.event == "turn_complete")
+        resumed = before + after
+        assert [e.id for e in resumed] == list(range(last_event_id + 1, last_event_id + 1 + len(resumed)))
+        assert resumed == everything[1:]  # the witness also saw prompt_accepted
+        assert message_text(resumed).split() == WORDS
+
+
+async def test_a_stale_last_event_id_gets_resync_required_then_live_events() -> None:
+    async with LoopbackModel() as model, running_daemon(model, event_ring_size=4) as served:
+        session_id = await served.new_session()
+        response = await served.prompt(session_id, wait="true")
+        assert response.status_code == 200
+        log = served.daemon.event_log(session_id)
+        latest = log.last_id
+        assert latest > 4 and log.oldest_id == latest - 3
+        async with served.events(session_id, latest - 4) as events:  # all still in the ring: plain replay
+            assert [(await events.next()).id for _ in range(4)] == [latest - 3, latest - 2, latest - 1, latest]
+        async with served.events(session_id, latest + 1000) as events:  # an id this daemon never issued
+            assert (await events.next()).event == "resync_required"
+        async with served.events(session_id, 1) as events:
+            resync = await events.next()
+            assert resync.event == "resync_required"
+            assert resync.id == latest
+            assert resync.data == {
+                "sessionId": session_id,
+                "lastEventId": 1,
+                "oldestEventId": latest - 3,
+                "latestEventId": latest,
+            }
+            await served.prompt(session_id)
+            live = await events.next()
+            assert (live.event, live.id) == ("prompt_accepted", latest + 1)
+
+
+async def test_an_idle_stream_gets_heartbeat_comments() -> None:
+    async with running_daemon(None, heartbeat_s=0.05) as served:
+        session_id = await served.new_session()
+        async with served.client.stream("GET", f"/session/{session_id}/events") as response:
+            lines = response.aiter_lines()
+            with anyio.fail_after(5):
+                assert await lines.__anext__() == ": keep-alive"
+                assert await lines.__anext__() == ""
+                assert await lines.__anext__() == ": keep-alive"
+
+
+async def test_deleting_a_session_ends_its_prompts_and_its_streams() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(HangAfterHeaders())
+        async with running_daemon(model) as served:
+            session_id = await served.new_session()
+            async with served.events(session_id) as events:
+                running = (await served.prompt(session_id)).json()["promptId"]
+                waiting = (await served.prompt(session_id)).json()["promptId"]
+                await model.wait_for_requests(1)
+                deleted = await served.client.delete(f"/session/{session_id}")
+                assert deleted.status_code == 204
+                assert_documented("DELETE", "/session/{sessionId}", deleted)
+                seen = await events.until_ended()
+            assert seen[-1].event == "session_closed"
+            errors = {e.data["promptId"]: e.data for e in seen if e.event == "turn_error"}
+            assert set(errors) == {running, waiting}
+            assert {e["code"] for e in errors.values()} == {"session_closed"}
+            again = await served.client.delete(f"/session/{session_id}")  # stored, detached: idempotent
+            assert again.status_code == 204
+            unknown = await served.client.delete("/session/never-was")
+            assert unknown.status_code == 404 and unknown.json()["code"] == "session_not_found"
+            assert_documented("DELETE", "/session/{sessionId}", unknown)
+            gone = await served.client.get(f"/session/{session_id}/events")
+            assert gone.status_code == 404
+            assert_documented("GET", "/session/{sessionId}/events", gone)
+
+
+async def test_bad_last_event_id_is_400() -> None:
+    async with running_daemon(None) as served:
+        session_id = await served.new_session()
+        response = await served.client.get(f"/session/{session_id}/events", headers={"Last-Event-ID": "abc"})
+        assert response.status_code == 400
+        assert_documented("GET", "/session/{sessionId}/events", response)
+        assert response.json()["details"] == [{"field": "Last-Event-ID", "message": "not an event id"}]
+
+
+# -- the event log itself (no network) ----------------------------------------------------------------------------
+
+
+async def test_a_subscriber_that_falls_behind_is_dropped_and_the_others_are_not() -> None:
+    log = EventLog("s", ring_size=100, queue_size=3)
+    slow = log.subscribe()
+    fast = log.subscribe()
+    for i in range(3):
+        log.publish("e", {"i": i})
+    assert len(await fast.receive() or []) == 3
+    log.publish("e", {"i": 3})  # slow now holds 3: one more and it is out
+    assert slow.dropped and slow.dropped_event.is_set()
+    assert await slow.receive() is None
+    assert log.subscriber_count == 1
+    assert len(await fast.receive() or []) == 1
+    for i in range(1000):  # memory stays bounded: the dropped one holds nothing, the ring keeps 100
+        log.publish("e", {"i": i})
+        await fast.receive()
+    assert log.oldest_id == log.last_id - 99
+
+
+async def test_subscribe_replays_then_goes_live_with_no_gap_and_no_repeat() -> None:
+    log = EventLog("s", ring_size=10, queue_size=10)
+    for i in range(5):
+        log.publish("e", {"i": i})
+    subscription = log.subscribe(2)
+    log.publish("e", {"i": 5})
+    frames = await subscription.receive()
+    assert frames is not None
+    assert [int(f.split(b"\n", 1)[0].split(b": ")[1]) for f in frames] == [3, 4, 5, 6]
+    log.close()
+    assert await subscription.receive() is None
+
+
+async def test_replay_is_not_held_to_the_live_cap() -> None:
+    log = EventLog("s", ring_size=50, queue_size=2)
+    for i in range(40):
+        log.publish("e", {"i": i})
+    subscription = log.subscribe(0)
+    log.publish("e", {"i": 40})
+    assert not subscription.dropped
+    assert len(await subscription.receive() or []) == 41

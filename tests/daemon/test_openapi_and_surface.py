@@ -1,0 +1,162 @@
+"""The OpenAPI document and the running app agree both ways; the package's public surface is deliberate."""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+import pytest
+from starlette.routing import Route
+
+import acp_server.daemon as daemon_pkg
+from acp_server.config import SERVE_OPTIONS, option_table
+from acp_server.daemon import DaemonOptions, create_app, is_loopback_host
+from acp_server.provider.offline import LoopbackModel
+
+from ._support import OPENAPI, ROOT, TEXT, assert_documented, running_daemon
+
+pytestmark = pytest.mark.anyio
+
+
+def _template(path: str) -> str:
+    return re.sub(r"\{(\w+?)(?::\w+)?\}", lambda m: "{sessionId}" if m.group(1) == "session_id" else m.group(0), path)
+
+
+async def test_every_route_is_documented_and_every_documented_route_exists() -> None:
+    async with running_daemon(None) as served:
+        app = create_app(served.daemon)
+        served_routes = {
+            (method, _template(route.path))
+            for route in app.routes
+            if isinstance(route, Route)
+            for method in (route.methods or ())
+            if method != "HEAD"
+        }
+        documented = {
+            (method.upper(), path)
+            for path, item in OPENAPI["paths"].items()
+            for method in item
+            if method in ("get", "post", "delete", "put", "patch")
+        }
+        assert served_routes == documented
+        # ... and each documented route answers on the running app (not 404 not_found / 405).
+        session_id = await served.new_session()
+        for method, template in sorted(documented, key=lambda r: (r[0] == "DELETE", r)):  # delete last
+            path = template.replace("{sessionId}", session_id)
+            if template.endswith("/events"):
+                async with served.client.stream(method, path, params={"lastEventId": "0"}) as response:
+                    assert response.status_code == 200
+                continue
+            kwargs = {"json": {"prompt": TEXT}} if template.endswith("/prompt") else {}
+            if template == "/session":
+                kwargs = {"json": {"cwd": "/"}}
+            if template.endswith("/resume"):
+                kwargs = {"json": {}}
+            response = await served.client.request(method, path, **kwargs)
+            assert response.status_code not in (404, 405) or response.json()["code"] == "session_not_found"
+            assert_documented(method, template, response)
+
+
+def test_the_document_is_openapi_3_1_with_valid_schemas() -> None:
+    assert OPENAPI["openapi"].startswith("3.1")
+    for name, schema in OPENAPI["components"]["schemas"].items():
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert name[0].isupper()
+    events = OPENAPI["paths"]["/session/{sessionId}/events"]["get"]["x-sse-events"]
+    assert set(events) == {
+        "prompt_accepted",
+        "session_update",
+        "turn_complete",
+        "turn_error",
+        "resync_required",
+        "session_closed",
+    }
+    queue_full = OPENAPI["components"]["schemas"]["PromptQueueFullError"]
+    assert set(queue_full["required"]) == {"code", "error", "sessionId", "limit", "pendingCount"}
+    assert queue_full["additionalProperties"] is False  # Q8: exactly these, no promptId
+
+
+async def test_every_event_a_turn_produces_matches_its_schema() -> None:
+    # EventReader validates each event against x-sse-events; here a full turn with thoughts and text.
+    async with LoopbackModel() as model, running_daemon(model) as served:
+        session_id = await served.new_session()
+        async with served.events(session_id) as events:
+            assert (await served.prompt(session_id)).status_code == 202
+            seen = await events.until(lambda e: e.event == "turn_complete")
+    kinds = {e.data["update"]["sessionUpdate"] for e in seen if e.event == "session_update"}
+    assert kinds == {"agent_thought_chunk", "agent_message_chunk"}
+
+
+def test_public_surface_is_pinned() -> None:
+    assert daemon_pkg.__all__ == sorted(daemon_pkg.__all__, key=lambda n: (not n.isupper(), n))
+    assert set(daemon_pkg.__all__) == {
+        "ANNOUNCE_PREFIX",
+        "DEFAULT_HOST",
+        "DEFAULT_PORT",
+        "FEATURES",
+        "RETRY_AFTER_S",
+        "Accepted",
+        "Daemon",
+        "DaemonError",
+        "DaemonOptions",
+        "EventLog",
+        "ForbiddenHostError",
+        "ForbiddenOriginError",
+        "InvalidRequestError",
+        "ListenError",
+        "MethodNotAllowedError",
+        "RequestBodyTooLargeError",
+        "RouteNotFoundError",
+        "RunningDaemon",
+        "Subscription",
+        "UnauthorizedError",
+        "UnsupportedMediaTypeError",
+        "bind_socket",
+        "create_app",
+        "error_body",
+        "error_response",
+        "http_status",
+        "is_loopback_host",
+        "open_daemon",
+        "run_daemon",
+        "turn_error_payload",
+        "url_of",
+    }
+    for name in daemon_pkg.__all__:
+        assert hasattr(daemon_pkg, name)
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("example.com", False),
+    ],
+)
+def test_loopback_detection(host: str, loopback: bool) -> None:
+    assert is_loopback_host(host) is loopback
+
+
+def test_options_refuse_a_public_address_without_a_token_and_bad_values() -> None:
+    with pytest.raises(ValueError, match="without a token"):
+        DaemonOptions(host="0.0.0.0")
+    assert DaemonOptions(host="0.0.0.0", token="t").token == "t"
+    assert "t0ken" not in repr(DaemonOptions(token="t0ken"))
+    for bad in ({"port": -1}, {"event_ring_size": 0}, {"max_body_bytes": 0}, {"allow_origins": ("x",)}):
+        with pytest.raises(ValueError):
+            DaemonOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_readme_lists_the_serve_options() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = re.search(r"<!-- serve-options:begin -->\n(.*?)\n<!-- serve-options:end -->", readme, re.S)
+    assert table is not None, "README.md lacks the serve options table (<!-- serve-options:begin/end -->)"
+    assert table.group(1) == option_table(SERVE_OPTIONS)

@@ -1,0 +1,46 @@
+"""The listening socket: TCP with Nagle off on accepted connections, IPv6 URLs, errors named."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from acp_server.daemon import ListenError, bind_socket, url_of
+
+from ._support import running_daemon
+
+pytestmark = pytest.mark.anyio
+
+
+def test_the_listener_says_tcp_so_asyncio_disables_nagle_on_accepted_sockets() -> None:
+    with bind_socket("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert url_of(sock).startswith("http://127.0.0.1:")
+
+
+def test_ipv6_loopback_url_is_bracketed() -> None:
+    try:
+        sock = bind_socket("::1", 0)
+    except ListenError:
+        pytest.skip("no IPv6 loopback on this machine")
+    with sock:
+        assert url_of(sock).startswith("http://[::1]:")
+
+
+def test_a_busy_address_is_a_listen_error_naming_it() -> None:
+    with bind_socket("127.0.0.1", 0) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{port}"):
+            bind_socket("127.0.0.1", port)
+
+
+async def test_keep_alive_requests_are_not_held_by_delayed_acks() -> None:
+    # With Nagle on, each keep-alive response waited ~40 ms for the client's delayed ACK: 20 requests took ~0.9 s.
+    async with running_daemon(None) as served:
+        await served.client.get("/health")
+        began = time.perf_counter()
+        for _ in range(20):
+            assert (await served.client.get("/health")).status_code == 200
+        assert time.perf_counter() - began < 0.4
