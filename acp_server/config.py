@@ -41,6 +41,8 @@ class Settings:
     max_message_bytes: int = 64 * 1024 * 1024
     log_level: str = "INFO"
     log_file: str | None = None
+    state_dir: str | None = None
+    no_persist: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,15 @@ OPTIONS: tuple[Option, ...] = (
         "log_level", "--log-level", "ACP_SERVER_LOG_LEVEL", _log_level, "DEBUG, INFO, WARNING, ERROR (default INFO)"
     ),
     Option("log_file", "--log-file", "ACP_SERVER_LOG_FILE", str, "write logs to this file instead of stderr", "PATH"),
+    Option(
+        "state_dir",
+        "--state-dir",
+        "ACP_SERVER_STATE_DIR",
+        str,
+        "directory of sessions.db, the session database (default $XDG_STATE_HOME/acp-server)",
+        "DIR",
+    ),
+    Option("no_persist", "--no-persist", None, None, "keep sessions in memory only: nothing is read or written"),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -61,6 +62,7 @@ class AgentPipe:
 async def spawn(*args: str) -> AsyncIterator[AgentPipe]:
     """``acp-server ARGS --log-level ERROR``, with stdin closed and the process awaited on exit."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    env["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="acp-bench-")  # a benchmark never writes the user's sessions
     command = [sys.executable, "-m", "acp_server", *args, "--log-level", "ERROR"]
     async with await anyio.open_process(command, env=env, stderr=None) as process:
         yield AgentPipe(process)

@@ -11,11 +11,15 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+
+STATE_HOME = tempfile.mkdtemp(prefix="acp-bench-")
 
 
 def one_run() -> tuple[float, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    env["XDG_STATE_HOME"] = STATE_HOME  # the real session store, in a scratch directory
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "acp_server", "--log-level", "WARNING"],

@@ -30,21 +30,15 @@ from pathlib import Path
 import anyio
 
 from acp_server.bridge import SessionBridge
-from acp_server.config import OPTIONS
 from acp_server.store import SqliteSessionStore
 from acp_server.turn import Message, Prompt, TextPart
 
-ROOT = Path(__file__).resolve().parents[1]
 ANSWER = ("The quick brown fox jumps over the lazy dog. " * 23)[:1000]
 
 
 def _server_command(state_dir: Path) -> list[str]:
-    """``acp-server --state-dir``; through the test shim until the CLI has the flag."""
-    if any(option.flag == "--state-dir" for option in OPTIONS):
-        head = [sys.executable, "-m", "acp_server"]
-    else:
-        head = [sys.executable, str(ROOT / "tests" / "store" / "_serve.py")]
-    return [*head, "--state-dir", str(state_dir), "--log-level", "WARNING"]
+    """``acp-server --state-dir DIR``."""
+    return [sys.executable, "-m", "acp_server", "--state-dir", str(state_dir), "--log-level", "WARNING"]
 
 
 async def _never(*args: object) -> str:

@@ -18,6 +18,7 @@ from ..bridge import SessionBridge
 from ..config import Settings
 from ..pipeline import StreamPolicy
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
+from ..store import open_store
 from ..turn import ModelSettings, ModelTurn
 
 __all__ = ["open_bridge", "run_stdio"]
@@ -44,8 +45,11 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
         )
         turn = ModelTurn(ModelSettings(base_url=base_url, api_key=api_key, model=model or DEFAULT_MODEL, policy=policy))
         stack.push_async_callback(turn.aclose)
+        # Entered before the bridge, so it closes after it: in-flight turns can still record their cancelled answers.
+        store = await stack.enter_async_context(open_store(settings.state_dir, persist=not settings.no_persist))
         bridge = SessionBridge(
             turn,
+            store=store,
             max_pending_prompts_per_session=settings.max_pending_prompts_per_session,
             prompt_deadline_ms=settings.prompt_deadline_ms,
         )

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..acp import prompt_from_blocks, validate
+from ..bridge import BridgeClosedError
 from ..errors import ServerError
 from ..turn import Prompt, StopReason
 from ._daemon import Daemon
@@ -173,6 +174,16 @@ def _routes(daemon: Daemon) -> list[Route]:
         daemon.cancel_running(request.path_params["session_id"])
         return Response(status_code=204)
 
+    async def acp_post(request: Request) -> Response:
+        if daemon.acp is None or daemon.closing:
+            raise BridgeClosedError("The daemon is shutting down")
+        return await daemon.acp.post(request)
+
+    async def acp_delete(request: Request) -> Response:
+        if daemon.acp is None or daemon.closing:
+            raise BridgeClosedError("The daemon is shutting down")
+        return await daemon.acp.delete(request)
+
     async def events(request: Request) -> Response:
         session_id: str = request.path_params["session_id"]
         subscription = daemon.subscribe(session_id, _last_event_id(request))
@@ -187,6 +198,8 @@ def _routes(daemon: Daemon) -> list[Route]:
         Route("/session/{session_id}/prompt", prompt, methods=["POST"]),
         Route("/session/{session_id}/cancel", cancel, methods=["POST"]),
         Route("/session/{session_id}/events", events, methods=["GET"]),
+        Route("/acp", acp_post, methods=["POST"]),
+        Route("/acp", acp_delete, methods=["DELETE"]),
     ]
 
 

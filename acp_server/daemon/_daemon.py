@@ -24,9 +24,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..acp import PROTOCOL_VERSION, update_from_event
+from .. import __version__
+from ..acp import PROTOCOL_VERSION, AgentOptions, update_from_event
 from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionNotFoundError
 from ..turn import Prompt, TurnEvent
+from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, Subscription
 from ._exceptions import InvalidRequestError
@@ -37,6 +39,7 @@ __all__ = ["FEATURES", "Accepted", "Daemon"]
 logger = logging.getLogger("acp_server.daemon")
 
 FEATURES: tuple[str, ...] = (
+    "acp.jsonrpc",
     "session.cancel",
     "session.create",
     "session.delete",
@@ -102,6 +105,7 @@ class Daemon:
         self.options = options if options is not None else DaemonOptions()
         self._channels: dict[str, _Channel] = {}
         self._tg: TaskGroup | None = None
+        self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
         self._life = _Life.UNOPENED
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -112,6 +116,7 @@ class Daemon:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
+        self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__), tg)
         self._life = _Life.OPEN
         return self
 
@@ -136,6 +141,8 @@ class Daemon:
         if self._life is not _Life.OPEN:
             return
         self._life = _Life.CLOSING
+        if self.acp is not None:
+            await self.acp.aclose()  # /acp prompts answer "cancelled" and free their slots
         pending = [entry for channel in self._channels.values() for entry in channel.pending.values()]
         for entry in reversed(pending):  # waiting ones first, so none of them starts running
             if entry.handle is not None:

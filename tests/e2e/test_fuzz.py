@@ -34,7 +34,7 @@ class _Server:
     def __init__(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "acp_server", "--log-level", "WARNING"],
+            [sys.executable, "-m", "acp_server", "--log-level", "WARNING", "--no-persist"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

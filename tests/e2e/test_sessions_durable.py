@@ -1,8 +1,5 @@
 """Durable sessions over real pipes and real processes (issue 5): kill -9 mid-turn then load, two servers on one
 state directory, a database the server must not touch, list pagination, resume/close, the official client's load.
-
-The servers get ``--state-dir`` / ``--no-persist``; until the CLI has those flags they are spawned through
-``tests/store/_serve.py``, which wires the store the way ``open_bridge`` will.
 """
 
 from __future__ import annotations
@@ -23,20 +20,15 @@ import pytest
 from acp import resource_link_block, spawn_agent_process, text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, SessionNotification, UserMessageChunk
 
-from acp_server.config import OPTIONS
 from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
 
 from ._agent import AgentProcess
 
 pytestmark = pytest.mark.anyio
 
-SHIM = Path(__file__).resolve().parents[1] / "store" / "_serve.py"
-
 
 def server_command(*args: str) -> list[str]:
-    if any(option.flag == "--state-dir" for option in OPTIONS):
-        return [sys.executable, "-m", "acp_server", *args]
-    return [sys.executable, str(SHIM), *args]
+    return [sys.executable, "-m", "acp_server", *args]
 
 
 @asynccontextmanager

@@ -1,0 +1,111 @@
+"""The Python client SDK of the HTTP daemon (``acp-server serve``): async, on anyio and httpx2.
+
+``DaemonClient`` speaks the daemon's REST + SSE routes; ``DaemonSessionClient`` binds one session with one
+long-lived event subscription. Both keep a local per-session count of prompts in flight and refuse one more at
+the limit *before sending anything* (:class:`DaemonPendingPromptLimitError`); the daemon stays the authority and
+answers 503 (:class:`DaemonPromptQueueFullError`) past its own limit. Errors: one tree, in ``_exceptions.py``.
+
+    async with DaemonClient("http://127.0.0.1:4170") as client:
+        async with await DaemonSessionClient.create_or_attach(client, "/my/project") as session:
+            result = await session.prompt("hello", on_update=lambda u: print(u.text or "", end=""))
+"""
+
+from ._client import (
+    CANCEL_TIMEOUT_S,
+    DEFAULT_RECONNECT_DELAYS,
+    DEFAULT_TIMEOUT,
+    EVENTS_READ_TIMEOUT_S,
+    TOKEN_ENV,
+    DaemonClient,
+)
+from ._exceptions import (
+    DaemonClientClosedError,
+    DaemonClientError,
+    DaemonConnectError,
+    DaemonEventsLostError,
+    DaemonEventStreamEndedError,
+    DaemonFeatureUnavailableError,
+    DaemonForbiddenError,
+    DaemonHTTPError,
+    DaemonInvalidRequestError,
+    DaemonMethodNotAllowedError,
+    DaemonNotFoundError,
+    DaemonPayloadTooLargeError,
+    DaemonPendingPromptLimitError,
+    DaemonPromptQueueFullError,
+    DaemonProtocolError,
+    DaemonServerError,
+    DaemonSessionNotFoundError,
+    DaemonTimeoutError,
+    DaemonTransportError,
+    DaemonTurnError,
+    DaemonUnauthorizedError,
+    DaemonUnavailableError,
+    DaemonUnsupportedMediaTypeError,
+)
+from ._limits import validate_limit
+from ._models import (
+    Capabilities,
+    DaemonEvent,
+    PromptAcceptedEvent,
+    PromptInput,
+    PromptResult,
+    ResyncRequiredEvent,
+    SessionClosedEvent,
+    SessionUpdateEvent,
+    TurnCompleteEvent,
+    TurnErrorEvent,
+    UnknownEvent,
+)
+from ._session import INHERIT, DaemonSessionClient, Inherit
+from ._stream import EventStream
+from ._turn import OnUpdate
+
+__all__ = [
+    "CANCEL_TIMEOUT_S",
+    "DEFAULT_RECONNECT_DELAYS",
+    "DEFAULT_TIMEOUT",
+    "EVENTS_READ_TIMEOUT_S",
+    "INHERIT",
+    "TOKEN_ENV",
+    "Capabilities",
+    "DaemonClient",
+    "DaemonClientClosedError",
+    "DaemonClientError",
+    "DaemonConnectError",
+    "DaemonEvent",
+    "DaemonEventStreamEndedError",
+    "DaemonEventsLostError",
+    "DaemonFeatureUnavailableError",
+    "DaemonForbiddenError",
+    "DaemonHTTPError",
+    "DaemonInvalidRequestError",
+    "DaemonMethodNotAllowedError",
+    "DaemonNotFoundError",
+    "DaemonPayloadTooLargeError",
+    "DaemonPendingPromptLimitError",
+    "DaemonPromptQueueFullError",
+    "DaemonProtocolError",
+    "DaemonServerError",
+    "DaemonSessionClient",
+    "DaemonSessionNotFoundError",
+    "DaemonTimeoutError",
+    "DaemonTransportError",
+    "DaemonTurnError",
+    "DaemonUnauthorizedError",
+    "DaemonUnavailableError",
+    "DaemonUnsupportedMediaTypeError",
+    "EventStream",
+    "Inherit",
+    "OnUpdate",
+    "PromptAcceptedEvent",
+    "PromptInput",
+    "PromptResult",
+    "ResyncRequiredEvent",
+    "SessionClosedEvent",
+    "SessionUpdateEvent",
+    "TurnCompleteEvent",
+    "TurnErrorEvent",
+    "UnknownEvent",
+    "validate_limit",
+]

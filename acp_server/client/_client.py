@@ -1,0 +1,498 @@
+"""``DaemonClient``: the daemon's REST + SSE routes as async methods, with local prompt reservations (Q11–Q13).
+
+Lifecycle, like an httpx client: usable once constructed (no task is started), ``async with`` closes it on exit,
+``aclose()`` is idempotent, and any use after it raises :class:`DaemonClientClosedError`.
+
+A prompt's local slot is reserved synchronously before any byte is sent and released exactly once, when the
+prompt's outcome is known to this client: the ``?wait=true`` 200, its ``turn_complete`` / ``turn_error`` on the
+event stream (matched by ``promptId``), the caller's cancellation, the end of the event stream, or a failed request
+or unreadable answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from inspect import isawaitable
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import quote
+
+import anyio
+import httpx2
+
+from ._exceptions import (
+    DaemonClientClosedError,
+    DaemonClientError,
+    DaemonEventStreamEndedError,
+    DaemonFeatureUnavailableError,
+    DaemonNotFoundError,
+    DaemonProtocolError,
+)
+from ._http import error_from_response, json_object, map_httpx_errors
+from ._limits import PromptReservations, PromptSlot, validate_limit
+from ._models import (
+    Capabilities,
+    PromptInput,
+    PromptResult,
+    SessionUpdateEvent,
+    parse_capabilities,
+    prompt_blocks,
+)
+from ._stream import EventStream
+from ._turn import OnUpdate, TurnItem, TurnTracker, result_of
+
+__all__ = [
+    "CANCEL_TIMEOUT_S",
+    "DEFAULT_RECONNECT_DELAYS",
+    "DEFAULT_TIMEOUT",
+    "EVENTS_READ_TIMEOUT_S",
+    "TOKEN_ENV",
+    "DaemonClient",
+]
+
+logger = logging.getLogger("acp_server.client")
+
+TOKEN_ENV = "ACP_SERVER_TOKEN"
+"""Where the bearer token comes from when ``token`` is not given."""
+
+DEFAULT_TIMEOUT = httpx2.Timeout(30.0, connect=5.0)
+"""Of every request; event streams read with at least :data:`EVENTS_READ_TIMEOUT_S`, a ``wait=True`` prompt with
+no read timeout (a turn lasts as long as it lasts; the daemon's deadline bounds it)."""
+
+EVENTS_READ_TIMEOUT_S = 60.0
+"""Read timeout of an event stream: four of the daemon's 15 s heartbeats; a silent stream past it reconnects."""
+
+DEFAULT_RECONNECT_DELAYS: tuple[float, ...] = (0.0, 0.5, 2.0)
+"""Seconds before the 1st, 2nd, 3rd reconnect in a row that brings no event; then the stream gives up."""
+
+CANCEL_TIMEOUT_S = 5.0
+"""How long the ``cancel`` posted for an abandoned prompt may take (it runs shielded from the caller's cancel)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A ``202`` answer: the prompt's id and the id of its ``prompt_accepted`` event."""
+
+    prompt_id: str
+    event_id: int
+
+
+ItemSource = Callable[[], Awaitable[TurnItem | None]]
+"""The next item of a followed prompt; None when the source ran out."""
+
+
+def _prompt_body(prompt: PromptInput, deadline_ms: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"prompt": prompt_blocks(prompt)}
+    if deadline_ms is not None:
+        if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms <= 0:
+            raise ValueError(f"deadline_ms must be a positive integer or None; got {deadline_ms!r}")
+        body["deadlineMs"] = deadline_ms
+    return body
+
+
+def _timeout(value: float | httpx2.Timeout | None) -> httpx2.Timeout:
+    return value if isinstance(value, httpx2.Timeout) else httpx2.Timeout(value)
+
+
+class DaemonClient:
+    """A client of one ``acp-server serve`` daemon.
+
+    ``token``: the bearer token (default: ``$ACP_SERVER_TOKEN``; none when empty). ``max_pending_prompts_per_session``
+    takes the value of ``/capabilities.limits.maxPendingPromptsPerSession`` as is: ``None`` (the daemon's "unlimited"),
+    ``0`` and ``math.inf`` disable the local limit; a negative, fractional or NaN value (or a bool) is a
+    ``ValueError``. :meth:`from_capabilities` adopts the daemon's value. ``reconnect_delays``: see
+    :class:`EventStream`. ``transport``: an httpx2 transport (tests, proxies, Unix sockets).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        max_pending_prompts_per_session: int | float | None = 5,
+        timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,
+        reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._limit = validate_limit(max_pending_prompts_per_session)
+        delays = tuple(reconnect_delays)
+        if any(isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < math.inf for d in delays):
+            raise ValueError(f"reconnect_delays must be finite numbers of seconds >= 0; got {reconnect_delays!r}")
+        url = httpx2.URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"base_url must be an http:// or https:// URL; got {base_url!r}")
+        self._base_url = str(url).rstrip("/")
+        token = token if token is not None else os.environ.get(TOKEN_ENV)
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._timeout = _timeout(timeout)
+        read = self._timeout.read
+        self._events_timeout = httpx2.Timeout(
+            connect=self._timeout.connect,
+            read=None if read is None else max(read, EVENTS_READ_TIMEOUT_S),
+            write=self._timeout.write,
+            pool=self._timeout.pool,
+        )
+        self._wait_timeout = httpx2.Timeout(
+            connect=self._timeout.connect, read=None, write=self._timeout.write, pool=self._timeout.pool
+        )
+        self._reconnect_delays = delays
+        self._reservations = PromptReservations()
+        self._closed = False
+        self._http = httpx2.AsyncClient(
+            base_url=self._base_url, headers=headers, timeout=self._timeout, transport=transport
+        )
+
+    @classmethod
+    async def from_capabilities(
+        cls,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,  # noqa: ASYNC109 (the HTTP client's setting)
+        reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> Self:
+        """A client whose local limit is the daemon's ``maxPendingPromptsPerSession`` (read once, now)."""
+        client = cls(
+            base_url,
+            token=token,
+            max_pending_prompts_per_session=None,
+            timeout=timeout,
+            reconnect_delays=reconnect_delays,
+            transport=transport,
+        )
+        try:
+            capabilities = await client.capabilities()
+        except BaseException:
+            await client.aclose()
+            raise
+        client._limit = capabilities.max_pending_prompts_per_session
+        return client
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def limit(self) -> int | None:
+        """The local per-session limit; None = disabled."""
+        return self._limit
+
+    def pending_prompts(self, session_id: str) -> int:
+        """Prompts of ``session_id`` this client sent (or is sending) whose outcome it has not seen yet."""
+        return self._reservations.pending(session_id)
+
+    async def __aenter__(self) -> Self:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection; idempotent. Requests and streams in flight end with
+        :class:`DaemonClientClosedError`."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._http.aclose()
+
+    def _check_open(self, what: str = "") -> None:
+        if self._closed:
+            raise DaemonClientClosedError(f"The DaemonClient of {self._base_url} is closed{what}")
+
+    # -- requests ----------------------------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"{self._base_url}{path}"
+
+    @staticmethod
+    def _session_path(session_id: str, suffix: str = "") -> str:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"session_id must be a non-empty string; got {session_id!r}")
+        return f"/session/{quote(session_id, safe='')}{suffix}"
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+        http_timeout: httpx2.Timeout | None = None,
+        expect: tuple[int, ...] = (200,),
+        session_id: str | None = None,
+    ) -> httpx2.Response:
+        """One request, its body read; an unexpected status raises its mapped error."""
+        self._check_open()
+        url = self._url(path)
+        with map_httpx_errors(method, url, lambda: self._closed):
+            response = await self._http.request(
+                method,
+                path,
+                json=json,
+                params=params,
+                timeout=http_timeout if http_timeout is not None else self._timeout,
+            )
+        if response.status_code not in expect:
+            raise error_from_response(response, method, url, session_id=session_id)
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Mapping[str, Any]:
+        response = await self._send(method, path, **kwargs)
+        return json_object(response, method, self._url(path))
+
+    # -- routes ------------------------------------------------------------------------------------------------
+
+    async def health(self) -> bool:
+        """``GET /health`` answered ``{"status": "ok"}``."""
+        return (await self._json("GET", "/health")).get("status") == "ok"
+
+    async def capabilities(self) -> Capabilities:
+        """``GET /capabilities``."""
+        body = await self._json("GET", "/capabilities")
+        try:
+            return parse_capabilities(body)
+        except ValueError as exc:
+            url = self._url("/capabilities")
+            raise DaemonProtocolError(f"GET {url}: {exc}", method="GET", url=url, status_code=200) from exc
+
+    async def create_session(self, cwd: str | os.PathLike[str]) -> str:
+        """``POST /session``: a new session working in ``cwd`` (an absolute path); its id."""
+        body = await self._json("POST", "/session", json={"cwd": os.fspath(cwd)}, expect=(201, 200))
+        return self._session_id_of(body, "POST", "/session")
+
+    async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> str:
+        """``POST /session/{id}/load`` (a stored session, history replayed on its event stream).
+
+        Raises :class:`DaemonFeatureUnavailableError` when the daemon does not serve it (it does not yet:
+        ``session.load`` is absent from its ``features``).
+        """
+        return await self._attach("load", "session.load", session_id, cwd)
+
+    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> str:
+        """``POST /session/{id}/resume`` (a stored session, no replay); :class:`DaemonFeatureUnavailableError` when
+        the daemon does not serve it."""
+        return await self._attach("resume", "session.resume", session_id, cwd)
+
+    async def _attach(self, verb: str, feature: str, session_id: str, cwd: str | os.PathLike[str] | None) -> str:
+        path = self._session_path(session_id, f"/{verb}")
+        body = {} if cwd is None else {"cwd": os.fspath(cwd)}
+        try:
+            answer = await self._json("POST", path, json=body, expect=(200, 201))
+        except DaemonNotFoundError as exc:  # no such route (an unknown session is DaemonSessionNotFoundError)
+            raise DaemonFeatureUnavailableError(feature, exc) from exc
+        return self._session_id_of(answer, "POST", path) if "sessionId" in answer else session_id
+
+    def _session_id_of(self, body: Mapping[str, Any], method: str, path: str) -> str:
+        session_id = body.get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            url = self._url(path)
+            raise DaemonProtocolError(f"{method} {url}: no sessionId in {dict(body)!r}", method=method, url=url)
+        return session_id
+
+    async def close_session(self, session_id: str) -> None:
+        """``DELETE /session/{id}``: its prompts end (``session_closed``), its event streams end."""
+        await self._send("DELETE", self._session_path(session_id), expect=(204, 200))
+
+    async def cancel(self, session_id: str) -> None:
+        """``POST /session/{id}/cancel``: stop the session's *running* prompt, whoever sent it."""
+        await self._send("POST", self._session_path(session_id, "/cancel"), expect=(204, 200))
+
+    def events(self, session_id: str, last_event_id: int | None = None) -> EventStream:
+        """The session's events after ``last_event_id`` (None: from now on), reconnecting with ``Last-Event-ID``.
+
+        Use it as ``async with client.events(sid) as events: async for event in events: ...``.
+        """
+        self._check_open()
+        self._session_path(session_id)
+        if last_event_id is not None and (
+            isinstance(last_event_id, bool) or not isinstance(last_event_id, int) or last_event_id < 0
+        ):
+            raise ValueError(f"last_event_id must be a non-negative integer or None; got {last_event_id!r}")
+        return EventStream(self, session_id, last_event_id, self._reconnect_delays)
+
+    # -- what an EventStream needs -----------------------------------------------------------------------------
+
+    def _events_url(self, session_id: str) -> str:
+        return self._url(self._session_path(session_id, "/events"))
+
+    async def _open_events(self, session_id: str, last_event_id: int | None) -> httpx2.Response:
+        """The 200 ``text/event-stream`` response (body unread), or the mapped error."""
+        self._check_open()
+        path = self._session_path(session_id, "/events")
+        url = self._url(path)
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        request = self._http.build_request("GET", path, headers=headers, timeout=self._events_timeout)
+        with map_httpx_errors("GET", url, lambda: self._closed):
+            response = await self._http.send(request, stream=True)
+            if response.status_code != 200:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+        if response.status_code != 200:
+            raise error_from_response(response, "GET", url)
+        return response
+
+    # -- prompts -----------------------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: PromptInput,
+        *,
+        deadline_ms: int | None = None,
+        wait: bool = False,
+        on_update: OnUpdate | None = None,
+    ) -> PromptResult:
+        """Send a prompt and wait for its turn to end: its :class:`PromptResult` (``stop_reason``), or an error.
+
+        Raises :class:`DaemonPendingPromptLimitError` at once, having sent nothing, when this client already has
+        ``limit`` prompts in flight for the session; :class:`DaemonPromptQueueFullError` when the daemon refuses it;
+        :class:`DaemonTurnError` when the accepted turn fails. ``on_update`` gets the turn's ``session_update``
+        events in order. ``wait=True`` uses the daemon's blocking mode (one request, no event stream; leaving it
+        cancels the prompt on the daemon) and takes no ``on_update``.
+
+        Cancelling the call cancels the prompt on the daemon when it may be the running one (``POST .../cancel``
+        stops the running prompt whoever sent it, so one still waiting behind others is left to run).
+        """
+        body = _prompt_body(prompt, deadline_ms)
+        if wait and on_update is not None:
+            raise ValueError("on_update needs the event stream; it cannot be used with wait=True")
+        self._check_open()
+        with self._reserve(session_id, self._limit) as slot:
+            outcome = await self._submit(session_id, body, wait=wait)
+            if isinstance(outcome, PromptResult):
+                return outcome
+            tracker = TurnTracker(session_id, outcome.prompt_id, outcome.event_id)
+            # From its own prompt_accepted on: the tracker learns how many prompts are ahead of it.
+            async with self.events(session_id, outcome.event_id - 1) as stream:
+
+                async def next_item() -> TurnItem | None:
+                    async for event in stream:
+                        item = tracker.feed(event)
+                        if item is not None:
+                            return item
+                    return None
+
+                return await self._run_turn(tracker, slot, next_item, on_update)
+
+    def _reserve(self, session_id: str, limit: int | None) -> PromptSlot:
+        """Synchronous: a slot, or :class:`DaemonPendingPromptLimitError` before anything is sent."""
+        self._session_path(session_id)
+        self._check_open()
+        return self._reservations.reserve(session_id, limit)
+
+    async def _submit(self, session_id: str, body: Mapping[str, Any], *, wait: bool) -> PromptResult | Accepted:
+        """``POST /session/{id}/prompt``: the 200 result (blocking mode) or the 202 acceptance."""
+        path = self._session_path(session_id, "/prompt")
+        url = self._url(path)
+        response = await self._send(
+            "POST",
+            path,
+            json=body,
+            params={"wait": "true"} if wait else None,
+            http_timeout=self._wait_timeout if wait else None,
+            expect=(200, 202),
+            session_id=session_id if wait else None,  # only a blocking answer can carry the turn's failure
+        )
+        answer = json_object(response, "POST", url)
+        prompt_id = answer.get("promptId")
+        if response.status_code == 200:
+            stop_reason = answer.get("stopReason")
+            if isinstance(prompt_id, str) and prompt_id and isinstance(stop_reason, str) and stop_reason:
+                return PromptResult(prompt_id, stop_reason)
+        else:
+            event_id = answer.get("lastEventId")
+            if (
+                isinstance(prompt_id, str)
+                and prompt_id
+                and isinstance(event_id, int)
+                and not isinstance(event_id, bool)
+                and event_id >= 1
+            ):
+                return Accepted(prompt_id, event_id)
+        raise DaemonProtocolError(
+            f"POST {url}: unexpected {response.status_code} answer {dict(answer)!r}",
+            method="POST",
+            url=url,
+            status_code=response.status_code,
+        )
+
+    async def _run_turn(
+        self, tracker: TurnTracker, slot: PromptSlot, next_item: ItemSource, on_update: OnUpdate | None
+    ) -> PromptResult:
+        """Follow an accepted prompt to its end; release its slot the moment its outcome is known.
+
+        When the caller gives up (cancellation, or its ``on_update`` raised) the prompt is abandoned: its slot is
+        released and, if it may be the running one, a ``cancel`` is posted (shielded, bounded).
+        """
+        in_callback = False
+        try:
+            while True:
+                item = await next_item()
+                if item is None:
+                    raise DaemonEventStreamEndedError(
+                        f'The event stream of session "{tracker.session_id}" ended before prompt '
+                        f'"{tracker.prompt_id}" did',
+                        session_id=tracker.session_id,
+                        last_event_id=None,
+                    )
+                if isinstance(item, DaemonClientError):
+                    raise item
+                if isinstance(item, SessionUpdateEvent):
+                    if on_update is not None:
+                        in_callback = True
+                        outcome = on_update(item)
+                        if isawaitable(outcome):
+                            await outcome
+                        in_callback = False
+                    continue
+                slot.release()
+                return result_of(item)
+        except BaseException as exc:
+            slot.release()
+            abandoned = in_callback or not isinstance(exc, DaemonClientError)
+            if abandoned and tracker.may_be_running:
+                await self._cancel_abandoned(tracker)
+            elif abandoned and not tracker.done:
+                logger.info(
+                    "prompt %s of session %s abandoned while waiting in the queue; the daemon has no per-prompt "
+                    "cancel, so it will still run",
+                    tracker.prompt_id,
+                    tracker.session_id,
+                )
+            raise
+
+    async def _cancel_abandoned(self, tracker: TurnTracker) -> None:
+        if self._closed:
+            return
+        with anyio.move_on_after(CANCEL_TIMEOUT_S, shield=True):
+            try:
+                await self.cancel(tracker.session_id)
+            except DaemonClientError as exc:  # the caller's own exit is what propagates; this one is logged
+                logger.warning(
+                    "could not cancel abandoned prompt %s of session %s: %s", tracker.prompt_id, tracker.session_id, exc
+                )
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<DaemonClient {self._base_url} {state} limit={self._limit}>"

@@ -1,0 +1,102 @@
+"""Following one accepted prompt through its session's events, from its ``prompt_accepted`` on.
+
+The tracker also works out, from the events alone, whether the prompt may be the session's *running* one: the
+daemon's ``POST /session/{id}/cancel`` stops the running prompt whoever sent it, so a client that gives up on a
+prompt still waiting in the FIFO must not send it (it would stop someone else's turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ._exceptions import DaemonClientError, DaemonEventsLostError, DaemonEventStreamEndedError, DaemonTurnError
+from ._models import (
+    DaemonEvent,
+    PromptAcceptedEvent,
+    PromptResult,
+    ResyncRequiredEvent,
+    SessionClosedEvent,
+    SessionUpdateEvent,
+    TurnCompleteEvent,
+    TurnErrorEvent,
+)
+
+__all__ = ["OnUpdate", "TurnItem", "TurnTracker", "result_of"]
+
+OnUpdate = Callable[[SessionUpdateEvent], Awaitable[None] | None]
+"""Called with each ``session_update`` of the prompt, in order (a coroutine function is awaited)."""
+
+TurnItem = SessionUpdateEvent | TurnCompleteEvent | TurnErrorEvent | DaemonClientError
+"""What a followed prompt yields: its updates, then its terminal event or the failure that ended the following."""
+
+
+class TurnTracker:
+    """Feeds on a session's events (``id >= accepted_event_id``) and picks out one prompt's."""
+
+    def __init__(self, session_id: str, prompt_id: str, accepted_event_id: int) -> None:
+        self.session_id = session_id
+        self.prompt_id = prompt_id
+        self.accepted_event_id = accepted_event_id
+        self.running = False  # one of its updates was seen: it runs (the daemon orders updates after earlier ends)
+        self.done = False
+        self._ahead: int | None = None  # prompts before it not yet seen to end (from its pendingCount)
+        self._later: set[str] = set()  # prompts accepted after it
+
+    @property
+    def may_be_running(self) -> bool:
+        """True once it runs, or nothing accepted before it is still pending (as far as the events tell)."""
+        return not self.done and (self.running or self._ahead == 0)
+
+    def feed(self, event: DaemonEvent) -> TurnItem | None:
+        """The item ``event`` means for this prompt, if any. After a terminal item it yields nothing more."""
+        if self.done or event.id < self.accepted_event_id:
+            return None
+        if isinstance(event, ResyncRequiredEvent):
+            self.done = True
+            return DaemonEventsLostError(
+                session_id=self.session_id,
+                prompt_id=self.prompt_id,
+                last_event_id=event.last_event_id,
+                oldest_event_id=event.oldest_event_id,
+            )
+        if isinstance(event, SessionClosedEvent):
+            self.done = True
+            return DaemonEventStreamEndedError(
+                f'Session "{self.session_id}" was closed before prompt "{self.prompt_id}" ended',
+                session_id=self.session_id,
+                last_event_id=event.id,
+            )
+        prompt_id = getattr(event, "prompt_id", None)
+        if prompt_id == self.prompt_id:
+            if isinstance(event, PromptAcceptedEvent):
+                self._ahead = max(event.pending_count - 1, 0)
+            elif isinstance(event, SessionUpdateEvent):
+                self.running = True
+                return event
+            elif isinstance(event, TurnCompleteEvent | TurnErrorEvent):
+                self.done = True
+                return event
+            return None
+        if isinstance(event, PromptAcceptedEvent) and isinstance(prompt_id, str):
+            self._later.add(prompt_id)
+        elif (
+            isinstance(event, TurnCompleteEvent | TurnErrorEvent)
+            and prompt_id not in self._later
+            and self._ahead is not None
+            and self._ahead > 0
+        ):
+            self._ahead -= 1
+        return None
+
+
+def result_of(event: TurnCompleteEvent | TurnErrorEvent) -> PromptResult:
+    """The prompt's result, or its :class:`DaemonTurnError`."""
+    if isinstance(event, TurnCompleteEvent):
+        return PromptResult(event.prompt_id, event.stop_reason)
+    raise DaemonTurnError(
+        event.message or f"Prompt {event.prompt_id} failed ({event.code})",
+        session_id=event.session_id,
+        prompt_id=event.prompt_id,
+        code=event.code,
+        data=event.data,
+    )
