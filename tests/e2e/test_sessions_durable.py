@@ -11,7 +11,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from acp.schema import AgentMessageChunk, AgentThoughtChunk, SessionNotification
 
 from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
 
-from ._agent import AgentProcess
+from ._agent import AgentProcess, spawn_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -34,26 +34,8 @@ def server_command(*args: str) -> list[str]:
 @asynccontextmanager
 async def spawn(*args: str, home: Path) -> AsyncIterator[AgentProcess]:
     """A server process; ``home`` is its HOME and XDG_STATE_HOME parent (nothing reaches the real one)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_", "XDG_"))}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"))
-    async with anyio.create_task_group() as tg:
-        process = await anyio.open_process(server_command(*args), env=env)
-        agent = AgentProcess(process, tg)
-        try:
-            yield agent
-        finally:
-            with anyio.CancelScope(shield=True):
-                if process.returncode is None:
-                    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        await agent.close_stdin()
-                    with anyio.move_on_after(10):
-                        await process.wait()
-                    if process.returncode is None:
-                        process.kill()
-                        await process.wait()
-                await process.aclose()
-            agent._received.close()
-            tg.cancel_scope.cancel()
+    async with spawn_agent(*args, env={"HOME": str(home), "XDG_STATE_HOME": str(home / "state")}) as agent:
+        yield agent
 
 
 def _files(root: Path) -> list[Path]:
