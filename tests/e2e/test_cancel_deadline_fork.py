@@ -115,3 +115,23 @@ async def test_fork_copies_history_after_the_queued_prompts() -> None:
             assert reply["result"]["stopReason"] == "end_turn"
     contents = [m["content"] for m in model.requests[2].body["messages"][1:]]
     assert contents == ["q1", "one", "q-fork"]  # the fork saw q1 (queued before it), not q2 (after it)
+
+
+async def test_cancel_request_for_another_request_answers_request_cancelled() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(SlowDrip(interval_s=0.05, text="running " * 100))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            session_id = await agent.new_session()
+            running = await agent.request_nowait("session/prompt", _prompt(session_id, "first"))
+            await model.wait_for_requests(1)
+            fork = await agent.request_nowait(
+                "session/fork", {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []}
+            )
+            await agent.notify("$/cancel_request", {"requestId": fork})  # the fork waits behind the running prompt
+            reply, _ = await agent.until_response(fork)
+            assert reply["error"]["code"] == -32800
+            assert reply["error"]["data"]["errorKind"] == "request_cancelled"
+            await agent.notify("session/cancel", {"sessionId": session_id})
+            first, _ = await agent.until_response(running)
+            assert first["result"] == {"stopReason": "cancelled"}
