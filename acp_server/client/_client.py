@@ -30,6 +30,7 @@ from ._exceptions import (
     DaemonEventStreamEndedError,
     DaemonFeatureUnavailableError,
     DaemonNotFoundError,
+    DaemonPromptNotFoundError,
     DaemonProtocolError,
 )
 from ._http import error_from_response, json_object, map_httpx_errors
@@ -314,6 +315,14 @@ class DaemonClient:
         """``POST /session/{id}/cancel``: stop the session's *running* prompt, whoever sent it."""
         await self._send("POST", self._session_path(session_id, "/cancel"), expect=(204, 200))
 
+    async def cancel_prompt(self, session_id: str, prompt_id: str) -> None:
+        """``POST /session/{id}/prompt/{promptId}/cancel``: cancel exactly this prompt, waiting or running.
+
+        Raises :class:`DaemonPromptNotFoundError` when it is no longer pending (unknown, or already ended).
+        """
+        path = self._session_path(session_id, f"/prompt/{quote(prompt_id, safe='')}/cancel")
+        await self._send("POST", path, expect=(204, 200))
+
     def events(self, session_id: str, last_event_id: int | None = None) -> EventStream:
         """The session's events after ``last_event_id`` (None: from now on), reconnecting with ``Last-Event-ID``.
 
@@ -371,8 +380,8 @@ class DaemonClient:
         events in order. ``wait=True`` uses the daemon's blocking mode (one request, no event stream; leaving it
         cancels the prompt on the daemon) and takes no ``on_update``.
 
-        Cancelling the call cancels the prompt on the daemon when it may be the running one (``POST .../cancel``
-        stops the running prompt whoever sent it, so one still waiting behind others is left to run).
+        Cancelling the call cancels exactly this prompt on the daemon (``POST .../prompt/{promptId}/cancel``):
+        a waiting one leaves the queue, a running one stops.
         """
         body = _prompt_body(prompt, deadline_ms)
         if wait and on_update is not None:
@@ -383,17 +392,22 @@ class DaemonClient:
             if isinstance(outcome, PromptResult):
                 return outcome
             tracker = TurnTracker(session_id, outcome.prompt_id, outcome.event_id)
-            # From its own prompt_accepted on: the tracker learns how many prompts are ahead of it.
-            async with self.events(session_id, outcome.event_id - 1) as stream:
+            try:
+                async with self.events(session_id, outcome.event_id - 1) as stream:  # from its prompt_accepted on
 
-                async def next_item() -> TurnItem | None:
-                    async for event in stream:
-                        item = tracker.feed(event)
-                        if item is not None:
-                            return item
-                    return None
+                    async def next_item() -> TurnItem | None:
+                        async for event in stream:
+                            item = tracker.feed(event)
+                            if item is not None:
+                                return item
+                        return None
 
-                return await self._run_turn(tracker, slot, next_item, on_update)
+                    return await self._run_turn(tracker, slot, next_item, on_update)
+            except BaseException as exc:  # given up while its event stream was still opening: it is abandoned too
+                if not isinstance(exc, DaemonClientError) and not tracker.done:
+                    slot.release()
+                    await self._cancel_abandoned(tracker)
+                raise
 
     def _reserve(self, session_id: str, limit: int | None) -> PromptSlot:
         """Synchronous: a slot, or :class:`DaemonPendingPromptLimitError` before anything is sent."""
@@ -443,7 +457,7 @@ class DaemonClient:
         """Follow an accepted prompt to its end; release its slot the moment its outcome is known.
 
         When the caller gives up (cancellation, or its ``on_update`` raised) the prompt is abandoned: its slot is
-        released and, if it may be the running one, a ``cancel`` is posted (shielded, bounded).
+        released and the prompt itself is cancelled on the daemon (shielded, bounded).
         """
         in_callback = False
         try:
@@ -471,23 +485,20 @@ class DaemonClient:
         except BaseException as exc:
             slot.release()
             abandoned = in_callback or not isinstance(exc, DaemonClientError)
-            if abandoned and tracker.may_be_running:
+            if abandoned and not tracker.done:
                 await self._cancel_abandoned(tracker)
-            elif abandoned and not tracker.done:
-                logger.info(
-                    "prompt %s of session %s abandoned while waiting in the queue; the daemon has no per-prompt "
-                    "cancel, so it will still run",
-                    tracker.prompt_id,
-                    tracker.session_id,
-                )
             raise
 
     async def _cancel_abandoned(self, tracker: TurnTracker) -> None:
-        if self._closed:
+        """Cancel exactly the abandoned prompt (waiting: it leaves the daemon's queue; running: it stops); once."""
+        if self._closed or tracker.abandoned:
             return
+        tracker.abandoned = True
         with anyio.move_on_after(CANCEL_TIMEOUT_S, shield=True):
             try:
-                await self.cancel(tracker.session_id)
+                await self.cancel_prompt(tracker.session_id, tracker.prompt_id)
+            except DaemonPromptNotFoundError:
+                pass  # it ended meanwhile
             except DaemonClientError as exc:  # the caller's own exit is what propagates; this one is logged
                 logger.warning(
                     "could not cancel abandoned prompt %s of session %s: %s", tracker.prompt_id, tracker.session_id, exc

@@ -17,6 +17,7 @@
           ├── DaemonNotFoundError              404 not_found (no such route)   ``path``
           │    └── DaemonFeatureUnavailableError   this daemon does not serve load / resume
           ├── DaemonSessionNotFoundError       404 session_not_found           ``session_id``
+          ├── DaemonPromptNotFoundError        404 prompt_not_found            ``session_id``, ``prompt_id``
           ├── DaemonMethodNotAllowedError      405 method_not_allowed          ``allowed``
           ├── DaemonPayloadTooLargeError       413 payload_too_large           ``limit``
           ├── DaemonUnsupportedMediaTypeError  415 unsupported_media_type
@@ -50,6 +51,7 @@ __all__ = [
     "DaemonNotFoundError",
     "DaemonPayloadTooLargeError",
     "DaemonPendingPromptLimitError",
+    "DaemonPromptNotFoundError",
     "DaemonPromptQueueFullError",
     "DaemonProtocolError",
     "DaemonServerError",
@@ -253,6 +255,20 @@ class DaemonSessionNotFoundError(DaemonHTTPError):
     def session_id(self) -> str | None:
         session_id = self.body.get("sessionId")
         return session_id if isinstance(session_id, str) else None
+
+
+class DaemonPromptNotFoundError(DaemonHTTPError):
+    """404 ``prompt_not_found``: no such prompt is pending in the session (unknown, or it already ended)."""
+
+    @property
+    def session_id(self) -> str | None:
+        session_id = self.body.get("sessionId")
+        return session_id if isinstance(session_id, str) else None
+
+    @property
+    def prompt_id(self) -> str | None:
+        prompt_id = self.body.get("promptId")
+        return prompt_id if isinstance(prompt_id, str) else None
 
 
 class DaemonMethodNotAllowedError(DaemonHTTPError):

@@ -1,9 +1,4 @@
-"""Following one accepted prompt through its session's events, from its ``prompt_accepted`` on.
-
-The tracker also works out, from the events alone, whether the prompt may be the session's *running* one: the
-daemon's ``POST /session/{id}/cancel`` stops the running prompt whoever sent it, so a client that gives up on a
-prompt still waiting in the FIFO must not send it (it would stop someone else's turn).
-"""
+"""Following one accepted prompt through its session's events, from its ``prompt_accepted`` on."""
 
 from __future__ import annotations
 
@@ -12,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from ._exceptions import DaemonClientError, DaemonEventsLostError, DaemonEventStreamEndedError, DaemonTurnError
 from ._models import (
     DaemonEvent,
-    PromptAcceptedEvent,
     PromptResult,
     ResyncRequiredEvent,
     SessionClosedEvent,
@@ -37,15 +31,8 @@ class TurnTracker:
         self.session_id = session_id
         self.prompt_id = prompt_id
         self.accepted_event_id = accepted_event_id
-        self.running = False  # one of its updates was seen: it runs (the daemon orders updates after earlier ends)
         self.done = False
-        self._ahead: int | None = None  # prompts before it not yet seen to end (from its pendingCount)
-        self._later: set[str] = set()  # prompts accepted after it
-
-    @property
-    def may_be_running(self) -> bool:
-        """True once it runs, or nothing accepted before it is still pending (as far as the events tell)."""
-        return not self.done and (self.running or self._ahead == 0)
+        self.abandoned = False  # its caller gave up and a cancel was sent
 
     def feed(self, event: DaemonEvent) -> TurnItem | None:
         """The item ``event`` means for this prompt, if any. After a terminal item it yields nothing more."""
@@ -67,25 +54,13 @@ class TurnTracker:
                 last_event_id=event.id,
             )
         prompt_id = getattr(event, "prompt_id", None)
-        if prompt_id == self.prompt_id:
-            if isinstance(event, PromptAcceptedEvent):
-                self._ahead = max(event.pending_count - 1, 0)
-            elif isinstance(event, SessionUpdateEvent):
-                self.running = True
-                return event
-            elif isinstance(event, TurnCompleteEvent | TurnErrorEvent):
-                self.done = True
-                return event
+        if prompt_id != self.prompt_id:
             return None
-        if isinstance(event, PromptAcceptedEvent) and isinstance(prompt_id, str):
-            self._later.add(prompt_id)
-        elif (
-            isinstance(event, TurnCompleteEvent | TurnErrorEvent)
-            and prompt_id not in self._later
-            and self._ahead is not None
-            and self._ahead > 0
-        ):
-            self._ahead -= 1
+        if isinstance(event, SessionUpdateEvent):
+            return event
+        if isinstance(event, TurnCompleteEvent | TurnErrorEvent):
+            self.done = True
+            return event
         return None
 
 

@@ -174,6 +174,10 @@ def _routes(daemon: Daemon) -> list[Route]:
         daemon.cancel_running(request.path_params["session_id"])
         return Response(status_code=204)
 
+    async def cancel_prompt(request: Request) -> Response:
+        daemon.cancel_prompt(request.path_params["session_id"], request.path_params["promptId"])
+        return Response(status_code=204)
+
     async def acp_post(request: Request) -> Response:
         if daemon.acp is None or daemon.closing:
             raise BridgeClosedError("The daemon is shutting down")
@@ -197,6 +201,7 @@ def _routes(daemon: Daemon) -> list[Route]:
         Route("/session/{session_id}/resume", resume_session, methods=["POST"]),
         Route("/session/{session_id}/prompt", prompt, methods=["POST"]),
         Route("/session/{session_id}/cancel", cancel, methods=["POST"]),
+        Route("/session/{session_id}/prompt/{promptId}/cancel", cancel_prompt, methods=["POST"]),
         Route("/session/{session_id}/events", events, methods=["GET"]),
         Route("/acp", acp_post, methods=["POST"]),
         Route("/acp", acp_delete, methods=["DELETE"]),

@@ -31,7 +31,7 @@ from ..turn import Prompt, TurnEvent
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, Subscription
-from ._exceptions import InvalidRequestError
+from ._exceptions import InvalidRequestError, PromptNotFoundError
 from ._options import DaemonOptions
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
@@ -41,6 +41,7 @@ logger = logging.getLogger("acp_server.daemon")
 FEATURES: tuple[str, ...] = (
     "acp.jsonrpc",
     "session.cancel",
+    "session.prompt.cancel",
     "session.create",
     "session.delete",
     "session.events",
@@ -251,6 +252,17 @@ class Daemon:
         )
         tg.start_soon(self._watch, channel, entry, name=f"daemon watcher {handle.prompt_id}")
         return Accepted(handle, event_id)
+
+    def cancel_prompt(self, session_id: str, prompt_id: str) -> None:
+        """Cancel one prompt accepted here: a waiting one leaves the FIFO, a running one stops; both end "cancelled".
+
+        Raises ``PromptNotFoundError`` when no such prompt is pending (unknown, or already ended).
+        """
+        self._check_open()
+        entry = self._channel(session_id).pending.get(prompt_id)
+        if entry is None or entry.handle is None:
+            raise PromptNotFoundError(session_id, prompt_id)
+        entry.handle.cancel()
 
     def cancel_running(self, session_id: str) -> bool:
         """Cancel the session's running prompt, whoever sent it (same semantics as ``session/cancel``)."""

@@ -33,6 +33,7 @@ _STATUS_BY_KIND: dict[str, int] = {
     "forbidden_origin": 403,
     "not_found": 404,
     "session_not_found": 404,
+    "prompt_not_found": 404,
     "method_not_allowed": 405,
     "session_closed": 409,
     "prompt_cancelled": 409,

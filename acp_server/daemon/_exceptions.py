@@ -98,6 +98,20 @@ class RouteNotFoundError(DaemonError):
         return {"path": self.path}
 
 
+class PromptNotFoundError(DaemonError):
+    """No prompt with this id is pending in the session (unknown, or it has already ended)."""
+
+    error_kind: ClassVar[str] = "prompt_not_found"
+
+    def __init__(self, session_id: str, prompt_id: str) -> None:
+        super().__init__(f'No pending prompt "{prompt_id}" in session "{session_id}"')
+        self.session_id = session_id
+        self.prompt_id = prompt_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id, "promptId": self.prompt_id}
+
+
 class MethodNotAllowedError(DaemonError):
     error_kind: ClassVar[str] = "method_not_allowed"
 

@@ -199,7 +199,7 @@ async def test_released_on_caller_cancellation_which_cancels_the_running_prompt(
             await assert_client_released_once(client, rec, model, session_id)
 
 
-async def test_cancelling_a_waiting_prompt_releases_its_slot_but_does_not_cancel_the_running_one() -> None:
+async def test_cancelling_a_waiting_prompt_cancels_exactly_it_not_the_running_one() -> None:
     async with LoopbackModel() as model, running_daemon(model) as served:
         rec = Recorder()
         async with client_for(served.url, rec, limit=2) as client:
@@ -216,9 +216,10 @@ async def test_cancelling_a_waiting_prompt_releases_its_slot_but_does_not_cancel
                     await wait_for_stream(rec, 2)  # and its own event stream is open
                     tg.cancel_scope.cancel()
                 assert client.pending_prompts(session_id) == 1  # the second's slot came back
-                assert rec.count("POST", "/cancel") == 0  # POST /cancel would have stopped the first
+                assert rec.count("POST", f"/prompt/{accepted.prompt_id}/cancel") == 1, rec.requests  # exactly that one
+                assert rec.count("POST", f"/session/{session_id}/cancel") == 0  # the session route would stop the first
                 assert model.disconnects == []
-                assert served.pending(session_id) == 2  # the daemon keeps it (it has no per-prompt cancel)
+                assert served.pending(session_id) == 1  # the daemon dropped it from its queue
                 outer.cancel_scope.cancel()
 
 

@@ -68,6 +68,7 @@ EXPORTED = [
     "DaemonNotFoundError",
     "DaemonPayloadTooLargeError",
     "DaemonPendingPromptLimitError",
+    "DaemonPromptNotFoundError",
     "DaemonPromptQueueFullError",
     "DaemonProtocolError",
     "DaemonServerError",

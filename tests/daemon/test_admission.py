@@ -256,3 +256,28 @@ async def test_wait_true_client_leaving_cancels_its_prompt() -> None:
                 seen = await events.until(lambda e: e.event == "turn_complete")
             assert seen[-1].data["stopReason"] == "cancelled"
             assert served.bridge.get(session_id).pending_prompt_count == 0
+
+
+async def test_cancel_one_prompt_by_id_waiting_or_running() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(SlowDrip(interval_s=0.02, text="slow " * 200), Answer(text="third", reasoning=""))
+        async with running_daemon(model) as served:
+            session_id = await served.new_session()
+            first, second, third = [(await served.prompt(session_id, f"p{i}")).json()["promptId"] for i in range(3)]
+            await model.wait_for_requests(1)
+            base = f"/session/{session_id}/prompt"
+            waiting = await served.client.post(f"{base}/{second}/cancel")  # leaves the FIFO; never reaches the model
+            assert waiting.status_code == 204
+            running = await served.client.post(f"{base}/{first}/cancel")
+            assert running.status_code == 204
+            handle = served.bridge.get(session_id)
+            async with served.events(session_id, last_event_id=0) as events:
+                seen = await events.until(lambda e: e.event == "turn_complete" and e.data["promptId"] == third, 10)
+            ends = {e.data["promptId"]: e.data["stopReason"] for e in seen if e.event == "turn_complete"}
+            assert ends == {first: "cancelled", second: "cancelled", third: "end_turn"}
+            assert [r.body["messages"][-1]["content"] for r in model.requests] == ["p0", "p2"]
+            assert handle.pending_prompt_count == 0
+            gone = await served.client.post(f"{base}/{first}/cancel")
+            assert gone.status_code == 404
+            assert gone.json()["code"] == "prompt_not_found"
+            assert_documented("POST", "/session/{sessionId}/prompt/{promptId}/cancel", gone)

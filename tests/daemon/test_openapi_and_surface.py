@@ -53,7 +53,10 @@ async def test_every_route_is_documented_and_every_documented_route_exists() -> 
             if template.endswith("/resume"):
                 kwargs = {"json": {}}
             response = await served.client.request(method, path, **kwargs)
-            assert response.status_code not in (404, 405) or response.json()["code"] == "session_not_found"
+            assert response.status_code not in (404, 405) or response.json()["code"] in (
+                "session_not_found",
+                "prompt_not_found",
+            )
             assert_documented(method, template, response)
 
 
@@ -105,6 +108,7 @@ def test_public_surface_is_pinned() -> None:
         "InvalidRequestError",
         "ListenError",
         "MethodNotAllowedError",
+        "PromptNotFoundError",
         "RequestBodyTooLargeError",
         "RouteNotFoundError",
         "RunningDaemon",
