@@ -28,10 +28,6 @@ class Outbox:
         self._empty.set()
         self._closed = False
 
-    @property
-    def queued_bytes(self) -> int:
-        return self._queued_bytes
-
     def put(self, data: bytes) -> None:
         if self._closed:
             return

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -129,7 +129,3 @@ async def spawn_agent(*args: str, env: dict[str, str] | None = None) -> AsyncIte
                 await process.aclose()
             agent._received.close()
             tg.cancel_scope.cancel()
-
-
-def model_args(base_url: str, *extra: str) -> Sequence[str]:
-    return ["--base-url", base_url, "--model", "test-model", *extra]
