@@ -30,8 +30,8 @@ from pathlib import Path
 import anyio
 
 from acp_server.bridge import SessionBridge
+from acp_server.domain import Message, Prompt, TextPart
 from acp_server.store import SqliteSessionStore
-from acp_server.turn import Message, Prompt, TextPart
 
 ANSWER = ("The quick brown fox jumps over the lazy dog. " * 23)[:1000]
 

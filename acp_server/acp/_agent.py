@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..bridge import PromptHandle, SessionBridge
+from ..domain import TurnEvent
 from ..errors import InvalidInputError
 from ..store import SessionRecord
-from ..turn import TurnEvent
 from ._convert import prompt_from_blocks, replay_updates, update_from_event
 from ._schema import validate
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..store import StoredMessage
-from ..turn import (
+from ..domain import (
     ImagePart,
     Prompt,
     PromptPart,
@@ -19,6 +17,8 @@ from ..turn import (
     TurnEvent,
     UserChunk,
 )
+from ..errors import InvalidInputError
+from ..store import StoredMessage
 from ._schema import dump, schema
 
 __all__ = ["prompt_from_blocks", "replay_updates", "update_from_event"]

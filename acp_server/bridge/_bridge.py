@@ -27,9 +27,9 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from ..domain import Conversation, Emit, Message, Prompt, StopReason
 from ..errors import ServerError
 from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage, TurnTicket
-from ..turn._types import Conversation, Emit, Message, Prompt, StopReason
 from ._exceptions import (
     BridgeClosedError,
     PromptCancelledError,

@@ -29,8 +29,8 @@ from starlette.routing import Route
 
 from ..acp import prompt_from_blocks, validate
 from ..bridge import BridgeClosedError
+from ..domain import Prompt, StopReason
 from ..errors import ServerError
-from ..turn import Prompt, StopReason
 from ._daemon import Daemon
 from ._errors import error_response
 from ._exceptions import (

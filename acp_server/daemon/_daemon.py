@@ -27,7 +27,7 @@ from anyio.abc import TaskGroup
 from .. import __version__
 from ..acp import PROTOCOL_VERSION, AgentOptions, update_from_event
 from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionNotFoundError
-from ..turn import Prompt, TurnEvent
+from ..domain import Prompt, TurnEvent
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, Subscription

@@ -20,7 +20,6 @@ from ._open import DATABASE_NAME, default_state_dir, open_store
 from ._sqlite import SCHEMA_VERSION, SqliteSessionStore
 from ._types import (
     DEFAULT_PAGE_SIZE,
-    Outcome,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -34,7 +33,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "InvalidCursorError",
     "MemorySessionStore",
-    "Outcome",
     "SessionBusyError",
     "SessionPage",
     "SessionRecord",

@@ -14,13 +14,12 @@ import logging
 from types import TracebackType
 from typing import ClassVar, Self
 
-from ..turn import PromptPart, StopReason
+from ..domain import Outcome, PromptPart, StopReason
 from ._exceptions import StoreClosedError, StoreUnavailableError
 from ._owner import make_owner, owner_alive
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
-    Outcome,
     SessionPage,
     SessionRecord,
     SessionSnapshot,

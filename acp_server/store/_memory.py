@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import anyio.lowlevel
 
-from ..turn import PromptPart, StopReason
+from ..domain import PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import SessionBusyError, StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
 from ._owner import owner_pid

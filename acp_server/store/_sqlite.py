@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..turn import PromptPart, StopReason
+from ..domain import Outcome, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import (
     SessionBusyError,
@@ -47,7 +47,6 @@ from ._owner import owner_pid
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
-    Outcome,
     SessionPage,
     SessionRecord,
     SessionSnapshot,

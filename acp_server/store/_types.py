@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
-from ..turn import ImagePart, Message, Outcome, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
+from ..domain import ImagePart, Message, Outcome, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
 from ._exceptions import InvalidCursorError
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
-    "Outcome",
     "SessionPage",
     "SessionRecord",
     "SessionSnapshot",

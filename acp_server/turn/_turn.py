@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from ..pipeline import ChatRequest, Delta, StreamPolicy, stream_chat
-from ._exceptions import ModelNotConfiguredError
-from ._types import (
+from ..domain import (
     Conversation,
     Emit,
     ImagePart,
@@ -25,6 +23,8 @@ from ._types import (
     TextPart,
     ThoughtChunk,
 )
+from ..pipeline import ChatRequest, Delta, StreamPolicy, stream_chat
+from ._exceptions import ModelNotConfiguredError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

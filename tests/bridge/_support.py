@@ -12,7 +12,7 @@ from __future__ import annotations
 import anyio
 
 from acp_server.bridge import SessionEntry
-from acp_server.turn._types import Emit, Message, Prompt, StopReason, TextChunk, TextPart, TurnEvent
+from acp_server.domain import Emit, Message, Prompt, StopReason, TextChunk, TextPart, TurnEvent
 
 
 class Boom(Exception):

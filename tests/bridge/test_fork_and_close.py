@@ -17,7 +17,7 @@ from acp_server.bridge import (
     SessionEntry,
     SessionNotFoundError,
 )
-from acp_server.turn._types import Conversation, Message
+from acp_server.domain import Conversation, Message
 
 from ._support import ScriptedRunner, discard, history, prompt
 

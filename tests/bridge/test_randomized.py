@@ -30,7 +30,7 @@ from acp_server.bridge import (
     SessionEntry,
     SessionNotFoundError,
 )
-from acp_server.turn._types import Emit, Prompt, StopReason
+from acp_server.domain import Emit, Prompt, StopReason
 
 from ._support import Boom, ScriptedRunner, discard, prompt
 

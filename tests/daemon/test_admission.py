@@ -11,9 +11,9 @@ import pytest
 from acp_server.acp import AcpAgent, AgentOptions
 from acp_server.bridge import PromptQueueFullError
 from acp_server.config import Settings
+from acp_server.domain import Prompt, TextPart
 from acp_server.provider.offline import Answer, HangAfterHeaders, LoopbackModel, ServerError, SlowDrip
 from acp_server.rpc import to_rpc_error
-from acp_server.turn import Prompt, TextPart
 
 from ._support import TEXT, assert_documented, running_daemon
 

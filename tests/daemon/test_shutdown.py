@@ -13,8 +13,8 @@ from acp_server.bridge import BridgeClosedError
 from acp_server.cli._agent import open_bridge
 from acp_server.config import Settings
 from acp_server.daemon import Daemon, DaemonOptions, open_daemon
+from acp_server.domain import Prompt, TextPart
 from acp_server.provider.offline import HangAfterHeaders, LoopbackModel
-from acp_server.turn import Prompt, TextPart
 
 from ._support import TEXT, EventReader
 

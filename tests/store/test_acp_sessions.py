@@ -14,9 +14,9 @@ from acp_server.acp import AcpAgent, AgentOptions, replay_updates
 from acp_server.acp._convert import _block, _wire_block
 from acp_server.acp._schema import dump
 from acp_server.bridge import SessionBridge, SessionEntry, SessionNotFoundError
+from acp_server.domain import Emit, ImagePart, Prompt, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
 from acp_server.errors import InvalidInputError
 from acp_server.store import SessionStore, SqliteSessionStore, StoreUnavailableError
-from acp_server.turn import Emit, ImagePart, Prompt, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
 
 pytestmark = pytest.mark.anyio
 

@@ -10,10 +10,11 @@ import anyio
 import pytest
 
 from acp_server.bridge import SessionBridge, SessionClosedError, SessionEntry, SessionNotFoundError
+from acp_server.domain import Prompt, TextPart, TurnEvent
 from acp_server.pipeline import StreamPolicy
 from acp_server.provider.offline import Answer, ChunksThenSilent, LoopbackModel, SlowDrip
 from acp_server.store import SessionStore, SqliteSessionStore, StoreIOError, StoreUnavailableError, TurnTicket
-from acp_server.turn import ModelSettings, ModelTurn, Prompt, TextPart, TurnEvent
+from acp_server.turn import ModelSettings, ModelTurn
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from acp_server.domain import ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
 from acp_server.store import (
     InvalidCursorError,
     MemorySessionStore,
@@ -17,7 +18,6 @@ from acp_server.store import (
     StoredSessionNotFoundError,
     TurnTicket,
 )
-from acp_server.turn import ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
 
 pytestmark = pytest.mark.anyio
 

@@ -12,6 +12,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from acp_server.domain import TextPart
 from acp_server.store import (
     SCHEMA_VERSION,
     SessionBusyError,
@@ -21,7 +22,6 @@ from acp_server.store import (
     StoreUnavailableError,
     _sqlite,
 )
-from acp_server.turn import TextPart
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,9 @@
-"""Domain values of one model turn: what the user sent, what the model streamed back, how it ended.
+"""The domain vocabulary, the ground floor every layer builds on: what the user sent, what the model streamed
+back, how a prompt ended, and the history of a session.
 
-These types are transport-neutral: the ACP layer converts wire content blocks into :class:`Prompt` parts and the
-turn's :class:`TurnEvent` values back into ``session/update`` notifications.
+These types are transport-neutral: the ACP layer converts wire content blocks into :class:`Prompt` parts and
+:class:`TurnEvent` values back into ``session/update`` notifications; the store writes them; the turn sends them to
+the model. Nothing here imports another module of the package.
 """
 
 from __future__ import annotations
@@ -9,6 +11,26 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
+
+__all__ = [
+    "Conversation",
+    "Emit",
+    "ImagePart",
+    "Message",
+    "Outcome",
+    "Prompt",
+    "PromptEnded",
+    "PromptEvent",
+    "PromptPart",
+    "ResourceLinkPart",
+    "ResourcePart",
+    "StopReason",
+    "TextChunk",
+    "TextPart",
+    "ThoughtChunk",
+    "TurnEvent",
+    "UserChunk",
+]
 
 StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
@@ -79,6 +101,26 @@ class UserChunk:
 
 TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
+"""Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptEnded:
+    """The last event of a prompt's stream: its stop reason, or the failure that settled it (exactly one is set)."""
+
+    stop_reason: StopReason | None = None
+    error: Exception | None = None
+
+    def result(self) -> StopReason:
+        """The stop reason, or raise the failure."""
+        if self.error is not None:
+            raise self.error
+        assert self.stop_reason is not None
+        return self.stop_reason
+
+
+PromptEvent: TypeAlias = TurnEvent | PromptEnded
+"""What a prompt's event stream yields: its turn's events in order, then exactly one :class:`PromptEnded`."""
 
 
 Outcome: TypeAlias = Literal["complete", "failed", "cancelled", "interrupted", "running"]

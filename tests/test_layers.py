@@ -1,0 +1,161 @@
+"""The package's layers, checked mechanically from the source: imports point down only, there is no import cycle,
+and no layer reaches into another's ``_private`` module.
+
+Layers, lowest first (a module may import its own layer's modules and any lower layer's public names)::
+
+    ground     the package root (``__version__``; it imports nothing), errors, domain, tasks
+    provider   the openai client factory and the offline model
+    pipeline   watchdog, retries, streaming
+    turn       one model turn            store   durable sessions (beside each other: neither imports the other)
+    bridge     sessions, FIFOs, prompt event streams
+    acp        ACP handlers (transport-neutral)
+    rpc        JSON-RPC framing, dispatcher, transports
+    faces      daemon, client, config    then cli (which starts the daemon)
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "acp_server"
+
+RANKS: dict[str, int] = {
+    "errors": 0,
+    "domain": 0,
+    "tasks": 0,
+    "provider": 1,
+    "pipeline": 2,
+    "turn": 3,
+    "store": 3,
+    "bridge": 4,
+    "acp": 5,
+    "rpc": 6,
+    "daemon": 7,
+    "client": 7,
+    "config": 7,
+    "cli": 8,
+    "__init__": 0,
+    "__main__": 9,
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name (without the ``acp_server.`` prefix) → file."""
+    found: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()  # the package root is "" (its layer: "__init__")
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int]]:
+    """Every ``acp_server`` module this file imports (absolute or relative), with its line."""
+    is_package = path.name == "__init__.py"
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    targets: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+                dotted = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                names = [alias.name for alias in node.names]
+                if node.module is None:  # from . import x
+                    targets += [(f"{dotted}.{name}".strip("."), node.lineno) for name in names]
+                else:
+                    targets.append((dotted, node.lineno))
+            elif node.module and (node.module == "acp_server" or node.module.startswith("acp_server.")):
+                targets.append((node.module.removeprefix("acp_server").lstrip("."), node.lineno))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("acp_server."):
+                    targets.append((alias.name.removeprefix("acp_server."), node.lineno))
+    return targets
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[0] if module else "__init__"
+
+
+def _graph() -> dict[str, list[tuple[str, int]]]:
+    modules = _modules()
+    graph: dict[str, list[tuple[str, int]]] = {}
+    for module, path in modules.items():
+        resolved: list[tuple[str, int]] = []
+        for target, line in _imports(module, path):
+            # ``from .pkg import name`` may name a submodule or an attribute: keep the longest existing module.
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target != module:
+                resolved.append((target, line))
+        graph[module] = resolved
+    return graph
+
+
+def test_the_package_root_imports_nothing() -> None:
+    assert _graph()[""] == []
+
+
+def test_every_layer_is_ranked() -> None:
+    unranked = {_layer(module) for module in _modules()} - set(RANKS)
+    assert not unranked, f"give these top-level modules a rank in RANKS: {sorted(unranked)}"
+
+
+def test_imports_point_down_only() -> None:
+    wrong: list[str] = []
+    for module, targets in _graph().items():
+        layer = _layer(module)
+        for target, line in targets:
+            other = _layer(target)
+            if other != layer and RANKS[other] >= RANKS[layer]:
+                wrong.append(f"acp_server.{module}:{line} imports acp_server.{target} ({layer} → {other})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_layer_imports_another_layers_private_module() -> None:
+    wrong: list[str] = []
+    for module, targets in _graph().items():
+        layer = _layer(module)
+        for target, line in targets:
+            if _layer(target) == layer:
+                continue
+            private = [part for part in target.split(".") if part.startswith("_")]
+            if private:
+                wrong.append(f"acp_server.{module}:{line} imports the private acp_server.{target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle() -> None:
+    graph = {module: {target for target, _ in targets} for module, targets in _graph().items()}
+    state: dict[str, int] = defaultdict(int)  # 0 new, 1 on the stack, 2 done
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state[target] == 1:
+                cycle = [*stack[stack.index(target) :], target]
+                pytest.fail("import cycle: " + " → ".join(cycle))
+            if state[target] == 0:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if state[module] == 0:
+            visit(module)
+
+
+def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
+    """The import resolution itself: a relative import two levels up is found and resolved to its module."""
+    fake = tmp_path / "acp_server" / "bridge"
+    fake.mkdir(parents=True)
+    source = fake / "_x.py"
+    source.write_text("from ..acp._agent import AcpAgent\nfrom . import _y\nimport acp_server.daemon\n")
+    assert _imports("bridge._x", source) == [("acp._agent", 1), ("bridge._y", 2), ("daemon", 3)]
