@@ -1,17 +1,26 @@
-"""ACP handlers: validate with the official schema, call the session bridge, shape replies. Transport-neutral."""
+"""ACP handlers: the method table (schema model + handler per method), the handlers over the session bridge, and the
+wire shapes of prompts and updates. Transport-neutral: a dispatcher calls them with a :class:`Peer`."""
 
 from ._agent import PROTOCOL_VERSION, AcpAgent, AgentOptions, Peer
-from ._convert import prompt_from_blocks, replay_updates, update_from_event
-from ._schema import preload, validate
+from ._convert import prompt_from_blocks, replay_updates, update_from_event, wire_block
+from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
+from ._schema import model, preload, validate
 
 __all__ = [
+    "METHODS",
+    "NOTIFICATIONS",
     "PROTOCOL_VERSION",
     "AcpAgent",
     "AgentOptions",
+    "Method",
+    "Notification",
     "Peer",
+    "bind",
+    "model",
     "preload",
     "prompt_from_blocks",
     "replay_updates",
     "update_from_event",
     "validate",
+    "wire_block",
 ]

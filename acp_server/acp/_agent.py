@@ -1,24 +1,38 @@
-"""The ACP method set of one client connection. Sessions and their queues live in the shared bridge.
+"""The ACP handlers of one client connection. Sessions and their queues live in the shared bridge.
 
-Handlers validate params with the official schema models, call the bridge, and shape replies. They know nothing of
-the transport: the same :class:`AcpAgent` serves stdio and HTTP connections.
+Each handler gets its params already validated (see ``_methods.py``) and the :class:`Peer` of its request; it calls
+the bridge and shapes the reply. Handlers know nothing of the transport: the same :class:`AcpAgent` serves stdio
+and HTTP connections.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..bridge import PromptHandle, SessionBridge
-from ..domain import TurnEvent
+from ..domain import PromptEnded
 from ..errors import InvalidInputError
 from ..store import SessionRecord
 from ._convert import prompt_from_blocks, replay_updates, update_from_event
-from ._schema import validate
+
+if TYPE_CHECKING:
+    from acp.schema import (
+        AuthenticateRequest,
+        CancelNotification,
+        CancelRequestNotification,
+        CloseSessionRequest,
+        ForkSessionRequest,
+        ListSessionsRequest,
+        LoadSessionRequest,
+        NewSessionRequest,
+        PromptRequest,
+        ResumeSessionRequest,
+    )
 
 __all__ = ["PROTOCOL_VERSION", "AcpAgent", "AgentOptions", "Peer"]
 
@@ -26,28 +40,34 @@ logger = logging.getLogger("acp_server.acp")
 
 PROTOCOL_VERSION = 1
 
-_REPLAY_BATCH = 64  # replayed updates queued between two waits for the writer (backpressure)
-
 
 class Peer(Protocol):
-    """What the handlers need of the connection they serve."""
+    """What a handler needs of the connection, for the one message it handles."""
 
-    def notify(self, method: str, params: Mapping[str, Any]) -> None: ...
+    @property
+    def request_id(self) -> str | int | None:
+        """The id of the request being handled (None for a notification)."""
+        ...
 
-    async def wait_writable(self) -> None: ...
+    def admitted(self) -> None:
+        """The request passed admission and will stream (transports that choose a reply format wait for this)."""
+        ...
 
-    def current_request_id(self) -> str | int | None: ...
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """Send a notification to the client, in order; waits while the client is not reading (backpressure)."""
+        ...
 
-    def cancel_request(self, msg_id: str | int) -> bool: ...
+    def cancel_request(self, request_id: str | int) -> bool:
+        """Cancel another in-flight request of this connection (it answers -32800); False if there is none."""
+        ...
 
 
 @dataclass(frozen=True)
 class AgentOptions:
-    """What ``initialize`` advertises and how prompts are admitted."""
+    """What ``initialize`` advertises."""
 
     name: str = "acp-server"
     version: str = "0"
-    model: str = ""
 
 
 def _check_initialize(params: Any) -> int:
@@ -113,42 +133,12 @@ def _deadline_from_meta(meta: Any) -> int | None:
 
 
 class AcpAgent:
-    """ACP handlers for one connection.
+    """ACP handlers for one connection: one method per ACP method, listed in ``_methods.METHODS``."""
 
-    ``on_initialized`` runs after the first ``initialize`` reply is queued; ``on_admitted(request_id)`` runs when a
-    ``session/prompt`` has passed admission (transports that must choose a reply format before the answer use it).
-    """
-
-    def __init__(
-        self,
-        bridge: SessionBridge,
-        peer: Peer,
-        options: AgentOptions,
-        on_initialized: Callable[[], None] | None = None,
-        on_admitted: Callable[[str | int], None] | None = None,
-    ) -> None:
+    def __init__(self, bridge: SessionBridge, options: AgentOptions) -> None:
         self._bridge = bridge
-        self._peer = peer
         self._options = options
-        self._on_initialized = on_initialized
-        self._on_admitted = on_admitted
-        self._prompts: dict[str | int, PromptHandle] = {}
-
-    def request_handlers(self) -> dict[str, Callable[[Any], Any]]:
-        return {
-            "initialize": self.initialize,
-            "authenticate": self.authenticate,
-            "session/new": self.new_session,
-            "session/load": self.load_session,
-            "session/resume": self.resume_session,
-            "session/list": self.list_sessions,
-            "session/close": self.close_session,
-            "session/prompt": self.prompt,
-            "session/fork": self.fork_session,
-        }
-
-    def notification_handlers(self) -> dict[str, Callable[[Any], None]]:
-        return {"session/cancel": self.cancel, "$/cancel_request": self.cancel_request}
+        self._prompts: dict[str | int, PromptHandle] = {}  # by request id: the prompts this connection awaits
 
     # -- capabilities -------------------------------------------------------------------------------------------
 
@@ -173,13 +163,10 @@ class AcpAgent:
             },
         }
 
-    # -- methods ------------------------------------------------------------------------------------------------
+    # -- requests -----------------------------------------------------------------------------------------------
 
-    async def initialize(self, params: Any) -> dict[str, Any]:
+    async def initialize(self, params: Any, peer: Peer) -> dict[str, Any]:
         _check_initialize(params)
-        if self._on_initialized is not None:
-            hook, self._on_initialized = self._on_initialized, None
-            hook()
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": self._capabilities(),
@@ -187,44 +174,36 @@ class AcpAgent:
             "agentInfo": {"name": self._options.name, "title": "acp-server", "version": self._options.version},
         }
 
-    async def authenticate(self, params: Any) -> dict[str, Any]:
-        request = validate("AuthenticateRequest", params, "authenticate")
+    async def authenticate(self, request: AuthenticateRequest, peer: Peer) -> dict[str, Any]:
         raise InvalidInputError(
             f"Invalid params for authenticate: unknown auth method {request.method_id!r} (this agent needs none)",
             [{"field": "methodId", "message": "no auth methods are advertised"}],
         )
 
-    async def new_session(self, params: Any) -> dict[str, Any]:
-        request = validate("NewSessionRequest", params, "session/new")
+    async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
         _check_cwd(request.cwd, "session/new")
         entry = await self._bridge.open_session(request.cwd)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         return {"sessionId": entry.session_id}
 
-    async def load_session(self, params: Any) -> dict[str, Any]:
+    async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session, replay its whole stored history as ``session/update``, then answer."""
-        request = validate("LoadSessionRequest", params, "session/load")
         _check_cwd(request.cwd, "session/load")
-        session_id: str = request.session_id
+        session_id = request.session_id
         _, history = await self._bridge.load_session(session_id, cwd=request.cwd)
-        peer = self._peer
-        for count, update in enumerate(replay_updates(session_id, history), 1):
-            peer.notify("session/update", update)
-            if count % _REPLAY_BATCH == 0:
-                await peer.wait_writable()
+        for update in replay_updates(session_id, history):
+            await peer.notify("session/update", update)
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
         return {}
 
-    async def resume_session(self, params: Any) -> dict[str, Any]:
+    async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
-        request = validate("ResumeSessionRequest", params, "session/resume")
         _check_cwd(request.cwd, "session/resume")
         await self._bridge.resume_session(request.session_id, cwd=request.cwd)
         logger.info("session %s resumed", request.session_id)
         return {}
 
-    async def list_sessions(self, params: Any) -> dict[str, Any]:
-        request = validate("ListSessionsRequest", params if params is not None else {}, "session/list")
+    async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
         if request.cwd is not None:
             _check_cwd(request.cwd, "session/list")
         page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
@@ -233,58 +212,61 @@ class AcpAgent:
             reply["nextCursor"] = page.next_cursor
         return reply
 
-    async def close_session(self, params: Any) -> dict[str, Any]:
+    async def close_session(self, request: CloseSessionRequest, peer: Peer) -> dict[str, Any]:
         """Cancel the session's work and free it here; its history stays in the store."""
-        request = validate("CloseSessionRequest", params, "session/close")
         await self._bridge.close_session(request.session_id)
         logger.info("session %s closed", request.session_id)
         return {}
 
-    async def fork_session(self, params: Any) -> dict[str, Any]:
-        request = validate("ForkSessionRequest", params, "session/fork")
+    async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         _check_cwd(request.cwd, "session/fork")
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
         return {"sessionId": entry.session_id}
 
-    async def prompt(self, params: Any) -> dict[str, Any]:
-        request = validate("PromptRequest", params, "session/prompt")
+    async def prompt(self, request: PromptRequest, peer: Peer) -> dict[str, Any]:
+        """Admit the prompt (a refusal is this request's error), relay its events in order, answer its outcome."""
         prompt = prompt_from_blocks(request.prompt)
         deadline_ms = _deadline_from_meta(request.field_meta)
-        session_id: str = request.session_id
-        peer = self._peer
-
-        async def emit(event: TurnEvent) -> None:
-            peer.notify("session/update", update_from_event(session_id, event))
-            await peer.wait_writable()
-
-        handle = self._bridge.send_prompt(session_id, prompt, emit=emit, deadline_ms=deadline_ms)
-        request_id = peer.current_request_id()
+        session_id = request.session_id
+        handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms)
+        request_id = peer.request_id
         if request_id is not None:
             self._prompts[request_id] = handle
-            if self._on_admitted is not None:
-                self._on_admitted(request_id)
+        peer.admitted()
         try:
-            stop_reason = await handle.result()
+            async for event in handle.events:
+                if not isinstance(event, PromptEnded):
+                    await peer.notify("session/update", update_from_event(session_id, event))
+            return {"stopReason": await handle.result()}
         except BaseException:
             handle.cancel()  # our caller went away (connection closing): the prompt must not outlive it
             raise
         finally:
+            handle.events.close()
             if request_id is not None:
                 self._prompts.pop(request_id, None)
-        return {"stopReason": stop_reason}
 
-    def cancel(self, params: Any) -> None:
-        request = validate("CancelNotification", params, "session/cancel")
+    # -- notifications ------------------------------------------------------------------------------------------
+
+    def cancel(self, request: CancelNotification, peer: Peer) -> None:
         if not self._bridge.cancel_running(request.session_id):
             logger.debug("session/cancel for %s: nothing running", request.session_id)
 
-    def cancel_request(self, params: Any) -> None:
-        request = validate("CancelRequestNotification", params, "$/cancel_request")
-        handle = self._prompts.get(request.request_id)
+    def cancel_request(self, request: CancelRequestNotification, peer: Peer) -> None:
+        request_id = request.request_id
+        handle = self._prompts.get(request_id) if request_id is not None else None
         if handle is not None:
             handle.cancel()  # a waiting prompt leaves the FIFO; a running one stops; both answer "cancelled"
-        elif request.request_id is not None and not self._peer.cancel_request(request.request_id):
-            logger.debug("$/cancel_request for unknown request %r", request.request_id)
+        elif request_id is not None and not peer.cancel_request(request_id):
+            logger.debug("$/cancel_request for unknown request %r", request_id)
+
+    def cancel_prompt(self, request_id: str | int) -> bool:
+        """Cancel the prompt this connection sent as ``request_id`` (the transport lost its reader); False if none."""
+        handle = self._prompts.get(request_id)
+        if handle is None:
+            return False
+        handle.cancel()
+        return True
 
     def cancel_all(self) -> None:
         """Cancel every prompt this connection is waiting on (connection closing); each answers ``cancelled``."""

@@ -1,4 +1,4 @@
-"""ACP wire content ⇄ domain values of a turn (``acp_server.turn``)."""
+"""ACP wire content ⇄ domain values (``acp_server.domain``): prompts in, ``session/update`` params out."""
 
 from __future__ import annotations
 
@@ -15,13 +15,11 @@ from ..domain import (
     TextPart,
     ThoughtChunk,
     TurnEvent,
-    UserChunk,
 )
 from ..errors import InvalidInputError
 from ..store import StoredMessage
-from ._schema import dump, schema
 
-__all__ = ["prompt_from_blocks", "replay_updates", "update_from_event"]
+__all__ = ["prompt_from_blocks", "replay_updates", "update_from_event", "wire_block"]
 
 
 def prompt_from_blocks(blocks: list[Any]) -> Prompt:
@@ -50,35 +48,9 @@ def prompt_from_blocks(blocks: list[Any]) -> Prompt:
     return Prompt(tuple(parts))
 
 
-def _block(part: PromptPart) -> Any:
-    s = schema()
-    if isinstance(part, TextPart):
-        return s.TextContentBlock(type="text", text=part.text)
-    if isinstance(part, ResourceLinkPart):
-        return s.ResourceContentBlock(type="resource_link", uri=part.uri, name=part.name, description=part.description)
-    if isinstance(part, ResourcePart):
-        contents = s.TextResourceContents(uri=part.uri, text=part.text or "", mime_type=part.mime_type)
-        return s.EmbeddedResourceContentBlock(type="resource", resource=contents)
-    return s.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type)
-
-
-def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
-    """The ``session/update`` params for one turn event, built from the official models."""
-    s = schema()
-    update: Any
-    if isinstance(event, TextChunk):
-        update = s.AgentMessageChunk(session_update="agent_message_chunk", content=_block(TextPart(event.text)))
-    elif isinstance(event, ThoughtChunk):
-        update = s.AgentThoughtChunk(session_update="agent_thought_chunk", content=_block(TextPart(event.text)))
-    else:
-        assert isinstance(event, UserChunk)
-        update = s.UserMessageChunk(session_update="user_message_chunk", content=_block(event.part))
-    return dump(s.SessionNotification(session_id=session_id, update=update))
-
-
-def _wire_block(part: PromptPart) -> dict[str, Any]:
-    """The wire form of a content block, built directly: what ``dump(_block(part))`` gives, ~10x cheaper (replay
-    sends thousands; ``tests/store/test_acp_sessions.py`` pins the equality with the official models)."""
+def wire_block(part: PromptPart) -> dict[str, Any]:
+    """The wire form of a content block, exactly what the official ``acp.schema`` model dumps (``tests/acp`` pins
+    the equality), built directly: updates are sent per streamed chunk and replayed by the thousand."""
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ResourceLinkPart):
@@ -94,6 +66,32 @@ def _wire_block(part: PromptPart) -> dict[str, Any]:
     return {"type": "image", "data": part.data, "mimeType": part.mime_type}
 
 
+def _notification(
+    session_id: str,
+    kind: str,
+    content: dict[str, Any],
+    message_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``session/update`` params of one content chunk: the one place live and replayed updates are shaped."""
+    update: dict[str, Any] = {"content": content}
+    if message_id is not None:
+        update["messageId"] = message_id
+    if meta is not None:
+        update["_meta"] = meta
+    update["sessionUpdate"] = kind
+    return {"sessionId": session_id, "update": update}
+
+
+def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
+    """The ``session/update`` params for one live turn event."""
+    if isinstance(event, TextChunk):
+        return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
+    if isinstance(event, ThoughtChunk):
+        return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text})
+    return _notification(session_id, "user_message_chunk", wire_block(event.part))
+
+
 def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer its ``agent_thought_chunk`` then its ``agent_message_chunk``.
@@ -105,29 +103,20 @@ def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterat
     """
     for message in messages:
         message_id = f"{session_id}/{message.seq}"
-        updates: list[dict[str, Any]] = []
         if message.role == "user":
             for part in message.parts or (TextPart(message.content),):
-                updates.append(
-                    {"content": _wire_block(part), "messageId": message_id, "sessionUpdate": "user_message_chunk"}
-                )
-        else:
-            meta: dict[str, Any] | None = None
-            if message.outcome != "complete":
-                mark: dict[str, Any] = {"outcome": message.outcome}
-                if message.stop_reason is not None:
-                    mark["stopReason"] = message.stop_reason
-                meta = {"acpServer": mark}
-            chunks: list[tuple[str, str]] = []
-            if message.reasoning:
-                chunks.append(("agent_thought_chunk", message.reasoning))
-            if message.content or (not chunks and meta is not None):
-                chunks.append(("agent_message_chunk", message.content))
-            for kind, text in chunks:
-                update: dict[str, Any] = {"content": {"type": "text", "text": text}, "messageId": message_id}
-                if meta is not None:
-                    update["_meta"] = meta
-                update["sessionUpdate"] = kind
-                updates.append(update)
-        for update in updates:
-            yield {"sessionId": session_id, "update": update}
+                yield _notification(session_id, "user_message_chunk", wire_block(part), message_id)
+            continue
+        meta: dict[str, Any] | None = None
+        if message.outcome != "complete":
+            mark: dict[str, Any] = {"outcome": message.outcome}
+            if message.stop_reason is not None:
+                mark["stopReason"] = message.stop_reason
+            meta = {"acpServer": mark}
+        chunks: list[tuple[str, str]] = []
+        if message.reasoning:
+            chunks.append(("agent_thought_chunk", message.reasoning))
+        if message.content or (not chunks and meta is not None):
+            chunks.append(("agent_message_chunk", message.content))
+        for kind, text in chunks:
+            yield _notification(session_id, kind, {"type": "text", "text": text}, message_id, meta)

@@ -1,22 +1,25 @@
 """The official ACP schema models (``acp.schema``), imported on first use and wrapped once for validation.
 
-Importing ``acp.schema`` builds ~300 pydantic models (~0.7 s): nothing imports it before it is needed, and
-:func:`preload` warms it in a worker thread right after ``initialize`` has been answered.
+Importing ``acp.schema`` builds ~300 pydantic models (~0.7 s): nothing imports it before it is needed, and the face
+warms it with :func:`preload` in a worker thread once the first reply is on its way.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["dump", "preload", "schema", "validate"]
+__all__ = ["model", "preload", "schema", "validate"]
+
+M = TypeVar("M", bound="BaseModel")
 
 _lock = threading.Lock()
 
@@ -27,17 +30,23 @@ def schema() -> ModuleType:
         return importlib.import_module("acp.schema")
 
 
+@functools.cache
+def model(name: str) -> type[BaseModel]:
+    """``acp.schema.<name>``, looked up once."""
+    found: type[BaseModel] = getattr(schema(), name)
+    return found
+
+
 def preload() -> None:
     """Import the schema and the model client ahead of the first request that needs them (run in a thread)."""
     schema()
     importlib.import_module("openai")
 
 
-def validate(model_name: str, params: Any, method: str) -> Any:
-    """Validate ``params`` against ``acp.schema.<model_name>``; failures raise -32602 with the field errors."""
+def validate(model: type[M], params: Any, method: str) -> M:
+    """``params`` validated against ``model``; failures raise -32602 with the field errors."""
     from pydantic import ValidationError
 
-    model: type[BaseModel] = getattr(schema(), model_name)
     if not isinstance(params, dict):
         raise InvalidInputError(f"Invalid params for {method}: expected an object")
     try:
@@ -51,8 +60,3 @@ def validate(model_name: str, params: Any, method: str) -> Any:
         raise InvalidInputError(
             f"Invalid params for {method}: {first['field']}: {first['message']}", errors
         ) from None
-
-
-def dump(model: BaseModel) -> dict[str, Any]:
-    """Wire form of a schema model: camelCase aliases, no unset optionals."""
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -1,13 +1,13 @@
-"""The session bridge: sessions, per-session prompt FIFO, synchronous admission, slots, deadlines, fork.
+"""The session bridge: sessions, per-session prompt FIFO, synchronous admission, slots, deadlines, fork, and an
+ordered event stream per admitted prompt.
 
 It speaks domain objects and domain errors only; it knows nothing of JSON-RPC, ACP wire shapes or HTTP.
 """
 
-from ._bridge import PromptHandle, SessionBridge, SessionEntry, TurnRunner
+from ._bridge import SessionBridge, TurnRunner
 from ._exceptions import (
     BridgeClosedError,
     BridgeError,
-    PromptCancelledError,
     PromptDeadlineExceededError,
     PromptQueueFullError,
     SessionAlreadyExistsError,
@@ -15,16 +15,18 @@ from ._exceptions import (
     SessionNotFoundError,
 )
 from ._limits import validate_deadline_ms, validate_max_pending
-from ._signal import CancelSignal
+from ._prompt import PromptHandle
+from ._session import SessionEntry
+from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 
 __all__ = [
+    "DEFAULT_STREAM_CAPACITY",
     "BridgeClosedError",
     "BridgeError",
-    "CancelSignal",
-    "PromptCancelledError",
     "PromptDeadlineExceededError",
     "PromptHandle",
     "PromptQueueFullError",
+    "PromptStream",
     "SessionAlreadyExistsError",
     "SessionBridge",
     "SessionClosedError",

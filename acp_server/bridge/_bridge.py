@@ -1,344 +1,64 @@
 """The session bridge: sessions, a prompt FIFO per session, synchronous admission, slots, deadlines, fork.
 
+The bridge coordinates; the pieces own their state: :class:`~._session.SessionEntry` (a session and its journal),
+:class:`~._fifo.Fifo` (its queue and counts), :class:`~._prompt.PromptJob` (one prompt's life) and
+:class:`~._stream.PromptStream` (one prompt's events).
+
 Invariants:
 - ``pending_prompt_count`` = prompts waiting in the session's FIFO + the one running; admission refuses
-  when it has reached the limit; every accepted prompt releases its slot exactly once, as its handle settles.
+  when it has reached the limit; every accepted prompt releases its slot exactly once, as it settles.
 - Per session, one worker runs FIFO items strictly one at a time, in order; sessions run concurrently.
+- Every admitted prompt's event stream ends with exactly one outcome, and a prompt's stream ends before the next
+  prompt of its session starts.
 - Every task belongs to the bridge's task group; nothing is started before ``__aenter__``.
-- A *journaled* session (``open_session``, ``load_session``, ``resume_session``, forks of those) lives in the
-  store: its in-memory conversation is a copy of the stored history, changed only after the store has committed
-  (``SessionEntry.begin_turn`` / ``end_turn``), and caught up with what other processes stored at each turn start.
-  ``create_session`` makes an unjournaled, memory-only session (tests, embedding).
+- ``create_session`` makes an unjournaled, memory-only session (tests, embedding); every other way in is journaled.
 """
 
 from __future__ import annotations
 
-import enum
 import heapq
 import math
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable
-from datetime import UTC, datetime
 from types import TracebackType
-from typing import Protocol, TypeAlias
+from typing import Protocol
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ..domain import Conversation, Emit, Message, Prompt, StopReason
+from ..domain import Conversation, Emit, Prompt, StopReason
 from ..errors import ServerError
-from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage, TurnTicket
+from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage
+from ..tasks import Lifecycle, OwnedTaskGroup
 from ._exceptions import (
     BridgeClosedError,
-    PromptCancelledError,
-    PromptDeadlineExceededError,
     PromptQueueFullError,
     SessionAlreadyExistsError,
     SessionClosedError,
     SessionNotFoundError,
 )
 from ._limits import validate_deadline_ms, validate_max_pending
-from ._signal import CancelSignal
+from ._prompt import Cause, PromptHandle, PromptJob
+from ._session import ForkRequest, SessionEntry, now
+from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 
-__all__ = ["PromptHandle", "SessionBridge", "SessionEntry", "TurnRunner"]
+__all__ = ["SessionBridge", "TurnRunner"]
 
 
 class TurnRunner(Protocol):
-    """Runs one prompt against a session's conversation, emitting events in order; returns the stop reason.
+    """Runs one prompt against a session's conversation, sending its events in order; returns the stop reason.
 
-    It runs under the prompt's cancel scope and must let cancellation propagate (clean up, then re-raise).
+    ``emit`` is the writing end of the prompt's event stream: awaiting it is the reader's backpressure. The runner
+    runs under the prompt's cancel scope and must let cancellation propagate (clean up, then re-raise).
     """
 
     async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit, /) -> StopReason: ...
 
 
-class _State(enum.Enum):
-    WAITING = "waiting"
-    RUNNING = "running"
-    DONE = "done"
-
-
-class _Cause(enum.Enum):
-    """Why the bridge cut a prompt short; decides the caller-visible outcome."""
-
-    CANCELLED = "cancelled"  # -> stop reason "cancelled"
-    DEADLINE = "deadline"  # -> PromptDeadlineExceededError
-    SESSION_CLOSED = "session_closed"  # -> SessionClosedError
-    BRIDGE_CLOSED = "bridge_closed"  # -> BridgeClosedError
-
-
-_Outcome: TypeAlias = "StopReason | BaseException"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-class PromptHandle:
-    """One accepted prompt: settles exactly once (result, error, cancel, deadline, close), then frees a slot.
-
-    Awaiting :meth:`result` does not own the prompt: if the awaiting task is cancelled the prompt goes on;
-    call :meth:`cancel` to stop it.
-    """
-
-    def __init__(
-        self,
-        session: SessionEntry,
-        prompt: Prompt,
-        emit: Emit,
-        *,
-        fifo_key: int,
-        deadline_ms: int | None,
-        deadline: float | None,
-    ) -> None:
-        self.prompt_id: str = uuid.uuid4().hex
-        self.prompt = prompt
-        self.deadline_ms = deadline_ms  # effective: the shorter of the bridge default and the per-prompt one
-        self._session = session
-        self._emit = emit
-        self._fifo_key = fifo_key
-        self._deadline = deadline  # anyio clock time, or None
-        self._state = _State.WAITING
-        self._scope: anyio.CancelScope | None = None
-        self._cause: _Cause | None = None  # first reason the bridge interrupted a running prompt
-        self._outcome: _Outcome | None = None
-        self._done = anyio.Event()
-        self._unsubscribe: Callable[[], None] | None = None
-
-    @property
-    def session_id(self) -> str:
-        return self._session.session_id
-
-    @property
-    def done(self) -> bool:
-        return self._state is _State.DONE
-
-    async def result(self) -> StopReason:
-        """The stop reason (``"cancelled"`` after a cancel), or raise the failure that settled the prompt."""
-        await self._done.wait()
-        outcome = self._outcome
-        if isinstance(outcome, BaseException):
-            raise outcome
-        assert outcome is not None
-        return outcome
-
-    def cancel(self) -> None:
-        """Waiting: leave the FIFO now; running: cancel its scope. Settles ``"cancelled"``; no-op if done."""
-        self._interrupt(_Cause.CANCELLED)
-
-    # -- internals (driven by the bridge) --------------------------------------------------------------------
-
-    def _outcome_of(self, cause: _Cause) -> _Outcome:
-        if cause is _Cause.CANCELLED:
-            return "cancelled"
-        if cause is _Cause.DEADLINE:
-            assert self.deadline_ms is not None
-            return PromptDeadlineExceededError(self.session_id, self.deadline_ms)
-        if cause is _Cause.SESSION_CLOSED:
-            return SessionClosedError(self.session_id)
-        return BridgeClosedError()
-
-    def _interrupt(self, cause: _Cause) -> None:
-        if self._state is _State.WAITING:
-            self._settle(self._outcome_of(cause))
-        elif self._state is _State.RUNNING:
-            assert self._scope is not None
-            if self._cause is None:
-                # First cause wins; a deadline that has already passed counts as first.
-                self._cause = _Cause.DEADLINE if self._deadline_passed(self._scope) else cause
-            self._scope.cancel()
-
-    def _deadline_passed(self, scope: anyio.CancelScope) -> bool:
-        # Only the deadline cancels our scope without recording a cause.
-        return scope.cancel_called or (self._deadline is not None and anyio.current_time() >= self._deadline)
-
-    def _expire(self) -> None:
-        """The deadline reaper's hook; a running prompt is stopped by its scope's own deadline instead."""
-        if self._state is _State.WAITING:
-            self._settle(self._outcome_of(_Cause.DEADLINE))
-
-    def _start(self, scope: anyio.CancelScope) -> None:
-        self._state = _State.RUNNING
-        self._scope = scope
-        self._session._running = self
-
-    def _finish(self, scope: anyio.CancelScope, result: StopReason | None, error: Exception | None) -> None:
-        """Settle after the runner returned; if the bridge cut the prompt short, that cause decides."""
-        outcome: _Outcome
-        if self._cause is not None or scope.cancel_called:
-            outcome = self._outcome_of(self._cause or _Cause.DEADLINE)
-            if isinstance(outcome, BaseException) and error is not None:
-                outcome.__cause__ = error
-        elif error is not None:
-            outcome = error
-        elif result is None:  # a broken runner must not take the worker down
-            outcome = TypeError("the turn runner returned None instead of a stop reason")
-        else:
-            outcome = result
-        self._settle(outcome)
-
-    def _settle(self, outcome: _Outcome) -> None:
-        """The one place a prompt ends: record the outcome, leave the FIFO, release the slot; exactly once."""
-        if self._state is _State.DONE:
-            return
-        self._state = _State.DONE
-        self._outcome = outcome
-        self._done.set()  # first: whatever happens below, no awaiter can hang
-        session = self._session
-        session._fifo.pop(self._fifo_key, None)
-        if session._running is self:
-            session._running = None
-        session._release_slot()
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-
-    def __repr__(self) -> str:
-        return f"<PromptHandle {self.prompt_id} session={self.session_id} {self._state.value}>"
-
-
-class _ForkRequest:
-    """A fork waiting in the FIFO: serialized like a prompt, but never counted and never refused."""
-
-    __slots__ = ("abandoned", "child", "cwd", "done", "error")
-
-    def __init__(self, cwd: str | None) -> None:
-        self.cwd = cwd
-        self.child: SessionEntry | None = None
-        self.error: ServerError | None = None
-        self.done = anyio.Event()
-        self.abandoned = False  # the caller left while the copy was being stored
-
-
-_FifoItem: TypeAlias = "PromptHandle | _ForkRequest"
-
-
-class SessionEntry:
-    """One session: cwd, conversation, FIFO. ``pending_prompt_count`` = waiting prompts + the running one.
-
-    With a ``journal`` (the store), ``conversation.messages[:synced]`` equal the stored messages ``1..synced``;
-    the turn that holds the FIFO is the only writer, through :meth:`begin_turn` and :meth:`end_turn`.
-    """
-
-    def __init__(
-        self,
-        session_id: str,
-        cwd: str,
-        conversation: Conversation,
-        title: str = "",
-        *,
-        journal: SessionStore | None = None,
-        synced: int = 0,
-    ) -> None:
-        self.session_id = session_id
-        self.cwd = cwd
-        self.conversation = conversation
-        self.title = title
-        self.created_at = self.updated_at = _now()
-        self.closed = False
-        self._journal = journal
-        self._synced = synced
-        self._ticket: TurnTicket | None = None
-        self._fifo: OrderedDict[int, _FifoItem] = OrderedDict()
-        self._pending = 0
-        self._running: PromptHandle | None = None
-        self._worker_active = False
-
-    @property
-    def journaled(self) -> bool:
-        """Whether this session's history is written to the store."""
-        return self._journal is not None
-
-    async def begin_turn(self, prompt: Prompt, user: Message) -> Conversation:
-        """Record the prompt (store first, then memory); return the history the model gets before it.
-
-        The store call is shielded: once its transaction commits, the caller always gets the ticket, so the
-        turn's answer is always ended (a cancellation surfaces at the caller's next checkpoint).
-        """
-        messages = self.conversation.messages
-        if self._journal is None:
-            history = Conversation(list(messages))
-            messages.append(user)
-            return history
-        with anyio.CancelScope(shield=True):
-            ticket = await self._journal.begin_turn(
-                self.session_id, known=self._synced, content=user.content, parts=prompt.parts, title=prompt.title
-            )
-        del messages[ticket.since :]
-        messages.extend(message.to_message() for message in ticket.catch_up)
-        history = Conversation(list(messages))
-        messages.append(user)
-        self._synced = ticket.user_seq
-        self._ticket = ticket
-        return history
-
-    async def end_turn(self, answer: Message) -> None:
-        """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``."""
-        if self._journal is None:
-            self.conversation.messages.append(answer)
-            return
-        ticket, self._ticket = self._ticket, None
-        if ticket is None:
-            raise RuntimeError("end_turn() without begin_turn()")
-        outcome = answer.outcome
-        if outcome != "complete" and outcome != "cancelled" and outcome != "failed":
-            raise ValueError(f"a turn ends complete, cancelled or failed, not {outcome!r}")
-        await self._journal.end_turn(
-            ticket,
-            content=answer.content,
-            reasoning=answer.reasoning,
-            stop_reason=answer.stop_reason,
-            outcome=outcome,
-        )
-        self.conversation.messages.append(answer)
-        self._synced = ticket.answer_seq
-
-    @property
-    def pending_prompt_count(self) -> int:
-        return self._pending
-
-    @property
-    def running(self) -> PromptHandle | None:
-        return self._running
-
-    def _release_slot(self) -> None:
-        assert self._pending > 0, "a prompt slot was released twice"
-        self._pending -= 1
-        self.updated_at = _now()
-
-    def _shutdown(self, cause: _Cause) -> PromptHandle | None:
-        """Settle everything waiting, interrupt the running prompt (returned, to be awaited)."""
-        self.closed = True
-        items = list(self._fifo.values())
-        self._fifo.clear()
-        for item in items:
-            if isinstance(item, PromptHandle):
-                item._interrupt(cause)
-            else:
-                closed = cause is _Cause.SESSION_CLOSED
-                item.error = SessionClosedError(self.session_id) if closed else BridgeClosedError()
-                item.done.set()
-        running = self._running
-        if running is not None:
-            running._interrupt(cause)
-        return running
-
-    def __repr__(self) -> str:
-        return f"<SessionEntry {self.session_id} pending={self._pending} cwd={self.cwd!r}>"
-
-
-class _Life(enum.Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
-
-
 class SessionBridge:
-    """Sessions and their prompt FIFOs; the admission authority (Q3). Lifecycle: unopened → open → closed.
+    """Sessions and their prompt FIFOs; the one admission authority. Lifecycle: unopened → open → closed.
 
-    ``send_prompt`` is synchronous so admission errors raise before any transport answers "accepted" (Q4).
+    ``send_prompt`` is synchronous so admission errors raise before any transport answers "accepted".
     """
 
     def __init__(
@@ -348,58 +68,55 @@ class SessionBridge:
         store: SessionStore | None = None,
         max_pending_prompts_per_session: int | float | None = 5,
         prompt_deadline_ms: int | None = None,
+        stream_capacity: int = DEFAULT_STREAM_CAPACITY,
     ) -> None:
         """``store``: where journaled sessions live, opened and closed by the caller; None = a private
-        in-memory store the bridge opens and closes itself."""
+        in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
+        buffers before its turn waits for the reader."""
         self._runner = runner
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
         self._limit = validate_max_pending(max_pending_prompts_per_session)
         self._deadline_ms = validate_deadline_ms(prompt_deadline_ms)
-        self._life = _Life.UNOPENED
-        self._tg: TaskGroup | None = None
+        self._stream_capacity = stream_capacity
+        self._life = Lifecycle.UNOPENED
+        self._tasks = OwnedTaskGroup()
         self._sessions: dict[str, SessionEntry] = {}
-        self._keys = 0  # FIFO keys and deadline tie-breakers, increasing
-        # A heap of (deadline, key, handle); settled handles are skipped when they come up.
-        self._deadlines: list[tuple[float, int, PromptHandle]] = []
+        self._keys = 0
+        self._deadlines: list[tuple[float, int, PromptJob]] = []
         self._deadline_wakeup: anyio.Event | None = None
         self._reaper_scope: anyio.CancelScope | None = None
-        self._closing: list[PromptHandle] = []  # running prompts interrupted by close, awaited by aclose()
-
-    # -- settings --------------------------------------------------------------------------------------------
+        self._closing: list[PromptJob] = []
 
     @property
     def limit(self) -> int | None:
-        """Max pending prompts per session; ``None`` = unlimited."""
+        """``maxPendingPromptsPerSession`` (None = unlimited)."""
         return self._limit
 
     @property
     def prompt_deadline_ms(self) -> int | None:
-        """The default deadline of every accepted prompt; ``None`` = none."""
         return self._deadline_ms
+
+    @property
+    def store(self) -> SessionStore:
+        return self._store
 
     @property
     def sessions(self) -> tuple[SessionEntry, ...]:
         """The open sessions, oldest first."""
         return tuple(self._sessions.values())
 
-    @property
-    def store(self) -> SessionStore:
-        return self._store
-
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> SessionBridge:
-        if self._life is _Life.OPEN:
+        if self._life is Lifecycle.OPEN:
             raise RuntimeError("SessionBridge is already open")
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             raise RuntimeError("SessionBridge cannot be reopened once closed; create a new one")
         if self._own_store:
             await self._store.open()
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        self._life = _Life.OPEN
+        tg = await self._tasks.enter()
+        self._life = Lifecycle.OPEN
         self._deadline_wakeup = anyio.Event()
         self._reaper_scope = anyio.CancelScope()
         tg.start_soon(self._reap_deadlines, self._reaper_scope, name="SessionBridge deadline reaper")
@@ -413,12 +130,8 @@ class SessionBridge:
         A body error propagates unchanged (not wrapped in an exception group); cancellation goes to the group.
         """
         self._begin_close()
-        assert self._tg is not None
         try:
-            if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
-                await self._tg.__aexit__(None, None, None)
-                return None
-            return await self._tg.__aexit__(exc_type, exc, tb)
+            return await self._tasks.exit(exc_type, exc, tb)
         finally:
             if self._own_store:
                 await self._store.aclose()
@@ -429,31 +142,31 @@ class SessionBridge:
         Idempotent; safe to call inside ``async with`` (the task group itself is left by ``__aexit__``).
         """
         self._begin_close()
-        for handle in self._closing:
-            await handle._done.wait()
+        for job in self._closing:
+            await job.wait()
 
     def _begin_close(self) -> None:
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             return
-        was_open = self._life is _Life.OPEN
-        self._life = _Life.CLOSED
+        was_open = self._life is Lifecycle.OPEN
+        self._life = Lifecycle.CLOSED
         if not was_open:
             return
         sessions = list(self._sessions.values())
         self._sessions.clear()
         for session in sessions:
-            running = session._shutdown(_Cause.BRIDGE_CLOSED)
+            running = session.shutdown(Cause.BRIDGE_CLOSED)
             if running is not None:
                 self._closing.append(running)
         if self._reaper_scope is not None:
             self._reaper_scope.cancel()
 
     def _check_open(self) -> TaskGroup:
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             raise BridgeClosedError()
-        if self._life is _Life.UNOPENED or self._tg is None:
+        if self._life is Lifecycle.UNOPENED:
             raise RuntimeError("SessionBridge is not open; use 'async with SessionBridge(...)'")
-        return self._tg
+        return self._tasks.group
 
     # -- sessions --------------------------------------------------------------------------------------------
 
@@ -556,74 +269,67 @@ class SessionBridge:
                 raise SessionNotFoundError(session_id)
             return
         del self._sessions[session_id]
-        running = session._shutdown(_Cause.SESSION_CLOSED)
+        running = session.shutdown(Cause.SESSION_CLOSED)
         if running is not None:
-            await running._done.wait()
+            await running.wait()
 
     # -- prompts ---------------------------------------------------------------------------------------------
 
-    def send_prompt(
-        self,
-        session_id: str,
-        prompt: Prompt,
-        *,
-        emit: Emit,
-        cancel: CancelSignal | None = None,
-        deadline_ms: int | None = None,
-    ) -> PromptHandle:
-        """Admit a prompt or raise, synchronously (Q4): lookup, pre-cancelled, limit, then count and enqueue.
+    def send_prompt(self, session_id: str, prompt: Prompt, *, deadline_ms: int | None = None) -> PromptHandle:
+        """Admit a prompt or raise, synchronously: look the session up, check the limit, then count and enqueue.
 
-        ``deadline_ms`` can only shorten the bridge's default; the deadline runs from acceptance.
+        ``deadline_ms`` can only shorten the bridge's default; the deadline runs from acceptance. The handle's
+        ``events`` carry the prompt's turn events and then its outcome.
         """
         per_prompt_ms = validate_deadline_ms(deadline_ms, "deadline_ms")
         tg = self._check_open()
-        session = self.get(session_id)  # (1)
-        if cancel is not None and cancel.is_set():  # (2) before counting
-            raise PromptCancelledError(session_id)
-        if self._limit is not None and session._pending >= self._limit:  # (3)
-            raise PromptQueueFullError(session_id, self._limit, session._pending)
+        session = self.get(session_id)
+        fifo = session.fifo
+        if self._limit is not None and fifo.pending >= self._limit:
+            raise PromptQueueFullError(session_id, self._limit, fifo.pending)
 
         effective_ms = min((ms for ms in (self._deadline_ms, per_prompt_ms) if ms is not None), default=None)
         deadline = anyio.current_time() + effective_ms / 1000 if effective_ms is not None else None
-        key = self._next_key()
-        handle = PromptHandle(
-            session, prompt, emit, fifo_key=key, deadline_ms=effective_ms, deadline=deadline
+        job = PromptJob(
+            fifo.settle,
+            session_id,
+            prompt,
+            key=self._next_key(),
+            deadline_ms=effective_ms,
+            deadline=deadline,
+            stream=PromptStream(self._stream_capacity),
         )
-        session._pending += 1  # (4) count, then enqueue; (5) is PromptHandle._settle
-        session._fifo[key] = handle
-        session.updated_at = _now()
+        fifo.admit(job)
+        session.updated_at = now()
         if not session.title:
             session.title = prompt.title
         if deadline is not None:
-            self._watch_deadline(deadline, key, handle)
-        if cancel is not None:
-            handle._unsubscribe = cancel.on_set(handle.cancel)
+            self._watch_deadline(deadline, job)
         self._ensure_worker(tg, session)
-        return handle
+        return job.handle
 
     def cancel_running(self, session_id: str) -> bool:
         """Cancel the running prompt (ACP ``session/cancel``); waiting ones stay. True if one was running."""
-        running = self.get(session_id)._running
+        running = self.get(session_id).fifo.running
         if running is None:
             return False
-        running.cancel()
+        running.interrupt(Cause.CANCELLED)
         return True
 
     async def fork(self, session_id: str, *, cwd: str | None = None) -> SessionEntry:
-        """A new session with a copy of the conversation, taken after every item queued before it (Q6).
+        """A new session with a copy of the conversation, taken after every item queued before it.
 
         Serialized behind the FIFO, never counted, never refused.
         """
         tg = self._check_open()
         session = self.get(session_id)
-        request = _ForkRequest(cwd)
-        key = self._next_key()
-        session._fifo[key] = request
+        request = ForkRequest(self._next_key(), cwd)
+        session.fifo.enqueue_fork(request)
         self._ensure_worker(tg, session)
         try:
             await request.done.wait()
         except BaseException:
-            session._fifo.pop(key, None)  # our caller left: don't fork for nobody
+            session.fifo.withdraw(request)  # our caller left: don't fork for nobody
             request.abandoned = True
             if request.child is not None and self._sessions.get(request.child.session_id) is request.child:
                 del self._sessions[request.child.session_id]
@@ -641,88 +347,81 @@ class SessionBridge:
         return self._keys
 
     def _ensure_worker(self, tg: TaskGroup, session: SessionEntry) -> None:
-        if not session._worker_active:
-            session._worker_active = True
+        if session.fifo.claim_worker():
             tg.start_soon(self._work, session, name=f"SessionBridge worker {session.session_id}")
 
     async def _work(self, session: SessionEntry) -> None:
         """Run the session's FIFO items one at a time, in order, until it is empty; absorb every outcome."""
         try:
-            while session._fifo:
-                _, item = session._fifo.popitem(last=False)
-                if isinstance(item, _ForkRequest):
+            while (item := session.fifo.take()) is not None:
+                if isinstance(item, ForkRequest):
                     await self._fork_now(session, item)
                 else:
                     await self._run(session, item)
                 await anyio.lowlevel.checkpoint()
         except BaseException:
             # Only cancellation from outside (the host's) gets here: nothing queued may hang.
-            session._shutdown(_Cause.BRIDGE_CLOSED)
+            session.shutdown(Cause.BRIDGE_CLOSED)
             raise
         finally:
-            session._worker_active = False
+            session.fifo.release_worker()
 
-    async def _fork_now(self, session: SessionEntry, item: _ForkRequest) -> None:
+    async def _fork_now(self, session: SessionEntry, item: ForkRequest) -> None:
         """Copy the session (in the store first when journaled); always sets ``item.done``."""
         try:
             cwd = item.cwd if item.cwd is not None else session.cwd
             child_id = uuid.uuid4().hex
-            if session._journal is not None:
+            journal = session.journal
+            if journal is not None:
                 try:
-                    await session._journal.fork_session(session.session_id, child_id, cwd=cwd)
+                    await journal.fork_session(session.session_id, child_id, cwd=cwd)
                 except ServerError as exc:
-                    item.error = exc
+                    item.fail(exc)
                     return
-            if self._life is not _Life.OPEN or item.abandoned:
-                item.error = BridgeClosedError()
+            if self._life is not Lifecycle.OPEN or item.abandoned:
+                item.fail(BridgeClosedError())
             elif session.closed:
-                item.error = SessionClosedError(session.session_id)
+                item.fail(SessionClosedError(session.session_id))
             else:
                 item.child = self._add_session(
-                    cwd,
-                    child_id,
-                    session.conversation.fork(),
-                    session.title,
-                    journal=session._journal,
-                    synced=session._synced,
+                    cwd, child_id, session.conversation.fork(), session.title, journal=journal, synced=session.synced
                 )
         finally:
-            if item.child is None and item.error is None:
-                item.error = BridgeClosedError()
-            item.done.set()
+            item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``
 
-    async def _run(self, session: SessionEntry, handle: PromptHandle) -> None:
+    async def _run(self, session: SessionEntry, job: PromptJob) -> None:
         """Run one prompt under its own cancel scope (cancel, deadline, close); settle it on every exit."""
-        scope = anyio.CancelScope(deadline=handle._deadline if handle._deadline is not None else math.inf)
+        scope = anyio.CancelScope(deadline=job.deadline if job.deadline is not None else math.inf)
         result: StopReason | None = None
         error: Exception | None = None
         try:
             with scope:
-                handle._start(scope)
-                result = await self._runner(session, handle.prompt, handle._emit)
-        except Exception as exc:  # the runner's failure belongs to this prompt's caller (Q5)
+                job.start(scope)
+                result = await self._runner(session, job.prompt, job.stream.send)
+        except Exception as exc:  # the runner's failure belongs to this prompt's caller
             error = exc
         except BaseException:  # cancelled from outside our scope (host shutdown), or KeyboardInterrupt & co
-            handle._settle(handle._outcome_of(handle._cause or _Cause.BRIDGE_CLOSED))
+            job.abort()
             raise
-        handle._finish(scope, result, error)
+        job.finish(scope, result, error)
+        session.updated_at = now()
 
     async def _reap_deadlines(self, scope: anyio.CancelScope) -> None:
         """Expire waiting prompts at their deadline (running ones are stopped by their own scope)."""
         with scope:
             while True:
-                now = anyio.current_time()
-                while self._deadlines and self._deadlines[0][0] <= now:
-                    _, _, handle = heapq.heappop(self._deadlines)
-                    handle._expire()
+                current = anyio.current_time()
+                while self._deadlines and self._deadlines[0][0] <= current:
+                    _, _, job = heapq.heappop(self._deadlines)
+                    job.expire()
                 self._deadline_wakeup = wakeup = anyio.Event()
                 next_deadline = self._deadlines[0][0] if self._deadlines else math.inf
                 with anyio.CancelScope(deadline=next_deadline):
                     await wakeup.wait()
 
-    def _watch_deadline(self, deadline: float, key: int, handle: PromptHandle) -> None:
-        heapq.heappush(self._deadlines, (deadline, key, handle))
-        if self._deadlines[0][1] == key and self._deadline_wakeup is not None:
+    def _watch_deadline(self, deadline: float, job: PromptJob) -> None:
+        heapq.heappush(self._deadlines, (deadline, job.key, job))
+        if self._deadlines[0][1] == job.key and self._deadline_wakeup is not None:
             self._deadline_wakeup.set()
 
     def __repr__(self) -> str:

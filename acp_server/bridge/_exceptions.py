@@ -6,11 +6,10 @@
           ├── SessionNotFoundError         session_not_found         no such session (never created or closed)
           ├── SessionAlreadyExistsError    session_already_exists    create_session with an id already in use
           ├── SessionClosedError           session_closed            prompt or fork cut short by close_session
-          ├── PromptCancelledError         prompt_cancelled          signal already set: refused, not counted
           ├── PromptQueueFullError         prompt_queue_full         admission refused (retryable)
           └── PromptDeadlineExceededError  prompt_deadline_exceeded  accepted prompt ran out of time
 
-Closed, not found and cut short are different things (STYLE.md #4): ``SessionNotFoundError`` answers a
+Closed, not found and cut short are different things: ``SessionNotFoundError`` answers a
 look-up, ``SessionClosedError`` is the outcome of work that was accepted and then lost its session.
 A user cancel is not an error: the prompt's handle settles with the stop reason ``"cancelled"``.
 """
@@ -25,7 +24,6 @@ from ..errors import ServerError
 __all__ = [
     "BridgeClosedError",
     "BridgeError",
-    "PromptCancelledError",
     "PromptDeadlineExceededError",
     "PromptQueueFullError",
     "SessionAlreadyExistsError",
@@ -78,19 +76,6 @@ class SessionClosedError(BridgeError):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f'Session "{session_id}" was closed')
-        self.session_id = session_id
-
-    def details(self) -> Mapping[str, object]:
-        return {"sessionId": self.session_id}
-
-
-class PromptCancelledError(BridgeError):
-    """The caller's cancel signal was already set: the prompt is refused before being counted (Q4 step 2)."""
-
-    error_kind: ClassVar[str] = "prompt_cancelled"
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f'Prompt for session "{session_id}" was cancelled before it was accepted')
         self.session_id = session_id
 
     def details(self) -> Mapping[str, object]:

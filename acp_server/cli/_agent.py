@@ -13,7 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .. import __version__
-from ..acp import AcpAgent, AgentOptions, preload
+from ..acp import AcpAgent, AgentOptions, bind, preload
 from ..bridge import SessionBridge
 from ..config import Settings
 from ..pipeline import StreamPolicy
@@ -100,8 +100,20 @@ async def _pump(outbox: Outbox, send: Send, stop: anyio.Event) -> None:
         stop.set()
 
 
-def _start_preload(tg: TaskGroup) -> None:
-    tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))
+def _preload_after_first_reply(send: Send, tg: TaskGroup) -> Send:
+    """``send``, which also starts warming the ACP schema and the model client in a worker thread once the first
+    reply (``initialize``, normally) is written: the import must not delay that reply, and must be done by the
+    time ``session/new`` needs the schema."""
+    started = False
+
+    async def send_then_preload(data: bytes) -> None:
+        nonlocal started
+        await send(data)
+        if not started:
+            started = True
+            tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))
+
+    return send_then_preload
 
 
 async def serve_connection(
@@ -110,10 +122,10 @@ async def serve_connection(
     """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush."""
     outbox = Outbox()
     dispatcher = Dispatcher(outbox)
-    agent = AcpAgent(bridge, dispatcher, AgentOptions(version=__version__), on_initialized=lambda: _start_preload(tg))
-    dispatcher.register(agent.request_handlers(), agent.notification_handlers())
+    agent = AcpAgent(bridge, AgentOptions(version=__version__))
+    dispatcher.register(*bind(agent))
     async with anyio.create_task_group() as connection:
-        connection.start_soon(_pump, outbox, send, stop)
+        connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg), stop)
         connection.start_soon(_read_messages, receive, dispatcher, settings.max_message_bytes, stop)
         await stop.wait()
         agent.cancel_all()

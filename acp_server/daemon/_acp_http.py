@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..acp import AcpAgent, AgentOptions
+from ..acp import AcpAgent, AgentOptions, bind
 from ..bridge import SessionBridge
 from ..rpc import Exchange, RoutedConnection, RpcError, check_envelope, decode_line
 from ._errors import RETRY_AFTER_S
@@ -52,28 +51,25 @@ def _sse(message: dict[str, Any]) -> bytes:
 
 
 class AcpOverHttp:
-    """The registry of ``/acp`` connections; each connection's outbox pump runs in ``tg``."""
+    """The registry of ``/acp`` connections: each one a routed dispatcher plus its own :class:`AcpAgent`."""
 
-    def __init__(self, bridge: SessionBridge, agent_options: AgentOptions, tg: TaskGroup) -> None:
+    def __init__(self, bridge: SessionBridge, agent_options: AgentOptions) -> None:
         self._bridge = bridge
         self._agent_options = agent_options
-        self._tg = tg
         self._connections: dict[str, _Connection] = {}
 
     def _open(self) -> tuple[str, _Connection]:
         connection_id = uuid.uuid4().hex
         routed = RoutedConnection()
-        agent = AcpAgent(self._bridge, routed.dispatcher, self._agent_options, on_admitted=routed.admitted)
-        routed.dispatcher.register(agent.request_handlers(), agent.notification_handlers())
+        agent = AcpAgent(self._bridge, self._agent_options)
+        routed.dispatcher.register(*bind(agent))
         connection = _Connection(routed, agent)
         self._connections[connection_id] = connection
-        self._tg.start_soon(routed.pump)
         return connection_id, connection
 
     async def _close(self, connection: _Connection) -> None:
         connection.agent.cancel_all()
         await connection.routed.dispatcher.aclose()
-        connection.routed.outbox.close()
 
     async def aclose(self) -> None:
         """End every connection: in-flight prompts are cancelled and answered."""
@@ -132,13 +128,13 @@ class AcpOverHttp:
 
                     async def first_message() -> None:
                         nonlocal first
-                        first = await exchange.receive.receive()
+                        first = await exchange.receive()
                         race.cancel_scope.cancel()
 
                     race.start_soon(admitted)
                     race.start_soon(first_message)
             else:
-                first = await exchange.receive.receive()
+                first = await exchange.receive()
         except BaseException:
             routed.forget(exchange)
             raise
@@ -162,13 +158,16 @@ class AcpOverHttp:
         try:
             if first is not None:
                 yield _sse(first)
-            async for message in exchange.receive:
-                yield _sse(message)
-                if "method" not in message:
-                    answered = True
-                    return
+                answered = "method" not in first
+            if not answered:
+                async for message in exchange:
+                    yield _sse(message)
+                    if "method" not in message:
+                        answered = True
+                        break
         finally:
             connection.routed.forget(exchange)
             if not answered:
                 logger.info("/acp client left before the answer to %r: cancelling it", exchange.msg_id)
-                connection.agent.cancel_request({"requestId": exchange.msg_id})
+                if not connection.agent.cancel_prompt(exchange.msg_id):
+                    connection.routed.dispatcher.cancel_request(exchange.msg_id)

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..acp import prompt_from_blocks, validate
+from ..acp import model, prompt_from_blocks, validate
 from ..bridge import BridgeClosedError
 from ..domain import Prompt, StopReason
 from ..errors import ServerError
@@ -81,7 +81,7 @@ def _parse_prompt(body: dict[str, Any]) -> tuple[Prompt, int | None]:
     """``{prompt: ContentBlock[], deadlineMs?}`` → domain prompt + per-prompt deadline (ACP schema validation)."""
     if "prompt" not in body:
         raise InvalidRequestError("prompt: Field required", [{"field": "prompt", "message": "Field required"}])
-    request = validate("PromptRequest", {"sessionId": "-", "prompt": body["prompt"]}, "prompt")
+    request: Any = validate(model("PromptRequest"), {"sessionId": "-", "prompt": body["prompt"]}, "prompt")
     prompt = prompt_from_blocks(request.prompt)  # empty → 400
     deadline = body.get("deadlineMs")
     if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int) or deadline <= 0):

@@ -1,23 +1,25 @@
-"""The HTTP face's state over one session bridge: a per-session event log, and a watcher per accepted prompt.
+"""The HTTP face's state over one session bridge: a per-session event log, fed by one pump per session.
 
-The bridge stays the only admission authority (Q3): :meth:`Daemon.submit_prompt` calls the synchronous
-``send_prompt`` and lets its ``PromptQueueFullError`` propagate before anything is published or answered (Q8).
+The bridge stays the only admission authority: :meth:`Daemon.submit_prompt` calls the synchronous ``send_prompt``
+and lets its ``PromptQueueFullError`` propagate before anything is published or answered.
 
 Invariants:
 - every prompt accepted here gets exactly one ``prompt_accepted`` event (published before ``submit_prompt``
-  returns) and exactly one terminal event (``turn_complete`` or ``turn_error``), published by its watcher;
-- per session, events are in order: a prompt's ``session_update`` events come after the terminal events of
-  every prompt accepted before it;
-- every task (one watcher per pending prompt) belongs to the daemon's task group; lifecycle
+  returns), then its ``session_update`` events, then exactly one terminal event (``turn_complete`` or
+  ``turn_error``);
+- per session, the events of the prompts accepted here are published in admission order: one pump reads each
+  prompt's event stream to its end before the next (a prompt cancelled or expired while waiting has its terminal
+  event published after those of the prompts accepted before it);
+- every task (one pump per session with prompts in flight) belongs to the daemon's task group; lifecycle
   unopened → open → closing → closed.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -27,7 +29,8 @@ from anyio.abc import TaskGroup
 from .. import __version__
 from ..acp import PROTOCOL_VERSION, AgentOptions, update_from_event
 from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionNotFoundError
-from ..domain import Prompt, TurnEvent
+from ..domain import Prompt, PromptEnded, PromptEvent
+from ..tasks import Lifecycle, OwnedTaskGroup
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, Subscription
@@ -53,22 +56,56 @@ FEATURES: tuple[str, ...] = (
 """What ``/capabilities`` advertises; ``session.load`` (history replayed on the event stream) is not served yet."""
 
 
-@dataclass(eq=False)
-class _Pending:
-    """A prompt accepted through this daemon, until its terminal event is published."""
-
-    handle: PromptHandle | None = None
-    started: bool = False  # its first update was published
-    settled: anyio.Event = field(default_factory=anyio.Event)  # its terminal event was published
-
-
 class _Channel:
-    """One session as the daemon sees it: its event log and its prompts awaiting a terminal event."""
+    """One session as the daemon sees it: its event log, and the prompts accepted here whose events are not all
+    published yet, in admission order. Their events are published by :meth:`pump`, one task at a time."""
 
     def __init__(self, session_id: str, options: DaemonOptions) -> None:
         self.session_id = session_id
         self.log = EventLog(session_id, ring_size=options.event_ring_size, queue_size=options.subscriber_queue_size)
-        self.pending: dict[str, _Pending] = {}  # by prompt id, in acceptance order
+        self.pending: OrderedDict[str, PromptHandle] = OrderedDict()
+        self._pumping = False
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def accept(self, handle: PromptHandle, tg: TaskGroup) -> None:
+        """Queue the prompt's events for publication; start the pump if none runs."""
+        self.pending[handle.prompt_id] = handle
+        if not self._pumping:
+            self._pumping = True
+            self._idle = anyio.Event()
+            tg.start_soon(self.pump, name=f"daemon pump {self.session_id}")
+
+    async def pump(self) -> None:
+        """Publish each pending prompt's events, to its end, in admission order; stop when none is left."""
+        try:
+            while self.pending:
+                handle = next(iter(self.pending.values()))
+                try:
+                    async for event in handle.events:
+                        self._publish(handle, event)
+                finally:
+                    handle.events.close()
+                    self.pending.pop(handle.prompt_id, None)
+        finally:
+            self._pumping = False
+            self._idle.set()
+
+    async def drained(self) -> None:
+        """Wait until every prompt accepted so far has had its terminal event published."""
+        await self._idle.wait()
+
+    def _publish(self, handle: PromptHandle, event: PromptEvent) -> None:
+        if self.log.closed:
+            return
+        base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
+        if not isinstance(event, PromptEnded):
+            update = update_from_event(self.session_id, event)
+            self.log.publish("session_update", {"promptId": handle.prompt_id, **update})
+        elif event.error is not None:
+            self.log.publish("turn_error", {**base, **turn_error_payload(event.error)})
+        else:
+            self.log.publish("turn_complete", {**base, "stopReason": event.stop_reason})
 
 
 @dataclass(frozen=True)
@@ -91,13 +128,6 @@ def _check_cwd(cwd: str) -> None:
         )
 
 
-class _Life(enum.Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSING = "closing"
-    CLOSED = "closed"
-
-
 class Daemon:
     """Sessions, prompts and events for the HTTP routes, over a bridge it does not own (nor close)."""
 
@@ -105,65 +135,58 @@ class Daemon:
         self.bridge = bridge
         self.options = options if options is not None else DaemonOptions()
         self._channels: dict[str, _Channel] = {}
-        self._tg: TaskGroup | None = None
+        self._tasks = OwnedTaskGroup()
         self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
-        self._life = _Life.UNOPENED
+        self._life = Lifecycle.UNOPENED
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Daemon:
-        if self._life is not _Life.UNOPENED:
+        if self._life is not Lifecycle.UNOPENED:
             raise RuntimeError(f"a Daemon can be opened only once (this one is {self._life.value})")
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__), tg)
-        self._life = _Life.OPEN
+        await self._tasks.enter()
+        self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__))
+        self._life = Lifecycle.OPEN
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """Shut down (bounded by ``shutdown_grace_s``), then leave the task group of the watchers."""
-        assert self._tg is not None
+        """Shut down (bounded by ``shutdown_grace_s``), then leave the task group of the pumps."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.options.shutdown_grace_s):
             await self.shutdown()
-        self._tg.cancel_scope.cancel()  # watchers left only if the grace ran out
-        if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
-            await self._tg.__aexit__(None, None, None)  # the body's error propagates unwrapped
-            return None
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        self._tasks.group.cancel_scope.cancel()  # pumps left only if the grace ran out
+        return await self._tasks.exit(exc_type, exc, tb)
 
     async def shutdown(self) -> None:
         """Refuse new work, cancel every prompt accepted here, publish their terminal events, end every stream.
 
         Idempotent; returns when the terminal events are published and the logs closed.
         """
-        if self._life is not _Life.OPEN:
+        if self._life is not Lifecycle.OPEN:
             return
-        self._life = _Life.CLOSING
+        self._life = Lifecycle.CLOSING
         if self.acp is not None:
             await self.acp.aclose()  # /acp prompts answer "cancelled" and free their slots
-        pending = [entry for channel in self._channels.values() for entry in channel.pending.values()]
-        for entry in reversed(pending):  # waiting ones first, so none of them starts running
-            if entry.handle is not None:
-                entry.handle.cancel()
-        for entry in pending:
-            await entry.settled.wait()
-        for channel in self._channels.values():
+        channels = list(self._channels.values())
+        pending = [handle for channel in channels for handle in channel.pending.values()]
+        for handle in reversed(pending):  # waiting ones first, so none of them starts running
+            handle.cancel()
+        for channel in channels:
+            await channel.drained()
             channel.log.close()
-        self._life = _Life.CLOSED
+        self._life = Lifecycle.CLOSED
 
     @property
     def closing(self) -> bool:
-        return self._life is not _Life.OPEN
+        return self._life is not Lifecycle.OPEN
 
     def _check_open(self) -> TaskGroup:
-        if self._life is _Life.UNOPENED or self._tg is None:
+        if self._life is Lifecycle.UNOPENED:
             raise RuntimeError("the Daemon is not open; use 'async with Daemon(...)'")
-        if self._life is not _Life.OPEN:
+        if self._life is not Lifecycle.OPEN:
             raise BridgeClosedError("The daemon is shutting down")
-        return self._tg
+        return self._tasks.group
 
     # -- capabilities -----------------------------------------------------------------------------------------
 
@@ -212,8 +235,7 @@ class Daemon:
         channel = self._channels.pop(session_id, None)
         if channel is None:
             return
-        for entry in list(channel.pending.values()):
-            await entry.settled.wait()
+        await channel.drained()
         channel.log.publish("session_closed", {"sessionId": session_id})
         channel.log.close()
         logger.info("session %s closed", session_id)
@@ -238,19 +260,12 @@ class Daemon:
         """Admit through the bridge, synchronously: a refusal raises before anything is published."""
         tg = self._check_open()
         channel = self._channel(session_id)
-        entry = _Pending()
-
-        async def emit(event: TurnEvent) -> None:
-            await self._publish_update(channel, entry, event)
-
-        handle = self.bridge.send_prompt(session_id, prompt, emit=emit, deadline_ms=deadline_ms)
-        entry.handle = handle
-        channel.pending[handle.prompt_id] = entry
+        handle = self.bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms)
         pending_count = self.bridge.get(session_id).pending_prompt_count
         event_id = channel.log.publish(
             "prompt_accepted", {"sessionId": session_id, "promptId": handle.prompt_id, "pendingCount": pending_count}
         )
-        tg.start_soon(self._watch, channel, entry, name=f"daemon watcher {handle.prompt_id}")
+        channel.accept(handle, tg)
         return Accepted(handle, event_id)
 
     def cancel_prompt(self, session_id: str, prompt_id: str) -> None:
@@ -259,45 +274,15 @@ class Daemon:
         Raises ``PromptNotFoundError`` when no such prompt is pending (unknown, or already ended).
         """
         self._check_open()
-        entry = self._channel(session_id).pending.get(prompt_id)
-        if entry is None or entry.handle is None:
+        handle = self._channel(session_id).pending.get(prompt_id)
+        if handle is None or handle.done:
             raise PromptNotFoundError(session_id, prompt_id)
-        entry.handle.cancel()
+        handle.cancel()
 
     def cancel_running(self, session_id: str) -> bool:
         """Cancel the session's running prompt, whoever sent it (same semantics as ``session/cancel``)."""
         self._check_open()
         return self.bridge.cancel_running(session_id)
-
-    async def _publish_update(self, channel: _Channel, entry: _Pending, event: TurnEvent) -> None:
-        assert entry.handle is not None
-        if not entry.started:
-            entry.started = True
-            for earlier in list(channel.pending.values()):  # all settled: the FIFO let this one run
-                if earlier is entry:
-                    break
-                await earlier.settled.wait()
-        update = update_from_event(channel.session_id, event)
-        if not channel.log.closed:
-            channel.log.publish("session_update", {"promptId": entry.handle.prompt_id, **update})
-
-    async def _watch(self, channel: _Channel, entry: _Pending) -> None:
-        """Publish the prompt's terminal event once it settles; mark it published whatever happens."""
-        handle = entry.handle
-        assert handle is not None
-        try:
-            base = {"sessionId": channel.session_id, "promptId": handle.prompt_id}
-            try:
-                stop_reason = await handle.result()
-            except Exception as exc:
-                if not channel.log.closed:
-                    channel.log.publish("turn_error", {**base, **turn_error_payload(exc)})
-            else:
-                if not channel.log.closed:
-                    channel.log.publish("turn_complete", {**base, "stopReason": stop_reason})
-        finally:
-            channel.pending.pop(handle.prompt_id, None)
-            entry.settled.set()
 
     # -- events ----------------------------------------------------------------------------------------------
 

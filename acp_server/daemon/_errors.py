@@ -36,7 +36,6 @@ _STATUS_BY_KIND: dict[str, int] = {
     "prompt_not_found": 404,
     "method_not_allowed": 405,
     "session_closed": 409,
-    "prompt_cancelled": 409,
     "session_busy": 409,
     "payload_too_large": 413,
     "unsupported_media_type": 415,

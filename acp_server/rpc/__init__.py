@@ -1,24 +1,28 @@
-"""JSON-RPC 2.0 plumbing: NDJSON framing, the pygls-based dispatcher, the stdio transport, the error mapper."""
+"""JSON-RPC 2.0 plumbing: NDJSON framing, the pygls-based dispatcher (messages out, not bytes), the stdio
+transport and its ordered outbox, the routed connection of request/response transports, the error mapper."""
 
-from ._dispatcher import Dispatcher, NotificationHandler, RequestHandler
+from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer
 from ._errors import RpcError, to_rpc_error
 from ._framing import OversizedLine, check_envelope, decode_line, iter_lines
-from ._outbox import Outbox
+from ._outbox import Outbox, encode_line
 from ._routed import Exchange, RoutedConnection
 from ._stdio import StdioStreams, open_stdio
 
 __all__ = [
     "Dispatcher",
     "Exchange",
+    "MessageSink",
     "NotificationHandler",
     "Outbox",
     "OversizedLine",
     "RequestHandler",
+    "RequestPeer",
     "RoutedConnection",
     "RpcError",
     "StdioStreams",
     "check_envelope",
     "decode_line",
+    "encode_line",
     "iter_lines",
     "open_stdio",
     "to_rpc_error",

@@ -1,19 +1,29 @@
-"""JSON-RPC dispatch on pygls: one registry of methods per connection, every reply through the one error mapper.
+"""JSON-RPC dispatch on pygls: one registry of methods per connection, every reply through the one error mapper,
+every outgoing message handed whole (a dict, not bytes) to the connection's :class:`MessageSink`.
 
-pygls' :class:`JsonRPCProtocol` supplies the handler registry, one task per async request, the request-id context
-and cancellation bookkeeping. We keep params as plain dicts (its default converter turns them into namedtuples), write
-replies ourselves (its writer is fire-and-forget and logs whole bodies) and map every exception with
-:func:`to_rpc_error` (it would send tracebacks).
+pygls' :class:`JsonRPCProtocol` supplies the handler registry (``fm.feature``), one asyncio task per request, the
+request-id context (``msg_id``) and the table of in-flight requests. This module is the only one that touches pygls.
+Where pygls has no public API for what we need, we override or read one private member; each is listed here and
+pinned by ``tests/rpc/test_pygls_contract.py``:
+
+- ``_send_data`` — pygls would encode, log the whole body, and write fire-and-forget; we hand the message to the sink.
+- ``_send_response`` — pygls would build attrs response classes; we build the plain reply dict.
+- ``_send_handler_result`` — pygls would send tracebacks (``JsonRpcInternalError.of``) for unexpected failures;
+  we map every exception once with :func:`to_rpc_error`.
+- ``_check_handler_result`` — the same for notifications (logged, never answered).
+- ``_request_futures`` — the in-flight request tasks: read to cancel one (``$/cancel_request``) and, at close, to
+  wait for and cancel the rest. This table makes pygls the owner of handler tasks; :meth:`Dispatcher.aclose` ends them.
+
+Params stay plain dicts (pygls' default converter would turn them into namedtuples).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import cattrs
 from lsprotocol import converters
@@ -29,14 +39,48 @@ from pygls.server import JsonRPCServer
 
 from ._errors import RpcError, to_rpc_error
 from ._framing import check_envelope
-from ._outbox import Outbox
 
-__all__ = ["Dispatcher", "NotificationHandler", "RequestHandler"]
+__all__ = ["Dispatcher", "MessageSink", "NotificationHandler", "RequestHandler", "RequestPeer"]
 
 logger = logging.getLogger("acp_server.rpc")
 
-RequestHandler = Callable[[Any], Awaitable[Any]]
-NotificationHandler = Callable[[Any], None]
+Message = dict[str, Any]
+
+
+class MessageSink(Protocol):
+    """Where a connection's outgoing messages go, in order; the transport encodes each one once."""
+
+    def put(self, message: Message) -> None:
+        """Queue a reply or an error; never waits (pygls answers from plain callbacks)."""
+        ...
+
+    async def send(self, message: Message) -> None:
+        """Queue a notification; waits while its destination is not reading (backpressure)."""
+        ...
+
+
+class RequestPeer:
+    """What a handler gets of its connection, for the one message it handles (see ``acp_server.acp.Peer``)."""
+
+    __slots__ = ("_dispatcher", "request_id")
+
+    def __init__(self, dispatcher: Dispatcher, request_id: MsgId | None) -> None:
+        self._dispatcher = dispatcher
+        self.request_id = request_id
+
+    def admitted(self) -> None:
+        if self.request_id is not None and self._dispatcher.on_admitted is not None:
+            self._dispatcher.on_admitted(self.request_id)
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        await self._dispatcher.notify(method, params)
+
+    def cancel_request(self, request_id: str | int) -> bool:
+        return self._dispatcher.cancel_request(request_id)
+
+
+RequestHandler = Callable[[Any, RequestPeer], Awaitable[Any]]
+NotificationHandler = Callable[[Any, RequestPeer], None]
 
 
 def _keep_params(obj: dict[str, Any], cls: type[Any]) -> Any:
@@ -54,37 +98,17 @@ def _plain_converter() -> cattrs.Converter:
     return converter
 
 
-def _encode(message: Mapping[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-def _as_request(handler: RequestHandler) -> RequestHandler:
-    """A fresh coroutine function per registration (pygls tags handlers with attributes; bound methods refuse)."""
-
-    async def request(params: Any) -> Any:
-        return await handler(params)
-
-    return request
-
-
-def _as_notification(handler: NotificationHandler) -> NotificationHandler:
-    def notification(params: Any) -> None:
-        handler(params)
-
-    return notification
-
-
 class _Protocol(JsonRPCProtocol):
-    """pygls' protocol with replies written as plain dicts into an :class:`Outbox`."""
+    """pygls' protocol with replies built as plain dicts and handed to a :class:`MessageSink`."""
 
-    outbox: Outbox
+    sink: MessageSink
 
     def _send_data(self, data: Any) -> None:
         if isinstance(data, dict):
-            self.outbox.put(_encode(data))
+            self.sink.put(data)
             return
         # pygls' own messages (attrs classes): unstructure with its converter.
-        self.outbox.put(_encode(self._converter.unstructure(data)))
+        self.sink.put(self._converter.unstructure(data))
 
     def _send_response(self, msg_id: MsgId, result: Any | None = None, error: Any | None = None) -> None:
         if isinstance(error, ResponseError):
@@ -109,26 +133,42 @@ class _Protocol(JsonRPCProtocol):
 
 
 class Dispatcher:
-    """Routes parsed JSON-RPC messages of one connection to handlers; every outgoing message goes to ``outbox``.
+    """Routes parsed JSON-RPC messages of one connection to handlers; every outgoing message goes to ``sink``.
 
-    Request handlers are coroutines (one task each, owned by pygls' request table and cancelled by ``aclose``);
-    notification handlers are synchronous by design (pygls keeps async notification futures forever).
+    Request handlers are coroutines (one task each, owned by the dispatcher through pygls' request table and ended
+    by :meth:`aclose`); notification handlers are synchronous by design (pygls keeps async notification futures
+    forever). ``on_admitted(request_id)`` runs when a handler reports that its request passed admission.
     """
 
-    def __init__(self, outbox: Outbox) -> None:
-        self.outbox = outbox
+    def __init__(self, sink: MessageSink, on_admitted: Callable[[MsgId], None] | None = None) -> None:
+        self.sink = sink
+        self.on_admitted = on_admitted
         server = JsonRPCServer(protocol_cls=_Protocol, converter_factory=_plain_converter)
         self._protocol: _Protocol = server.protocol  # type: ignore[assignment]
-        self._protocol.outbox = outbox
+        self._protocol.sink = sink
 
     def register(
         self, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
     ) -> None:
         """Add one handler per method; a name registered twice is an error."""
         for name, handler in requests.items():
-            self._protocol.fm.feature(name)(_as_request(handler))
+            self._protocol.fm.feature(name)(self._as_request(handler))
         for name, notify in notifications.items():
-            self._protocol.fm.feature(name)(_as_notification(notify))
+            self._protocol.fm.feature(name)(self._as_notification(notify))
+
+    def _as_request(self, handler: RequestHandler) -> Callable[[Any], Awaitable[Any]]:
+        """A fresh coroutine function per registration (pygls tags handlers with attributes; bound methods refuse)."""
+
+        async def request(params: Any) -> Any:
+            return await handler(params, RequestPeer(self, self._protocol.msg_id))
+
+        return request
+
+    def _as_notification(self, handler: NotificationHandler) -> Callable[[Any], None]:
+        def notification(params: Any) -> None:
+            handler(params, RequestPeer(self, None))
+
+        return notification
 
     def feed(self, message: Any) -> None:
         """Handle one decoded JSON value: answer a malformed envelope, dispatch the rest."""
@@ -158,18 +198,11 @@ class Dispatcher:
 
     def send_error(self, msg_id: Any, error: RpcError) -> None:
         """Write an error reply; ``msg_id`` None gives ``"id": null`` (pygls' converter would drop it)."""
-        self.outbox.put(_encode({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}))
+        self.sink.put({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
 
-    def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        self.outbox.put(_encode({"jsonrpc": "2.0", "method": method, "params": params}))
-
-    async def wait_writable(self) -> None:
-        """Backpressure for producers: wait while the outbox is above its high-water mark."""
-        await self.outbox.wait_writable()
-
-    def current_request_id(self) -> MsgId | None:
-        """The id of the request whose handler is running in this context."""
-        return self._protocol.msg_id
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """Send a notification, in order with everything else; waits while the sink is full."""
+        await self.sink.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def cancel_request(self, msg_id: MsgId) -> bool:
         """Cancel a running request handler; it answers -32800. False when no such request is in flight."""

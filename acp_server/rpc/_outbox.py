@@ -1,20 +1,28 @@
-"""The one ordered writer queue of a connection: messages leave in the order they were queued, never interleaved."""
+"""The one ordered writer queue of a byte-stream connection: messages are encoded once, as NDJSON lines, and leave
+in the order they were queued, never interleaved."""
 
 from __future__ import annotations
 
+import json
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import anyio
 
-__all__ = ["Outbox"]
+__all__ = ["Outbox", "encode_line"]
+
+
+def encode_line(message: Mapping[str, Any]) -> bytes:
+    """One NDJSON line: compact JSON, UTF-8, newline-terminated."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 class Outbox:
-    """A FIFO of encoded messages drained by exactly one writer task.
+    """A FIFO of encoded messages drained by exactly one writer task; the dispatcher's sink on a byte stream.
 
-    ``put`` is synchronous (pygls writes from plain callbacks); producers that can wait call ``wait_writable`` to
-    get backpressure once more than ``high_water`` bytes are queued.
+    ``put`` is synchronous (pygls answers from plain callbacks); ``send`` queues and then waits while more than
+    ``high_water`` bytes are queued (backpressure for producers that can wait).
     """
 
     def __init__(self, high_water: int = 1 << 20) -> None:
@@ -28,7 +36,17 @@ class Outbox:
         self._empty.set()
         self._closed = False
 
-    def put(self, data: bytes) -> None:
+    def put(self, message: Mapping[str, Any]) -> None:
+        """Encode and queue a message; never waits."""
+        self.put_bytes(encode_line(message))
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        """Encode and queue a message, then wait while the queue is above its high-water mark."""
+        self.put_bytes(encode_line(message))
+        await self.wait_writable()
+
+    def put_bytes(self, data: bytes) -> None:
+        """Queue already-encoded bytes (one or more whole lines); dropped once closed."""
         if self._closed:
             return
         self._queue.append(data)

@@ -4,11 +4,14 @@ such as HTTP), instead of being written to one byte stream.
 Routing rule: a response goes to the exchange opened for its id; a ``session/update`` notification goes to the oldest
 open streaming exchange of its ``sessionId`` (prompts of a session run one at a time, in admission order, so the
 running one is always the oldest still open); anything else has no recipient and is dropped with a debug log.
+
+Nothing is dropped for a slow reader: an exchange holds at most ``capacity`` notifications, and the handler that
+sends the next one waits until the reader has taken one (backpressure up to the turn). A reader that leaves closes
+its exchange; what is sent to it afterwards is discarded.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import deque
 from typing import Any
@@ -16,49 +19,74 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ._dispatcher import Dispatcher
-from ._outbox import Outbox
+from ._dispatcher import Dispatcher, Message
 
 __all__ = ["Exchange", "RoutedConnection"]
 
 logger = logging.getLogger("acp_server.rpc")
 
-_EXCHANGE_BUFFER = 4096  # messages an exchange may hold before its stream reader falls too far behind
+EXCHANGE_CAPACITY = 256
+"""Notifications an exchange holds before the sender waits for its reader."""
 
 
 class Exchange:
-    """The messages for one request: zero or more notifications, then exactly one response (then closed)."""
+    """The messages for one request: zero or more notifications, then exactly one response, then the end.
 
-    def __init__(self, msg_id: str | int, session_id: str | None) -> None:
+    Iterate it (one reader) to get them in that order.
+    """
+
+    def __init__(self, msg_id: str | int, session_id: str | None, capacity: int = EXCHANGE_CAPACITY) -> None:
         self.msg_id = msg_id
         self.session_id = session_id
         self.admitted = anyio.Event()
-        self._send: MemoryObjectSendStream[dict[str, Any]]
-        self.receive: MemoryObjectReceiveStream[dict[str, Any]]
-        self._send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](_EXCHANGE_BUFFER)
+        self.response: Message | None = None
+        self._send: MemoryObjectSendStream[Message]
+        self._receive: MemoryObjectReceiveStream[Message]
+        self._send, self._receive = anyio.create_memory_object_stream[Message](capacity)
+        self._answered = False
 
-    def _deliver(self, message: dict[str, Any]) -> bool:
+    async def deliver(self, message: Message) -> None:
+        """Queue a notification; waits while the reader is ``capacity`` behind. Discarded once closed."""
         try:
-            self._send.send_nowait(message)
-            return True
-        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False
+            await self._send.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("the reader of request %r left: a notification is discarded", self.msg_id)
 
-    def _close(self) -> None:
+    def answer(self, response: Message) -> None:
+        """The response: it follows every notification already queued; no more messages after it."""
+        self.response = response
         self._send.close()
+
+    async def receive(self) -> Message:
+        """The next message (the response last); ``anyio.EndOfStream`` after it."""
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            if self.response is None or self._answered:
+                raise
+            self._answered = True
+            return self.response
+
+    def __aiter__(self) -> Exchange:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
 
     def close(self) -> None:
         """The HTTP side is done with this exchange (answered, or the client went away)."""
         self._send.close()
-        self.receive.close()
+        self._receive.close()
 
 
 class RoutedConnection:
-    """One dispatcher plus the router of its outgoing messages. ``pump`` must run while the connection is open."""
+    """One dispatcher plus the router of its outgoing messages (it is the dispatcher's sink)."""
 
     def __init__(self) -> None:
-        self.outbox = Outbox()
-        self.dispatcher = Dispatcher(self.outbox)
+        self.dispatcher = Dispatcher(self, on_admitted=self._admitted)
         self._by_id: dict[str | int, Exchange] = {}
         self._streams: dict[str, deque[Exchange]] = {}
 
@@ -75,8 +103,7 @@ class RoutedConnection:
             self._streams.setdefault(session_id, deque()).append(exchange)
         return exchange
 
-    def admitted(self, msg_id: str | int) -> None:
-        """The request ``msg_id`` was accepted and will stream (the ACP handlers call this after admission)."""
+    def _admitted(self, msg_id: str | int) -> None:
         exchange = self._by_id.get(msg_id)
         if exchange is not None:
             exchange.admitted.set()
@@ -85,35 +112,38 @@ class RoutedConnection:
         exchange.close()
         if self._by_id.get(exchange.msg_id) is exchange:
             del self._by_id[exchange.msg_id]
-        if exchange.session_id is not None:
-            queue = self._streams.get(exchange.session_id)
-            if queue is not None and exchange in queue:
-                queue.remove(exchange)
-                if not queue:
-                    del self._streams[exchange.session_id]
+        self._unstream(exchange)
 
-    async def pump(self) -> None:
-        await self.outbox.pump(self._route)
+    def _unstream(self, exchange: Exchange) -> None:
+        if exchange.session_id is None:
+            return
+        queue = self._streams.get(exchange.session_id)
+        if queue is not None and exchange in queue:
+            queue.remove(exchange)
+            if not queue:
+                del self._streams[exchange.session_id]
 
-    async def _route(self, data: bytes) -> None:
-        for line in data.splitlines():
-            message = json.loads(line)
-            if "method" not in message:
-                exchange = self._by_id.get(message.get("id"))
-                if exchange is not None:
-                    exchange._deliver(message)
-                    exchange._close()
-                    self._by_id.pop(exchange.msg_id, None)
-                    if exchange.session_id is not None:
-                        queue = self._streams.get(exchange.session_id)
-                        if queue is not None and exchange in queue:
-                            queue.remove(exchange)
-                else:
-                    logger.debug("no exchange waits for response %r", message.get("id"))
-            elif message["method"] == "session/update":
-                session_id = (message.get("params") or {}).get("sessionId")
-                queue = self._streams.get(session_id) if isinstance(session_id, str) else None
-                if queue and not queue[0]._deliver(message):
-                    logger.warning("dropping an update for a stalled stream of session %s", session_id)
-            else:
-                logger.debug("no recipient for %s", message["method"])
+    # -- the dispatcher's sink ---------------------------------------------------------------------------------
+
+    def put(self, message: Message) -> None:
+        """A response (or error) goes to its exchange, which then ends."""
+        if "method" in message:
+            logger.debug("no immediate recipient for %s", message["method"])
+            return
+        exchange = self._by_id.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if exchange is None:
+            logger.debug("no exchange waits for response %r", message.get("id"))
+            return
+        self._unstream(exchange)
+        exchange.answer(message)
+
+    async def send(self, message: Message) -> None:
+        """A ``session/update`` goes to the oldest open stream of its session, waiting while that one is full."""
+        if message.get("method") != "session/update":
+            logger.debug("no recipient for %s", message.get("method"))
+            return
+        params: Any = message.get("params") or {}
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        queue = self._streams.get(session_id) if isinstance(session_id, str) else None
+        if queue:
+            await queue[0].deliver(message)

@@ -1,7 +1,7 @@
 """One model turn: conversation + prompt → chat request → streamed events → stop reason."""
 
 from ._exceptions import ModelNotConfiguredError, TurnError
-from ._turn import ModelSettings, ModelTurn, SessionLike, to_chat_messages
+from ._turn import ModelSettings, ModelTurn, SessionLike, to_chat_messages, user_content
 
 __all__ = [
     "ModelNotConfiguredError",
@@ -10,4 +10,5 @@ __all__ = [
     "SessionLike",
     "TurnError",
     "to_chat_messages",
+    "user_content",
 ]

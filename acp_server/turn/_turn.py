@@ -29,7 +29,7 @@ from ._exceptions import ModelNotConfiguredError
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["ModelSettings", "ModelTurn", "SessionLike", "to_chat_messages"]
+__all__ = ["ModelSettings", "ModelTurn", "SessionLike", "to_chat_messages", "user_content"]
 
 logger = logging.getLogger("acp_server.turn")
 
@@ -75,7 +75,9 @@ class ModelSettings:
         return bool(self.base_url or self.api_key)
 
 
-def _user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
+def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
+    """The prompt as the content of one OpenAI user message: its text parts (links and embedded resources
+    written as text), plus ``image_url`` parts when it has images."""
     texts: list[str] = []
     images: list[dict[str, Any]] = []
     for part in prompt.parts:
@@ -96,13 +98,16 @@ def _user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": text}, *images]
 
 
-def to_chat_messages(system: str, conversation: Conversation, prompt: Prompt) -> list[dict[str, Any]]:
-    """OpenAI chat messages: system, then the history (answers kept even if cut short), then the prompt."""
+def to_chat_messages(
+    system: str, conversation: Conversation, content: str | list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """OpenAI chat messages: system, then the history (answers kept even if cut short), then the user's
+    ``content`` (see :func:`user_content`)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for message in conversation.messages:
         if message.content:
             messages.append({"role": message.role, "content": message.content})
-    messages.append({"role": "user", "content": _user_content(prompt)})
+    messages.append({"role": "user", "content": content})
     return messages
 
 
@@ -136,8 +141,8 @@ class ModelTurn:
         when the turn itself succeeded, so it never hides the turn's own error or cancellation.
         """
         client = self._get_client()
-        user_text = _user_content(prompt)
-        user = Message("user", user_text if isinstance(user_text, str) else user_text[0]["text"])
+        content = user_content(prompt)  # once per turn: what the model gets, and (its text) what is stored
+        user = Message("user", content if isinstance(content, str) else content[0]["text"])
         history = await session.begin_turn(prompt, user)
         answer: list[str] = []
         reasoning: list[str] = []
@@ -145,9 +150,10 @@ class ModelTurn:
         try:
             request = ChatRequest(
                 model=self.settings.model,
-                messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), history, prompt),
+                messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), history, content),
             )
             # aclosing: the stream's watchdog scope must close in this task, even when ``emit`` is cancelled.
+            # ``emit`` is the prompt's event stream: awaiting it is the reader's backpressure.
             async with aclosing(stream_chat(client, request, self.settings.policy)) as events:
                 async for event in events:
                     if isinstance(event, Delta):

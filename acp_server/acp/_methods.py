@@ -1,0 +1,82 @@
+"""The ACP method table: one line per method with the ``acp.schema`` model its params must pass, and its handler.
+
+:func:`bind` turns the table into the callables a dispatcher registers: each validates its params first (a failure
+is -32602 with the field errors) and only then calls the handler with the typed request and the :class:`Peer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._agent import AcpAgent, Peer
+from ._schema import model, validate
+
+__all__ = ["METHODS", "NOTIFICATIONS", "Method", "Notification", "bind"]
+
+RequestHandler = Callable[[Any, Peer], Awaitable[Any]]
+NotificationHandler = Callable[[Any, Peer], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A request: its schema model (None: the handler checks raw params itself) and handler.
+
+    ``params_optional``: absent params validate as ``{}``.
+    """
+
+    model: str | None
+    handler: Callable[[AcpAgent, Any, Peer], Awaitable[Any]]
+    params_optional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A notification: its schema model and its (synchronous) handler; it has no reply."""
+
+    model: str
+    handler: Callable[[AcpAgent, Any, Peer], None]
+
+
+METHODS: Mapping[str, Method] = {
+    "initialize": Method(None, AcpAgent.initialize),  # checked by hand: its reply must not wait for the schema
+    "authenticate": Method("AuthenticateRequest", AcpAgent.authenticate),
+    "session/new": Method("NewSessionRequest", AcpAgent.new_session),
+    "session/load": Method("LoadSessionRequest", AcpAgent.load_session),
+    "session/resume": Method("ResumeSessionRequest", AcpAgent.resume_session),
+    "session/list": Method("ListSessionsRequest", AcpAgent.list_sessions, params_optional=True),
+    "session/close": Method("CloseSessionRequest", AcpAgent.close_session),
+    "session/prompt": Method("PromptRequest", AcpAgent.prompt),
+    "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session),
+}
+
+NOTIFICATIONS: Mapping[str, Notification] = {
+    "session/cancel": Notification("CancelNotification", AcpAgent.cancel),
+    "$/cancel_request": Notification("CancelRequestNotification", AcpAgent.cancel_request),
+}
+
+
+def _request(agent: AcpAgent, name: str, method: Method) -> RequestHandler:
+    async def call(params: Any, peer: Peer) -> Any:
+        if method.model is None:
+            return await method.handler(agent, params, peer)
+        if params is None and method.params_optional:
+            params = {}
+        return await method.handler(agent, validate(model(method.model), params, name), peer)
+
+    return call
+
+
+def _notification(agent: AcpAgent, name: str, notification: Notification) -> NotificationHandler:
+    def call(params: Any, peer: Peer) -> None:
+        notification.handler(agent, validate(model(notification.model), params, name), peer)
+
+    return call
+
+
+def bind(agent: AcpAgent) -> tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]:
+    """The request and notification handlers of one connection's agent, by method name."""
+    requests = {name: _request(agent, name, method) for name, method in METHODS.items()}
+    notifications = {name: _notification(agent, name, entry) for name, entry in NOTIFICATIONS.items()}
+    return requests, notifications

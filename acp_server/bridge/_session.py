@@ -1,0 +1,158 @@
+"""One session of the bridge: where it works, its conversation and journal, and its FIFO.
+
+A *journaled* session lives in the store: its in-memory conversation is a copy of the stored history, changed only
+after the store has committed (:meth:`SessionEntry.begin_turn` / :meth:`SessionEntry.end_turn`), and caught up with
+what other processes stored at each turn start. An unjournaled one lives in memory only.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import anyio
+
+from ..domain import Conversation, Message, Prompt
+from ..errors import ServerError
+from ..store import SessionStore, TurnTicket
+from ._exceptions import BridgeClosedError, SessionClosedError
+from ._fifo import Fifo
+from ._prompt import Cause, PromptHandle, PromptJob
+
+__all__ = ["ForkRequest", "SessionEntry", "now"]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ForkRequest:
+    """A fork waiting in a session's FIFO: serialized like a prompt, but never counted and never refused."""
+
+    __slots__ = ("abandoned", "child", "cwd", "done", "error", "key")
+
+    def __init__(self, key: int, cwd: str | None) -> None:
+        self.key = key
+        self.cwd = cwd
+        self.child: SessionEntry | None = None
+        self.error: ServerError | None = None
+        self.done = anyio.Event()
+        self.abandoned = False  # the caller left while the copy was being stored
+
+    def fail(self, error: ServerError) -> None:
+        """Decide the fork's failure unless it was already decided; either way it is done."""
+        if self.child is None and self.error is None:
+            self.error = error
+        self.done.set()
+
+
+class SessionEntry:
+    """One session: cwd, conversation, FIFO. ``pending_prompt_count`` = waiting prompts + the running one.
+
+    With a ``journal`` (the store), ``conversation.messages[:synced]`` equal the stored messages ``1..synced``;
+    the turn that holds the FIFO is the only writer, through :meth:`begin_turn` and :meth:`end_turn`.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        conversation: Conversation,
+        title: str = "",
+        *,
+        journal: SessionStore | None = None,
+        synced: int = 0,
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.conversation = conversation
+        self.title = title
+        self.created_at = self.updated_at = now()
+        self.closed = False
+        self.fifo: Fifo[ForkRequest] = Fifo()
+        self._journal = journal
+        self._synced = synced
+        self._ticket: TurnTicket | None = None
+
+    @property
+    def journal(self) -> SessionStore | None:
+        """The store this session's history is written to (None: memory only)."""
+        return self._journal
+
+    @property
+    def journaled(self) -> bool:
+        """Whether this session's history is written to the store."""
+        return self._journal is not None
+
+    @property
+    def synced(self) -> int:
+        """How many messages of the conversation are known to be stored."""
+        return self._synced
+
+    @property
+    def pending_prompt_count(self) -> int:
+        return self.fifo.pending
+
+    @property
+    def running(self) -> PromptHandle | None:
+        job = self.fifo.running
+        return None if job is None else job.handle
+
+    async def begin_turn(self, prompt: Prompt, user: Message) -> Conversation:
+        """Record the prompt (store first, then memory); return the history the model gets before it.
+
+        The store call is shielded: once its transaction commits, the caller always gets the ticket, so the
+        turn's answer is always ended (a cancellation surfaces at the caller's next checkpoint).
+        """
+        messages = self.conversation.messages
+        if self._journal is None:
+            history = Conversation(list(messages))
+            messages.append(user)
+            return history
+        with anyio.CancelScope(shield=True):
+            ticket = await self._journal.begin_turn(
+                self.session_id, known=self._synced, content=user.content, parts=prompt.parts, title=prompt.title
+            )
+        del messages[ticket.since :]
+        messages.extend(message.to_message() for message in ticket.catch_up)
+        history = Conversation(list(messages))
+        messages.append(user)
+        self._synced = ticket.user_seq
+        self._ticket = ticket
+        return history
+
+    async def end_turn(self, answer: Message) -> None:
+        """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``."""
+        if self._journal is None:
+            self.conversation.messages.append(answer)
+            return
+        ticket, self._ticket = self._ticket, None
+        if ticket is None:
+            raise RuntimeError("end_turn() without begin_turn()")
+        outcome = answer.outcome
+        if outcome != "complete" and outcome != "cancelled" and outcome != "failed":
+            raise ValueError(f"a turn ends complete, cancelled or failed, not {outcome!r}")
+        await self._journal.end_turn(
+            ticket,
+            content=answer.content,
+            reasoning=answer.reasoning,
+            stop_reason=answer.stop_reason,
+            outcome=outcome,
+        )
+        self.conversation.messages.append(answer)
+        self._synced = ticket.answer_seq
+
+    def shutdown(self, cause: Cause) -> PromptJob | None:
+        """Close: settle everything waiting, interrupt the running prompt (returned, to be awaited)."""
+        self.closed = True
+        for item in self.fifo.drain():
+            if isinstance(item, ForkRequest):
+                item.fail(SessionClosedError(self.session_id) if cause is Cause.SESSION_CLOSED else BridgeClosedError())
+            else:
+                item.interrupt(cause)
+        running = self.fifo.running
+        if running is not None:
+            running.interrupt(cause)
+        return running
+
+    def __repr__(self) -> str:
+        return f"<SessionEntry {self.session_id} pending={self.fifo.pending} cwd={self.cwd!r}>"

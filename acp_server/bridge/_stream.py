@@ -1,0 +1,119 @@
+"""A prompt's event stream: what its turn sends, in order, then exactly one :class:`~acp_server.domain.PromptEnded`."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+
+from ..domain import PromptEnded, PromptEvent, TurnEvent
+
+__all__ = ["DEFAULT_STREAM_CAPACITY", "PromptStream"]
+
+DEFAULT_STREAM_CAPACITY = 256
+"""Turn events a prompt's stream buffers before its turn waits for the reader."""
+
+
+class PromptStream:
+    """One writer (the prompt's turn, through :meth:`send`; the bridge, through :meth:`end`) and one reader.
+
+    Invariants: the reader gets every event sent, in order, then the one ``PromptEnded``, then the iteration stops;
+    at most ``capacity`` turn events wait in the buffer, beyond that :meth:`send` waits for the reader (the turn runs
+    at its reader's pace); :meth:`end` never waits (the outcome always fits). A reader that leaves (:meth:`close`)
+    drops what is buffered, and later sends return at once.
+    """
+
+    __slots__ = ("_buffer", "_capacity", "_closed", "_delivered", "_ended", "_reader", "_writer")
+
+    def __init__(self, capacity: int = DEFAULT_STREAM_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("a prompt stream needs a capacity of at least 1")
+        self._buffer: deque[PromptEvent] = deque()
+        self._capacity = capacity
+        self._ended: PromptEnded | None = None
+        self._delivered = False  # the reader has taken the PromptEnded
+        self._closed = False
+        self._reader: anyio.Event | None = None  # set when the reader may proceed
+        self._writer: anyio.Event | None = None  # set when the writer may proceed
+
+    @property
+    def ended(self) -> PromptEnded | None:
+        """The outcome, once the bridge has settled the prompt (whether or not the reader has seen it)."""
+        return self._ended
+
+    @property
+    def buffered(self) -> int:
+        """Events waiting for the reader (the outcome included)."""
+        return len(self._buffer)
+
+    # -- writer side -------------------------------------------------------------------------------------------
+
+    async def send(self, event: TurnEvent) -> None:
+        """Queue one turn event; waits while ``capacity`` are unread. No-op once the stream ended or was closed."""
+        while len(self._buffer) >= self._capacity and not self._closed and self._ended is None:
+            self._writer = waiter = anyio.Event()
+            await waiter.wait()
+        if self._closed or self._ended is not None:
+            return
+        self._buffer.append(event)
+        self._wake_reader()
+
+    def end(self, ended: PromptEnded) -> None:
+        """Queue the outcome (over the capacity if need be); only the first call counts."""
+        if self._ended is not None:
+            return
+        self._ended = ended
+        if not self._closed:
+            self._buffer.append(ended)
+        self._wake_reader()
+        self._wake_writer()
+
+    # -- reader side -------------------------------------------------------------------------------------------
+
+    async def receive(self) -> PromptEvent:
+        """The next event; ``anyio.EndOfStream`` after the outcome, ``anyio.ClosedResourceError`` once closed."""
+        while not self._buffer:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._delivered:
+                raise anyio.EndOfStream
+            self._reader = waiter = anyio.Event()
+            await waiter.wait()
+        event = self._buffer.popleft()
+        if isinstance(event, PromptEnded):
+            self._delivered = True
+        elif len(self._buffer) < self._capacity:
+            self._wake_writer()
+        return event
+
+    def close(self) -> None:
+        """The reader leaves: drop what is buffered; the writer never waits again. Idempotent."""
+        self._closed = True
+        self._buffer.clear()
+        self._wake_writer()
+        self._wake_reader()
+
+    def __aiter__(self) -> PromptStream:
+        return self
+
+    async def __anext__(self) -> PromptEvent:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _wake_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.set()
+            self._reader = None
+
+    def _wake_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.set()
+            self._writer = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "ended" if self._ended is not None else "open"
+        return f"<PromptStream {state} buffered={len(self._buffer)}/{self._capacity}>"
