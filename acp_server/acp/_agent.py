@@ -235,9 +235,11 @@ class AcpAgent:
         peer.admitted()
         try:
             async for event in handle.events:
-                if not isinstance(event, PromptEnded):
-                    await peer.notify("session/update", update_from_event(session_id, event))
-            return {"stopReason": await handle.result()}
+                if isinstance(event, PromptEnded):
+                    # Answer with no checkpoint after the outcome: it leaves before whatever ended the prompt.
+                    return {"stopReason": event.result()}
+                await peer.notify("session/update", update_from_event(session_id, event))
+            return {"stopReason": await handle.result()}  # not reached: the stream ends with its outcome
         except BaseException:
             handle.cancel()  # our caller went away (connection closing): the prompt must not outlive it
             raise

@@ -140,12 +140,16 @@ class PromptJob:
             return
         self._state = _State.DONE
         self._outcome = outcome
-        self._done.set()  # first: whatever happens below, no awaiter can hang
-        if isinstance(outcome, Exception):
-            self.stream.end(PromptEnded(error=outcome))
-        else:
-            self.stream.end(PromptEnded(stop_reason=outcome))
-        self._release(self)
+        try:
+            # The stream's reader wakes before whoever awaits the outcome: the prompt's own answer goes out before
+            # the answer of the request that ended it (``session/close``, shutdown).
+            if isinstance(outcome, Exception):
+                self.stream.end(PromptEnded(error=outcome))
+            else:
+                self.stream.end(PromptEnded(stop_reason=outcome))
+        finally:
+            self._done.set()  # whatever happens, no awaiter can hang
+            self._release(self)
 
     def _outcome_of(self, cause: Cause) -> _Outcome:
         if cause is Cause.CANCELLED:

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_server.acp import AcpAgent, AgentOptions
+from acp_server.acp import AcpAgent, AgentOptions, bind
 from acp_server.bridge import PromptQueueFullError
 from acp_server.config import Settings
 from acp_server.domain import Prompt, TextPart
@@ -87,19 +87,17 @@ async def test_a_refusal_frees_nothing_and_a_slot_reopens_when_a_prompt_settles(
 class _Peer:
     """The stdio connection, as the ACP handlers see it."""
 
-    def __init__(self) -> None:
+    def __init__(self, request_id: str | int | None = None) -> None:
+        self.request_id = request_id
         self.notifications: list[tuple[str, Any]] = []
 
-    def notify(self, method: str, params: Any) -> None:
+    def admitted(self) -> None:
+        return None
+
+    async def notify(self, method: str, params: Any) -> None:
         self.notifications.append((method, params))
 
-    async def wait_writable(self) -> None:
-        return None
-
-    def current_request_id(self) -> str | int | None:
-        return None
-
-    def cancel_request(self, msg_id: str | int) -> bool:
+    def cancel_request(self, request_id: str | int) -> bool:
         return False
 
 
@@ -108,27 +106,28 @@ async def test_stdio_and_http_share_one_counter_on_one_bridge() -> None:
         model.enqueue(HangAfterHeaders())
         async with running_daemon(model) as served:
             session_id = await served.new_session()
-            agent = AcpAgent(served.bridge, _Peer(), AgentOptions())
+            requests, _ = bind(AcpAgent(served.bridge, AgentOptions()))
+            prompt = requests["session/prompt"]
             stdio_result: dict[str, Any] = {}
 
             async def stdio_prompt() -> None:
-                stdio_result.update(await agent.prompt({"sessionId": session_id, "prompt": TEXT}))
+                stdio_result.update(await prompt({"sessionId": session_id, "prompt": TEXT}, _Peer(1)))
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stdio_prompt)  # 1 running, through the ACP handler
                 await model.wait_for_requests(1)
                 http = [await served.prompt(session_id) for _ in range(3)]  # 3 waiting, over HTTP
                 assert [r.status_code for r in http] == [202] * 3
-                direct = served.bridge.send_prompt(  # 1 waiting, the way the ACP handler admits
-                    session_id, Prompt((TextPart("direct"),)), emit=_discard
-                )
+                # 1 waiting, admitted the way the ACP handler admits
+                direct = served.bridge.send_prompt(session_id, Prompt((TextPart("direct"),)))
+                direct.events.close()  # nobody reads its events
                 assert served.bridge.get(session_id).pending_prompt_count == 5
 
                 refused = await served.prompt(session_id)  # HTTP refusal ...
                 assert refused.status_code == 503
                 assert refused.json() == queue_full_body(session_id)
                 with pytest.raises(PromptQueueFullError) as caught:  # ... and the stdio refusal: one counter
-                    await agent.prompt({"sessionId": session_id, "prompt": TEXT})
+                    await prompt({"sessionId": session_id, "prompt": TEXT}, _Peer(2))
                 assert to_rpc_error(caught.value).to_wire() == {
                     "code": -32603,
                     "message": queue_full_body(session_id)["error"],
@@ -146,10 +145,6 @@ async def test_stdio_and_http_share_one_counter_on_one_bridge() -> None:
             assert stdio_result == {"stopReason": "cancelled"}
             assert await direct.result() == "end_turn"
             assert served.bridge.get(session_id).pending_prompt_count in (0, 1, 2, 3)  # HTTP ones may still run
-
-
-async def _discard(event: object) -> None:
-    return None
 
 
 @pytest.mark.parametrize(
