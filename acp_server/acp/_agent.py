@@ -8,7 +8,6 @@ and HTTP connections.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -96,14 +95,6 @@ def _check_initialize(params: Any) -> int:
     return version if isinstance(version, int) else PROTOCOL_VERSION
 
 
-def _check_cwd(cwd: str, method: str, field: str = "cwd") -> None:
-    if not os.path.isabs(cwd):
-        raise InvalidInputError(
-            f"Invalid params for {method}: {field} must be an absolute path, got {cwd!r}",
-            [{"field": field, "message": "must be an absolute path"}],
-        )
-
-
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -181,14 +172,12 @@ class AcpAgent:
         )
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
-        _check_cwd(request.cwd, "session/new")
         entry = await self._bridge.open_session(request.cwd)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         return {"sessionId": entry.session_id}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session, replay its whole stored history as ``session/update``, then answer."""
-        _check_cwd(request.cwd, "session/load")
         session_id = request.session_id
         _, history = await self._bridge.load_session(session_id, cwd=request.cwd)
         for update in replay_updates(session_id, history):
@@ -198,14 +187,11 @@ class AcpAgent:
 
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
-        _check_cwd(request.cwd, "session/resume")
         await self._bridge.resume_session(request.session_id, cwd=request.cwd)
         logger.info("session %s resumed", request.session_id)
         return {}
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
-        if request.cwd is not None:
-            _check_cwd(request.cwd, "session/list")
         page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
         reply: dict[str, Any] = {"sessions": [_session_info(record) for record in page.sessions]}
         if page.next_cursor is not None:
@@ -219,7 +205,6 @@ class AcpAgent:
         return {}
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
-        _check_cwd(request.cwd, "session/fork")
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
         return {"sessionId": entry.session_id}
 

@@ -8,6 +8,7 @@ from ._bridge import SessionBridge, TurnRunner
 from ._exceptions import (
     BridgeClosedError,
     BridgeError,
+    InvalidCwdError,
     PromptDeadlineExceededError,
     PromptQueueFullError,
     SessionAlreadyExistsError,
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_STREAM_CAPACITY",
     "BridgeClosedError",
     "BridgeError",
+    "InvalidCwdError",
     "PromptDeadlineExceededError",
     "PromptHandle",
     "PromptQueueFullError",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import uuid
 from types import TracebackType
 from typing import Protocol
@@ -32,6 +33,7 @@ from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionS
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ._exceptions import (
     BridgeClosedError,
+    InvalidCwdError,
     PromptQueueFullError,
     SessionAlreadyExistsError,
     SessionClosedError,
@@ -53,6 +55,12 @@ class TurnRunner(Protocol):
     """
 
     async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit, /) -> StopReason: ...
+
+
+def _check_cwd(cwd: str | None) -> None:
+    """A session's working directory is an absolute path (None: not given)."""
+    if cwd is not None and not os.path.isabs(cwd):
+        raise InvalidCwdError(cwd)
 
 
 class SessionBridge:
@@ -198,6 +206,7 @@ class SessionBridge:
     async def open_session(self, cwd: str) -> SessionEntry:
         """A new journaled session: its row is committed to the store before it exists here."""
         self._check_open()
+        _check_cwd(cwd)
         session_id = uuid.uuid4().hex
         record = await self._store.create_session(session_id, cwd)
         self._check_open()
@@ -211,6 +220,7 @@ class SessionBridge:
         ``cwd`` (the client's working directory now) is the attached session's cwd; the stored one is kept.
         """
         self._check_open()
+        _check_cwd(cwd)
         entry = self._sessions.get(session_id)
         if entry is not None:
             return entry
@@ -222,6 +232,7 @@ class SessionBridge:
     ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
         """Attach a stored session (if not attached) and return its whole committed history, oldest first."""
         self._check_open()
+        _check_cwd(cwd)
         snapshot = await self._store.read_session(session_id)
         self._check_open()
         if snapshot is None:
@@ -247,6 +258,7 @@ class SessionBridge:
     ) -> SessionPage:
         """Stored sessions (attached or not), most recently updated first; see ``SessionStore.list_sessions``."""
         self._check_open()
+        _check_cwd(cwd)
         return await self._store.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
 
     def get(self, session_id: str) -> SessionEntry:
@@ -322,6 +334,7 @@ class SessionBridge:
         Serialized behind the FIFO, never counted, never refused.
         """
         tg = self._check_open()
+        _check_cwd(cwd)
         session = self.get(session_id)
         request = ForkRequest(self._next_key(), cwd)
         session.fifo.enqueue_fork(request)

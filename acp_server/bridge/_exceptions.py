@@ -3,6 +3,7 @@
     ServerError                        (acp_server.errors)
      └── BridgeError
           ├── BridgeClosedError            bridge_closed             used after close; prompts cut by shutdown
+          ├── InvalidCwdError              invalid_params            a session's cwd is not an absolute path
           ├── SessionNotFoundError         session_not_found         no such session (never created or closed)
           ├── SessionAlreadyExistsError    session_already_exists    create_session with an id already in use
           ├── SessionClosedError           session_closed            prompt or fork cut short by close_session
@@ -19,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ..errors import ServerError
+from ..errors import InvalidInputError, ServerError
 
 __all__ = [
     "BridgeClosedError",
     "BridgeError",
+    "InvalidCwdError",
     "PromptDeadlineExceededError",
     "PromptQueueFullError",
     "SessionAlreadyExistsError",
@@ -45,6 +47,17 @@ class BridgeClosedError(BridgeError):
 
     def __init__(self, message: str = "The session bridge is closed") -> None:
         super().__init__(message)
+
+
+class InvalidCwdError(BridgeError, InvalidInputError):
+    """A session's working directory must be an absolute path (every face checks it here, once)."""
+
+    error_kind: ClassVar[str] = "invalid_params"
+
+    def __init__(self, cwd: str, field: str = "cwd") -> None:
+        problem = "must be an absolute path"
+        InvalidInputError.__init__(self, f"{field} {problem}, got {cwd!r}", [{"field": field, "message": problem}])
+        self.cwd = cwd
 
 
 class SessionNotFoundError(BridgeError):

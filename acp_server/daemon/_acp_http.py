@@ -12,7 +12,6 @@ connection header is missing or unknown.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -27,6 +26,7 @@ from ..acp import AcpAgent, AgentOptions, bind
 from ..bridge import SessionBridge
 from ..rpc import Exchange, RoutedConnection, RpcError, check_envelope, decode_line
 from ._errors import RETRY_AFTER_S
+from ._events import encode_frame
 
 __all__ = ["CONNECTION_HEADER", "AcpOverHttp"]
 
@@ -44,10 +44,6 @@ class _Connection:
 
 def _rpc_error(msg_id: Any, error: RpcError, status: int = 400) -> JSONResponse:
     return JSONResponse({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}, status_code=status)
-
-
-def _sse(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n"
 
 
 class AcpOverHttp:
@@ -157,11 +153,11 @@ class AcpOverHttp:
         answered = False
         try:
             if first is not None:
-                yield _sse(first)
+                yield encode_frame("message", first)
                 answered = "method" not in first
             if not answered:
                 async for message in exchange:
-                    yield _sse(message)
+                    yield encode_frame("message", message)
                     if "method" not in message:
                         answered = True
                         break

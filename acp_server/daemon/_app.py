@@ -32,6 +32,7 @@ from ..bridge import BridgeClosedError
 from ..domain import Prompt, StopReason
 from ..errors import ServerError
 from ._daemon import Daemon
+from ._disconnect import wait_disconnected
 from ._errors import error_response
 from ._exceptions import (
     InvalidRequestError,
@@ -154,8 +155,7 @@ def _routes(daemon: Daemon) -> list[Route]:
         handle = accepted.handle
 
         async def cancel_on_disconnect() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
+            await wait_disconnected(request.receive)
             handle.cancel()  # the caller left: the prompt must not outlive its only waiter
 
         outcome: StopReason | Exception

@@ -17,7 +17,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from types import TracebackType
@@ -34,7 +33,7 @@ from ..tasks import Lifecycle, OwnedTaskGroup
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, Subscription
-from ._exceptions import InvalidRequestError, PromptNotFoundError
+from ._exceptions import PromptNotFoundError
 from ._options import DaemonOptions
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
@@ -121,13 +120,6 @@ class Accepted:
         return self.handle.prompt_id
 
 
-def _check_cwd(cwd: str) -> None:
-    if not os.path.isabs(cwd):
-        raise InvalidRequestError(
-            f"cwd must be an absolute path, got {cwd!r}", [{"field": "cwd", "message": "must be an absolute path"}]
-        )
-
-
 class Daemon:
     """Sessions, prompts and events for the HTTP routes, over a bridge it does not own (nor close)."""
 
@@ -211,7 +203,6 @@ class Daemon:
     async def create_session(self, cwd: str) -> str:
         """A new journaled session (like ACP ``session/new``); ``cwd`` must be absolute."""
         self._check_open()
-        _check_cwd(cwd)
         entry = await self.bridge.open_session(cwd)
         self._channels[entry.session_id] = _Channel(entry.session_id, self.options)
         logger.info("session %s created (cwd %s)", entry.session_id, cwd)
@@ -220,8 +211,6 @@ class Daemon:
     async def resume_session(self, session_id: str, cwd: str | None = None) -> str:
         """Attach a stored session without replaying its history (like ACP ``session/resume``); no-op if attached."""
         self._check_open()
-        if cwd is not None:
-            _check_cwd(cwd)
         entry = await self.bridge.resume_session(session_id, cwd=cwd)
         self._channel(entry.session_id)
         logger.info("session %s resumed", session_id)

@@ -18,10 +18,18 @@ import anyio
 __all__ = ["EventLog", "Subscription", "encode_frame"]
 
 
-def encode_frame(event_id: int, event: str, data: Mapping[str, object]) -> bytes:
-    """One SSE frame: ``id``, ``event`` and one compact JSON ``data`` line (JSON strings escape newlines)."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return f"id: {event_id}\nevent: {event}\ndata: {payload}\n\n".encode()
+def encode_frame(event: str, data: Mapping[str, object], event_id: int | None = None) -> bytes:
+    """One SSE frame: ``id`` (when given), ``event`` and one compact JSON ``data`` line (JSON strings escape newlines).
+
+    The one SSE encoder of the daemon (event log and ``/acp``). Text that UTF-8 cannot carry (a lone surrogate)
+    is sent escaped, so a frame can always be written.
+    """
+    try:
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except UnicodeEncodeError:
+        payload = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+    head = b"" if event_id is None else b"id: %d\n" % event_id
+    return head + b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
 
 
 class Subscription:
@@ -43,10 +51,6 @@ class Subscription:
     def dropped(self) -> bool:
         """True once it fell ``queue_size`` frames behind; it receives nothing more."""
         return self._dropped
-
-    @property
-    def queued(self) -> int:
-        return len(self._replay) + len(self._queue)
 
     async def receive(self) -> list[bytes] | None:
         """Every queued frame, in order (waits while none); ``None`` once ended (log closed and drained, or dropped)."""
@@ -127,7 +131,7 @@ class EventLog:
         if self.closed:
             raise RuntimeError(f"the event log of session {self.session_id} is closed")
         self._last_id += 1
-        frame = encode_frame(self._last_id, event, data)
+        frame = encode_frame(event, data, self._last_id)
         self._ring.append((self._last_id, frame))
         for subscriber in list(self._subscribers):
             subscriber._push(frame)
@@ -148,7 +152,7 @@ class EventLog:
                     "oldestEventId": self.oldest_id,
                     "latestEventId": self._last_id,
                 }
-                initial.append(encode_frame(self._last_id, "resync_required", data))
+                initial.append(encode_frame("resync_required", data, self._last_id))
             else:
                 initial = [frame for event_id, frame in self._ring if event_id > last_event_id]
         subscription = Subscription(self, self._queue_size, initial)

@@ -13,6 +13,7 @@ import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ._disconnect import wait_disconnected
 from ._events import Subscription
 
 __all__ = ["HEARTBEAT", "EventStreamResponse"]
@@ -65,8 +66,7 @@ class EventStreamResponse(Response):
 
     @staticmethod
     async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
+        await wait_disconnected(receive)
         scope.cancel()
 
     async def _watch_drop(self, scope: anyio.CancelScope) -> None:
