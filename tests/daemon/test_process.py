@@ -20,7 +20,7 @@ from acp_server.provider.offline import LoopbackModel, SlowDrip
 
 from ._support import TEXT, EventReader
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 COMMAND = [sys.executable, "-m", "acp_server", "serve"]
 URL_LINE = re.compile(re.escape(ANNOUNCE_PREFIX) + r"(http://\S+)\n")
