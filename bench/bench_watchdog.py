@@ -29,11 +29,20 @@ from typing import Any
 import anyio
 
 from acp_server.pipeline import ChatRequest, StreamPolicy, stream_chat
-from acp_server.pipeline._watchdog import guard_stream
+from acp_server.pipeline._watchdog import guarded_stream
 from acp_server.provider import make_openai_client
 from acp_server.provider.offline import Answer, HangAfterHeaders, LoopbackModel
 
 RERUN = "python bench/bench_watchdog.py"
+
+
+def guard_stream(stream: Any, *, idle_timeout_ms: float, max_lifetime_ms: float = 0) -> Any:
+    """The watchdog over an already open stream (its clocks start at the first iteration)."""
+
+    async def ready() -> Any:
+        return stream
+
+    return guarded_stream(ready, idle_timeout_ms=idle_timeout_ms, max_lifetime_ms=max_lifetime_ms)
 
 
 class MemoryStream:

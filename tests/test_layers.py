@@ -27,6 +27,8 @@ RANKS: dict[str, int] = {
     "errors": 0,
     "domain": 0,
     "tasks": 0,
+    "limits": 0,
+    "retry_after": 0,
     "provider": 1,
     "pipeline": 2,
     "turn": 3,

@@ -297,7 +297,7 @@ class DaemonPromptQueueFullError(DaemonHTTPError):
     """503 ``prompt_queue_full`` (Q8): the daemon refused the prompt; nothing was accepted.
 
     ``limit`` and ``pending_count`` are the daemon's; ``retry_after`` the seconds of its ``Retry-After``
-    header (None when absent or not a number of seconds).
+    header, read by :func:`acp_server.retry_after.parse_retry_after` (None when absent or not usable).
     """
 
     def __init__(

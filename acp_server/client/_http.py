@@ -6,15 +6,13 @@ Most specific first; every mapped error names its request (``method``, ``url``) 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx2
 
+from ..retry_after import parse_retry_after
 from ._exceptions import (
     DaemonClientClosedError,
     DaemonClientError,
@@ -38,7 +36,7 @@ from ._exceptions import (
     DaemonUnsupportedMediaTypeError,
 )
 
-__all__ = ["ADMISSION_CODES", "error_from_response", "json_object", "map_httpx_errors", "parse_retry_after"]
+__all__ = ["ADMISSION_CODES", "error_from_response", "json_object", "map_httpx_errors"]
 
 _BY_CODE: dict[str, type[DaemonHTTPError]] = {
     "invalid_request": DaemonInvalidRequestError,
@@ -114,24 +112,6 @@ def json_object(response: httpx2.Response, method: str, url: str) -> Mapping[str
             status_code=response.status_code,
         )
     return body
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or unreadable."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max((when - datetime.now(UTC)).total_seconds(), 0.0)
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _int_field(body: Mapping[str, Any], key: str) -> int | None:

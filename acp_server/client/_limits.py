@@ -1,4 +1,5 @@
-"""The local per-session prompt limit (Q11–Q13): its validation and the reservations counted against it.
+"""The local per-session prompt limit (Q11–Q13): its validation (the daemon's, from :mod:`acp_server.limits`) and
+the reservations counted against it.
 
 A reservation is taken synchronously, before any byte of the prompt request is sent, and released exactly once
 (:meth:`PromptSlot.release` is idempotent), whichever way the prompt ends. The daemon stays the authority (Q3);
@@ -7,32 +8,19 @@ this count only spares a request the daemon would refuse.
 
 from __future__ import annotations
 
-import math
-
+from ..limits import validate_max_pending
 from ._exceptions import DaemonPendingPromptLimitError
 
 __all__ = ["PromptReservations", "PromptSlot", "validate_limit"]
 
 
 def validate_limit(value: object, name: str = "max_pending_prompts_per_session") -> int | None:
-    """The capability's value as a limit: ``None``, ``0`` and ``math.inf`` disable it (→ None).
+    """The capability's value as a limit, by the daemon's rules (:func:`acp_server.limits.validate_max_pending`).
 
-    A positive integer (or an integral float) is the limit. Negative numbers, fractions, NaN, booleans and
-    non-numbers raise ``ValueError`` naming the value — the same rules as the daemon's (Q2).
+    ``None``, ``0`` and ``math.inf`` disable it (→ None); a positive integer (or an integral float) is the limit.
+    Negative numbers, fractions, NaN, booleans and non-numbers raise ``ValueError`` naming the value.
     """
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be None or a non-negative integer (0 or infinity = unlimited); got {value!r}")
-    if isinstance(value, float):
-        if value == math.inf:
-            return None
-        if math.isnan(value) or not value.is_integer():
-            raise ValueError(f"{name} must be a whole number (0 or infinity = unlimited); got {value!r}")
-        value = int(value)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0 (0 or infinity = unlimited); got {value!r}")
-    return value or None
+    return validate_max_pending(value, name)
 
 
 class PromptSlot:

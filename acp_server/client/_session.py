@@ -21,10 +21,11 @@ from types import TracebackType
 from typing import Self
 
 import anyio
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 from anyio.lowlevel import checkpoint
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..tasks import Lifecycle, OwnedTaskGroup
 from ._client import Accepted, DaemonClient, _prompt_body
 from ._exceptions import DaemonClientClosedError, DaemonClientError, DaemonEventStreamEndedError
 from ._limits import PromptSlot, validate_limit
@@ -47,12 +48,6 @@ class Inherit(enum.Enum):
 
 INHERIT = Inherit.INHERIT
 """``max_pending_prompts_per_session`` default of a session client: use its :class:`DaemonClient`'s limit."""
-
-
-class _Life(enum.Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
 
 
 class _Watch:
@@ -110,8 +105,8 @@ class DaemonSessionClient:
         self._limit: int | Inherit | None = (
             INHERIT if max_pending_prompts_per_session is INHERIT else validate_limit(max_pending_prompts_per_session)
         )
-        self._life = _Life.UNOPENED
-        self._tg: TaskGroup | None = None
+        self._life = Lifecycle.UNOPENED
+        self._tasks = OwnedTaskGroup()  # holds the one reader while open
         self._reader_scope: anyio.CancelScope | None = None
         self._stream: EventStream | None = None
         self._watches: dict[str, _Watch] = {}
@@ -191,51 +186,48 @@ class DaemonSessionClient:
 
     @property
     def closed(self) -> bool:
-        return self._life is _Life.CLOSED
+        return self._life is Lifecycle.CLOSED
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             raise DaemonClientClosedError(f'The session client of "{self.session_id}" is closed')
-        if self._life is _Life.OPEN:
+        if self._life is Lifecycle.OPEN:
             raise RuntimeError("a DaemonSessionClient can be opened only once")
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
+        tg = await self._tasks.enter()
         try:
             await tg.start(self._read, name=f"daemon session {self.session_id} events")
         except BaseException:
             tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)  # the reader failed before it started: its error propagates
-            self._life = _Life.CLOSED
+            await self._tasks.exit()  # the reader failed before it started: its error propagates
+            self._life = Lifecycle.CLOSED
             raise
-        self._tg = tg
-        self._life = _Life.OPEN
+        self._life = Lifecycle.OPEN
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    ) -> bool | None:
+        """Close (the reader is cancelled), then leave the task group; the body's error propagates as is."""
         await self.aclose()
-        tg, self._tg = self._tg, None
-        if tg is not None:
-            await tg.__aexit__(None, None, None)  # only the reader, cancelled; the body's exception propagates as is
+        return await self._tasks.exit(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         """Stop the subscription; prompts still followed end with :class:`DaemonClientClosedError` (their slots
         are released). The session stays on the daemon (see :meth:`close_session`). Idempotent."""
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             return
-        self._life = _Life.CLOSED
+        self._life = Lifecycle.CLOSED
         self._end(DaemonClientClosedError(f'The session client of "{self.session_id}" was closed'))
         if self._reader_scope is not None:
             self._reader_scope.cancel()
         await checkpoint()
 
     def _check_open(self) -> None:
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             raise DaemonClientClosedError(f'The session client of "{self.session_id}" is closed')
-        if self._life is _Life.UNOPENED:
+        if self._life is Lifecycle.UNOPENED:
             raise RuntimeError("the DaemonSessionClient is not open; use 'async with'")
 
     # -- the subscription --------------------------------------------------------------------------------------
@@ -332,7 +324,7 @@ class DaemonSessionClient:
                 watch.early.append(item)
         if watch.tracker.done:
             watch.send.close()
-        elif self._ended is not None or self._life is not _Life.OPEN:
+        elif self._ended is not None or self._life is not Lifecycle.OPEN:
             watch.fail(self._ended or DaemonClientClosedError(f'The session client of "{self.session_id}" is closed'))
         else:
             self._watches[accepted.prompt_id] = watch

@@ -65,7 +65,7 @@ class TurnTracker:
 
 
 def result_of(event: TurnCompleteEvent | TurnErrorEvent) -> PromptResult:
-    """The prompt's result, or its :class:`DaemonTurnError`."""
+    """The prompt's result for ``turn_complete``; raises its :class:`DaemonTurnError` for ``turn_error``."""
     if isinstance(event, TurnCompleteEvent):
         return PromptResult(event.prompt_id, event.stop_reason)
     raise DaemonTurnError(

@@ -7,8 +7,8 @@ nothing of the failed attempt was yielded to the caller:
   the incident, or a reset): at most **2** retries, waiting **1 s then 2 s**.
 - ``backoff`` — 429, retryable 5xx, and any other transport code (ECONNREFUSED, ENOTFOUND, ...), all of which
   happen before the stream starts: at most **4** retries, waiting 1.5 s × 2^(n-1) capped at 30 s, ± 30 %
-  jitter; a ``Retry-After`` (delta-seconds or HTTP date; or OpenAI's ``retry-after-ms``) replaces the computed
-  wait, capped at **5 min**.
+  jitter; a ``Retry-After`` (delta-seconds or HTTP date; or OpenAI's ``retry-after-ms``; read by
+  :func:`acp_server.retry_after.retry_after_from_headers`) replaces the computed wait, capped at **5 min**.
 - ``content`` — the stream ended with no chunk, or with neither a finish reason nor answer text: at most **1**
   retry, waiting 0.5 s.
 
@@ -23,16 +23,12 @@ SDK's own retries are switched off there, so this is the only retry layer.
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 
 from ._classify import RetryClassification
 from ._types import RetryPolicyName, StreamPolicy
 
-__all__ = ["STREAM_TRANSPORT_CODES", "RetryBudget", "RetryDecision", "backoff_delay_s", "parse_retry_after_s"]
+__all__ = ["STREAM_TRANSPORT_CODES", "RetryBudget", "RetryDecision", "backoff_delay_s"]
 
 STREAM_TRANSPORT_CODES = frozenset({"ETIMEDOUT", "ECONNRESET"})
 """Transport codes for which the whole request is retried while nothing was yielded (W9)."""
@@ -45,40 +41,6 @@ class RetryDecision:
     policy: RetryPolicyName
     retry: int
     delay_s: float
-
-
-def parse_retry_after_s(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait according to ``retry-after-ms`` or ``Retry-After`` (delta-seconds or HTTP date), or
-    None.
-
-    Negative or past values give 0; unparsable values are ignored. ``now`` is wall-clock time (for HTTP
-    dates).
-    """
-    if not headers:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            value = float(raw_ms)
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value):
-            return max(0.0, value / 1000)
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            return None
-        return max(0.0, when.timestamp() - (time.time() if now is None else now))
-    return max(0.0, value) if math.isfinite(value) else None
 
 
 def backoff_delay_s(retry: int, policy: StreamPolicy) -> float:
@@ -96,9 +58,6 @@ class RetryBudget:
     def __init__(self, policy: StreamPolicy) -> None:
         self._policy = policy
         self._used: dict[RetryPolicyName, int] = {"stream_transport": 0, "backoff": 0, "content": 0}
-
-    def used(self, name: RetryPolicyName) -> int:
-        return self._used[name]
 
     def decide(
         self,

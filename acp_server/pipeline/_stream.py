@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
+from ..retry_after import retry_after_from_headers
 from ._classify import RetryClassification, classify_retry_error
 from ._exceptions import (
     ModelHTTPError,
@@ -31,7 +32,7 @@ from ._exceptions import (
     StreamTimeoutError,
     redact,
 )
-from ._retry import RetryBudget, RetryDecision, parse_retry_after_s
+from ._retry import RetryBudget, RetryDecision
 from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy
 from ._watchdog import ChunkStream, close_stream, guarded_stream
 
@@ -217,7 +218,7 @@ def _final_error(
 
 def _retry_after_of(exc: BaseException) -> float | None:
     headers = getattr(getattr(exc, "response", None), "headers", None)
-    return parse_retry_after_s(headers) if headers is not None else None
+    return retry_after_from_headers(headers) if headers is not None else None
 
 
 def _notify(policy: StreamPolicy, event: RetryEvent) -> None:
@@ -247,7 +248,8 @@ async def stream_chat(
     - every attempt runs under the watchdog in a per-request cancel scope inside the caller's; its HTTP
       response is closed (``stream.close()``) whenever the attempt ends, whatever the reason;
     - a failed attempt is retried only within ``policy``'s budgets and only if none of its events was yielded,
-      so the caller never sees replayed or duplicated output; recovered retries appear in the log only;
+      so the caller never sees replayed or duplicated output; a retry is not an event of the stream (it is
+      logged, and reported to ``policy.on_retry``);
     - the caller's cancellation (cancel scope, deadline) is never retried or relabelled: it ends any attempt
       or backoff wait at once and propagates as is;
     - a retry wait that would outlast the caller's deadline is not started: the final error is raised instead;

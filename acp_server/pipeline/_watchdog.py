@@ -44,7 +44,7 @@ from anyio.lowlevel import checkpoint_if_cancelled, current_token
 
 from ._exceptions import StreamInactivityTimeoutError, StreamLifetimeExceededError
 
-__all__ = ["ChunkStream", "close_stream", "guard_stream", "guarded_stream", "loop_clock"]
+__all__ = ["ChunkStream", "close_stream", "guarded_stream", "loop_clock"]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -153,26 +153,6 @@ async def _timer(
         watch.fired = "idle" if now >= idle_deadline else "lifetime"
         scope.cancel()
         return
-
-
-def guard_stream(
-    stream: ChunkStream[T],
-    *,
-    idle_timeout_ms: float,
-    max_lifetime_ms: float = 0,
-    close_timeout_ms: float = 1_000,
-) -> AsyncGenerator[T, None]:
-    """:func:`guarded_stream` over an already open stream (the clocks start at the first iteration)."""
-
-    async def ready() -> ChunkStream[T]:
-        return stream
-
-    return guarded_stream(
-        ready,
-        idle_timeout_ms=idle_timeout_ms,
-        max_lifetime_ms=max_lifetime_ms,
-        close_timeout_ms=close_timeout_ms,
-    )
 
 
 async def guarded_stream(

@@ -9,12 +9,12 @@ starts and answers ``initialize``.
 from __future__ import annotations
 
 import abc
-import enum
 import logging
 from types import TracebackType
 from typing import ClassVar, Self
 
 from ..domain import Outcome, PromptPart, StopReason
+from ..tasks import Lifecycle
 from ._exceptions import StoreClosedError, StoreUnavailableError
 from ._owner import make_owner, owner_alive
 from ._types import (
@@ -32,12 +32,6 @@ __all__ = ["SessionStore"]
 logger = logging.getLogger("acp_server.store")
 
 
-class _Life(enum.Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
-
-
 class SessionStore(abc.ABC):
     """Sessions and their histories. Every write is one transaction; a failed call wrote nothing.
 
@@ -49,7 +43,7 @@ class SessionStore(abc.ABC):
     persistent: ClassVar[bool]
 
     def __init__(self) -> None:
-        self._life = _Life.UNOPENED
+        self._life = Lifecycle.UNOPENED
         self._problem: StoreUnavailableError | None = None
         self.owner = make_owner()
         self._live: set[tuple[str, int]] = set()  # (session, answer seq) of the turns this store is running
@@ -78,21 +72,21 @@ class SessionStore(abc.ABC):
 
     async def open(self) -> None:
         """Open the database (never raises for a bad one; see :attr:`problem`)."""
-        if self._life is _Life.OPEN:
+        if self._life is Lifecycle.OPEN:
             raise RuntimeError(f"{type(self).__name__} is already open")
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             raise StoreClosedError()
-        self._life = _Life.OPEN
+        self._life = Lifecycle.OPEN
         problem = await self._open()
         if problem is not None:
             self._mark_unavailable(problem)
 
     async def aclose(self) -> None:
         """Close; waits for the call in progress (a write is never cut in half). Idempotent."""
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             return
-        was_open = self._life is _Life.OPEN
-        self._life = _Life.CLOSED
+        was_open = self._life is Lifecycle.OPEN
+        self._life = Lifecycle.CLOSED
         if was_open:
             await self._close()
 
@@ -102,9 +96,9 @@ class SessionStore(abc.ABC):
             logger.error("%s", problem)
 
     def _check(self) -> None:
-        if self._life is _Life.UNOPENED:
+        if self._life is Lifecycle.UNOPENED:
             raise RuntimeError(f"{type(self).__name__} is not open; use 'async with' or 'await store.open()'")
-        if self._life is _Life.CLOSED:
+        if self._life is Lifecycle.CLOSED:
             raise StoreClosedError()
         if self._problem is not None:
             raise self._problem

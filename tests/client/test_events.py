@@ -21,7 +21,7 @@ from acp_server.client import (
     TurnCompleteEvent,
     TurnErrorEvent,
 )
-from acp_server.provider.offline import Answer, LoopbackModel, ServerError, SlowDrip
+from acp_server.provider.offline import Answer, ErrorStatus, LoopbackModel, SlowDrip
 
 from ._support import Recorder, running_daemon
 
@@ -43,7 +43,7 @@ async def until(events: EventStream, predicate: Callable[[DaemonEvent], bool]) -
 async def test_typed_events_of_a_turn() -> None:
     async with LoopbackModel() as model, running_daemon(model) as served, DaemonClient(served.url) as client:
         session_id = await client.create_session("/tmp")
-        model.enqueue(Answer(text="hi there", reasoning="hmm"), ServerError(400))
+        model.enqueue(Answer(text="hi there", reasoning="hmm"), ErrorStatus(400))
         async with client.events(session_id) as events:
             ok = await client.prompt(session_id, "hello", wait=True)
             with pytest.raises(DaemonTurnError):

@@ -32,7 +32,7 @@ from acp_server.client import (
     TurnCompleteEvent,
 )
 from acp_server.config import Settings
-from acp_server.provider.offline import Answer, ChunksThenSilent, HangAfterHeaders, LoopbackModel, ServerError
+from acp_server.provider.offline import Answer, ChunksThenSilent, ErrorStatus, HangAfterHeaders, LoopbackModel
 
 from ._support import Recorder, assert_released_once, running_daemon, wait_pending
 
@@ -147,7 +147,7 @@ async def test_released_on_turn_error() -> None:
         rec = Recorder()
         async with client_for(served.url, rec) as client:
             session_id = await client.create_session("/tmp")
-            model.enqueue(ServerError(400))
+            model.enqueue(ErrorStatus(400))
             with pytest.raises(DaemonTurnError) as failed:
                 await client.prompt(session_id, "hello")
             error = failed.value

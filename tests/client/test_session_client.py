@@ -23,7 +23,7 @@ from acp_server.client import (
     DaemonTurnError,
     SessionUpdateEvent,
 )
-from acp_server.provider.offline import Answer, ChunksThenSilent, HangAfterHeaders, LoopbackModel, ServerError
+from acp_server.provider.offline import Answer, ChunksThenSilent, ErrorStatus, HangAfterHeaders, LoopbackModel
 
 from ._support import Recorder, assert_released_once, running_daemon, wait_pending
 
@@ -110,7 +110,7 @@ async def test_released_on_turn_error() -> None:
             DaemonClient(served.url, max_pending_prompts_per_session=1, transport=rec) as client,
             await DaemonSessionClient.create_or_attach(client, "/tmp") as session,
         ):
-            model.enqueue(ServerError(400))
+            model.enqueue(ErrorStatus(400))
             with pytest.raises(DaemonTurnError) as failed:
                 await session.prompt("hello")
             assert failed.value.code == "model_http_error" and failed.value.session_id == session.session_id

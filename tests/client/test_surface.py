@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from typing import Any
 
 import httpx2
@@ -39,7 +36,6 @@ from acp_server.client import (
     UnknownEvent,
     validate_limit,
 )
-from acp_server.client._http import parse_retry_after
 
 from ._support import running_daemon
 
@@ -304,7 +300,10 @@ async def test_every_error_body_maps_to_its_exception_with_its_fields(
         assert getattr(raised.value, name) == value
 
 
-@pytest.mark.parametrize(("header", "expected"), [("5", 5.0), ("0.5", 0.5), (None, None), ("soon", None), ("-1", None)])
+# The Retry-After rules themselves are pinned once, in tests/pipeline/test_retry_after.py; this is the plumbing.
+@pytest.mark.parametrize(
+    ("header", "expected"), [("5", 5.0), ("0.5", None), (None, None), ("soon", None), ("-1", None)]
+)
 async def test_queue_full_carries_limit_pending_count_and_retry_after(header: str | None, expected: Any) -> None:
     headers = {} if header is None else {"Retry-After": header}
     scripted = Scripted(answer(503, QUEUE_FULL, **headers))
@@ -315,13 +314,6 @@ async def test_queue_full_carries_limit_pending_count_and_retry_after(header: st
     error = refused.value
     assert (error.session_id, error.limit, error.pending_count, error.retry_after) == ("s", 5, 5, expected)
     assert str(error) == QUEUE_FULL["error"]
-
-
-def test_retry_after_as_an_http_date() -> None:
-    later = datetime.now(UTC) + timedelta(seconds=30)
-    seconds = parse_retry_after(format_datetime(later, usegmt=True))
-    assert seconds is not None and 28 <= seconds <= 30
-    assert parse_retry_after(format_datetime(datetime(2000, 1, 1, tzinfo=UTC), usegmt=True)) == 0.0
 
 
 async def test_a_queue_full_body_without_its_fields_is_a_protocol_error() -> None:
@@ -411,4 +403,4 @@ async def test_an_events_answer_that_is_not_sse_is_a_protocol_error() -> None:
 def test_error_messages_are_readable() -> None:
     limit = DaemonPendingPromptLimitError("s", 2, 2)
     assert (limit.session_id, limit.limit, limit.pending_count) == ("s", 2, 2)
-    assert json.dumps(str(limit))  # plain text
+    assert str(limit) == 'Local prompt limit reached for session "s" (2/2 pending); nothing was sent'

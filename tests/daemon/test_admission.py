@@ -12,7 +12,7 @@ from acp_server.acp import AcpAgent, AgentOptions, bind
 from acp_server.bridge import PromptQueueFullError
 from acp_server.config import Settings
 from acp_server.domain import Prompt, TextPart
-from acp_server.provider.offline import Answer, HangAfterHeaders, LoopbackModel, ServerError, SlowDrip
+from acp_server.provider.offline import Answer, ErrorStatus, HangAfterHeaders, LoopbackModel, SlowDrip
 from acp_server.rpc import to_rpc_error
 
 from ._support import TEXT, assert_documented, running_daemon
@@ -211,7 +211,7 @@ async def test_wait_true_answers_200_with_the_stop_reason() -> None:
 @pytest.mark.parametrize(
     ("behaviour", "extra", "status", "code"),
     [
-        (ServerError(400), {}, 502, "model_http_error"),
+        (ErrorStatus(400), {}, 502, "model_http_error"),
         (HangAfterHeaders(), {"deadlineMs": 100}, 504, "prompt_deadline_exceeded"),
     ],
     ids=["model-error-502", "deadline-504"],

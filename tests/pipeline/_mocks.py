@@ -1,17 +1,20 @@
-"""In-memory doubles of the openai SDK for pipeline tests: chunks, an ``AsyncStream`` look-alike, a client.
+"""In-memory doubles of the openai SDK for pipeline tests: chunks, an ``AsyncStream`` look-alike, a client, and
+:func:`guard_stream` (the watchdog over an already open stream).
 
 Everything runs on anyio (virtual time under trio's ``MockClock``); nothing touches the network.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import httpx2
 import openai
+
+from acp_server.pipeline._watchdog import ChunkStream, guarded_stream
 
 
 @dataclass(frozen=True)
@@ -198,3 +201,25 @@ class FakeClient:
         self.chat = _Chat(self)
         self.api_key = api_key
         self.max_retries = 0
+
+
+# --- the watchdog over an already open stream ---
+
+T = TypeVar("T")
+
+
+def guard_stream(
+    stream: ChunkStream[T],
+    *,
+    idle_timeout_ms: float,
+    max_lifetime_ms: float = 0,
+    close_timeout_ms: float = 1_000,
+) -> AsyncGenerator[T, None]:
+    """``guarded_stream`` over an already open stream (the clocks start at the first iteration)."""
+
+    async def ready() -> ChunkStream[T]:
+        return stream
+
+    return guarded_stream(
+        ready, idle_timeout_ms=idle_timeout_ms, max_lifetime_ms=max_lifetime_ms, close_timeout_ms=close_timeout_ms
+    )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
-from email.utils import format_datetime
 
 import pytest
 
@@ -27,7 +25,7 @@ from acp_server.pipeline import (
     StreamTimeoutError,
 )
 from acp_server.pipeline._exceptions import redact
-from acp_server.pipeline._retry import RetryBudget, backoff_delay_s, parse_retry_after_s
+from acp_server.pipeline._retry import RetryBudget, backoff_delay_s
 
 
 def test_public_surface_is_pinned_and_sorted() -> None:
@@ -176,32 +174,6 @@ def test_disabled_timers_are_valid() -> None:
 
 
 # --- retry arithmetic ---
-
-
-@pytest.mark.parametrize(
-    ("headers", "expected"),
-    [
-        ({"retry-after": "1"}, 1.0),
-        ({"retry-after": " 2.5 "}, 2.5),
-        ({"retry-after": "-3"}, 0.0),
-        ({"retry-after-ms": "250"}, 0.25),
-        ({"retry-after-ms": "nope", "retry-after": "4"}, 4.0),
-        ({"retry-after": "soon"}, None),
-        ({"retry-after": "inf"}, None),
-        ({}, None),
-        (None, None),
-    ],
-)
-def test_parse_retry_after(headers: dict[str, str] | None, expected: float | None) -> None:
-    assert parse_retry_after_s(headers) == expected
-
-
-def test_parse_retry_after_http_date() -> None:
-    now = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC).timestamp()
-    later = format_datetime(datetime(2026, 11, 30, 12, 0, 42, tzinfo=UTC), usegmt=True)
-    earlier = format_datetime(datetime(2026, 11, 30, 11, 0, 0, tzinfo=UTC), usegmt=True)
-    assert parse_retry_after_s({"retry-after": later}, now=now) == 42.0
-    assert parse_retry_after_s({"retry-after": earlier}, now=now) == 0.0
 
 
 def test_backoff_delay_doubles_caps_and_jitters() -> None:

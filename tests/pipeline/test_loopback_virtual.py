@@ -26,11 +26,11 @@ from acp_server.provider.offline import (
     ConnectionReset,
     EmptyStream,
     EndWithoutFinish,
+    ErrorStatus,
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
     RateLimited,
-    ServerError,
 )
 
 from ._loopback import loopback, run_turn
@@ -129,7 +129,7 @@ async def test_connection_reset_before_any_chunk_is_retried_after_one_second() -
 
 async def test_server_error_backs_off_then_recovers() -> None:
     async with loopback() as (model, client):
-        model.enqueue(ServerError(500), ServerError(503), Answer(text="ok", reasoning=""))
+        model.enqueue(ErrorStatus(500), ErrorStatus(503), Answer(text="ok", reasoning=""))
         outcome = await run_turn(client, DEFAULTS)
         assert outcome.text == "ok"
         t0 = model.requests[0].received_at
@@ -138,7 +138,7 @@ async def test_server_error_backs_off_then_recovers() -> None:
 
 async def test_unauthorised_fails_fast() -> None:
     async with loopback() as (model, client):
-        model.enqueue(ServerError(401))
+        model.enqueue(ErrorStatus(401))
         outcome = await run_turn(client, DEFAULTS)
         assert isinstance(outcome.error, ModelHTTPError)
         assert (outcome.error.status, outcome.error.retryable, len(model.requests)) == (401, False, 1)

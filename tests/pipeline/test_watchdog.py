@@ -17,9 +17,9 @@ import trio
 import trio.testing
 
 from acp_server.pipeline import StreamInactivityTimeoutError, StreamLifetimeExceededError
-from acp_server.pipeline._watchdog import guard_stream, guarded_stream
+from acp_server.pipeline._watchdog import guarded_stream
 
-from ._mocks import FakeChunk, MockStream, chunk, drip
+from ._mocks import FakeChunk, MockStream, chunk, drip, guard_stream
 
 pytestmark = pytest.mark.anyio
 

@@ -15,9 +15,9 @@ from acp_server.provider.offline import (
     ChunksThenSilent,
     ConnectionReset,
     EndWithoutFinish,
+    ErrorStatus,
     KeepAliveOnly,
     LoopbackModel,
-    ServerError,
     SlowDrip,
 )
 
@@ -32,13 +32,13 @@ def test_exported_members() -> None:
         "Disconnect",
         "EmptyStream",
         "EndWithoutFinish",
+        "ErrorStatus",
         "HangAfterHeaders",
         "KeepAliveOnly",
         "LoopbackModel",
         "NonSSE",
         "RateLimited",
         "RecordedRequest",
-        "ServerError",
         "SlowDrip",
     ]
 
@@ -75,7 +75,7 @@ def test_client_keeps_an_explicit_key() -> None:
         lambda: ChunksThenSilent(-1),
         lambda: KeepAliveOnly(0),
         lambda: SlowDrip(0, "x"),
-        lambda: ServerError(200),
+        lambda: ErrorStatus(200),
         lambda: ConnectionReset(-1),
         lambda: EndWithoutFinish(-2),
     ],
@@ -92,7 +92,7 @@ def test_base_url_needs_an_open_model() -> None:
 
 def test_enqueue_rejects_what_is_not_a_behaviour() -> None:
     with pytest.raises(TypeError):
-        LoopbackModel().enqueue("ServerError")  # type: ignore[arg-type]
+        LoopbackModel().enqueue("ErrorStatus")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio

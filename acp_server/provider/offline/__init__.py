@@ -15,11 +15,11 @@ from ._behaviours import (
     ConnectionReset,
     EmptyStream,
     EndWithoutFinish,
+    ErrorStatus,
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
     RateLimited,
-    ServerError,
     SlowDrip,
 )
 from ._model import LoopbackModel
@@ -33,12 +33,12 @@ __all__ = [
     "Disconnect",
     "EmptyStream",
     "EndWithoutFinish",
+    "ErrorStatus",
     "HangAfterHeaders",
     "KeepAliveOnly",
     "LoopbackModel",
     "NonSSE",
     "RateLimited",
     "RecordedRequest",
-    "ServerError",
     "SlowDrip",
 ]

@@ -82,8 +82,11 @@ class RateLimited:
 
 
 @dataclass(frozen=True, slots=True)
-class ServerError:
-    """An HTTP error ``status`` (default 500) with an OpenAI error body."""
+class ErrorStatus:
+    """An HTTP error ``status`` (400-599, default 500) with an OpenAI ``server_error`` body.
+
+    Not an exception: a behaviour, named apart from :class:`acp_server.errors.ServerError`.
+    """
 
     status: int = 500
 
@@ -134,7 +137,7 @@ Behaviour = (
     | KeepAliveOnly
     | SlowDrip
     | RateLimited
-    | ServerError
+    | ErrorStatus
     | ConnectionReset
     | NonSSE
     | EndWithoutFinish

@@ -10,15 +10,14 @@ import itertools
 import json
 import logging
 from collections import deque
-from contextlib import AsyncExitStack
-from enum import Enum
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
 import anyio
 import h11
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import Listener, SocketAttribute, SocketStream
 
+from ...tasks import Lifecycle, OwnedTaskGroup
 from . import _wire
 from ._behaviours import Answer, Behaviour
 from ._exchange import Exchange, send_json
@@ -33,12 +32,6 @@ _MODELS_PATH = "/v1/models"
 _ALLOWED = {_CHAT_PATH: "POST", _MODELS_PATH: "GET"}
 _MAX_BODY_BYTES = 32 * 1024 * 1024
 _DEFAULT_BEHAVIOUR = Answer()
-
-
-class _State(Enum):
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
 
 
 def _parse_json(body: bytes) -> Any:
@@ -65,10 +58,11 @@ class LoopbackModel:
         self.requests: list[RecordedRequest] = []
         self.disconnects: list[Disconnect] = []
         self._script: deque[Behaviour] = deque()
-        self._state = _State.UNOPENED
+        self._life = Lifecycle.UNOPENED
         self._port: int | None = None
         self._changed: anyio.Event | None = None
-        self._exit_stack: AsyncExitStack | None = None
+        self._listener: Listener[SocketStream] | None = None
+        self._tasks = OwnedTaskGroup()
         self._connection_numbers = itertools.count()
 
     @property
@@ -98,28 +92,36 @@ class LoopbackModel:
         return self.disconnects[:n]
 
     async def __aenter__(self) -> Self:
-        if self._state is not _State.UNOPENED:
-            raise RuntimeError(f"a LoopbackModel can be opened only once (this one is {self._state.value})")
+        if self._life is not Lifecycle.UNOPENED:
+            raise RuntimeError(f"a LoopbackModel can be opened only once (this one is {self._life.value})")
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        try:
+            task_group = await self._tasks.enter()
+        except BaseException:
+            await anyio.aclose_forcefully(listener)
+            raise
+        self._listener = listener
         self._changed = anyio.Event()
-        async with AsyncExitStack() as stack:
-            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-            stack.push_async_callback(anyio.aclose_forcefully, listener)
-            task_group = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(task_group.cancel_scope.cancel)
-            self._port = listener.extra(SocketAttribute.local_port)
-            task_group.start_soon(listener.serve, self._serve_connection, task_group)
-            self._exit_stack = stack.pop_all()
-        self._state = _State.OPEN
+        self._port = listener.extra(SocketAttribute.local_port)
+        task_group.start_soon(listener.serve, self._serve_connection, task_group)
+        self._life = Lifecycle.OPEN
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """Cancel every connection task, then close the listener and any socket left."""
-        assert self._exit_stack is not None
-        self._state = _State.CLOSED
-        stack, self._exit_stack = self._exit_stack, None
-        return await stack.__aexit__(exc_type, exc, tb)
+        """Cancel every connection task (and the accept loop), leave the task group, then close the listener.
+
+        A body error propagates unchanged (not wrapped in an exception group).
+        """
+        self._life = Lifecycle.CLOSED
+        listener, self._listener = self._listener, None
+        try:
+            self._tasks.group.cancel_scope.cancel()
+            return await self._tasks.exit(exc_type, exc, tb)
+        finally:
+            if listener is not None:
+                await anyio.aclose_forcefully(listener)
 
     def _changed_event(self) -> anyio.Event:
         if self._changed is None:

@@ -16,11 +16,11 @@ from ._behaviours import (
     ConnectionReset,
     EmptyStream,
     EndWithoutFinish,
+    ErrorStatus,
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
     RateLimited,
-    ServerError,
     SlowDrip,
 )
 from ._exchange import Exchange
@@ -93,7 +93,7 @@ async def play(behaviour: Behaviour, exchange: Exchange) -> None:
             headers = [] if retry_after is None else [("retry-after", retry_after)]
             body = _wire.error_body("Rate limit reached (loopback model)", "requests", "rate_limit_exceeded")
             await exchange.send_json(429, body, headers)
-        case ServerError(status=status):
+        case ErrorStatus(status=status):
             body = _wire.error_body(f"Scripted server error {status} (loopback model)", "server_error")
             await exchange.send_json(status, body)
         case ConnectionReset(after_chunks=after_chunks):
