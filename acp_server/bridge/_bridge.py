@@ -20,6 +20,7 @@ import heapq
 import math
 import os
 import uuid
+from functools import partial
 from types import TracebackType
 from typing import Protocol
 
@@ -39,6 +40,7 @@ from ._exceptions import (
     SessionClosedError,
     SessionNotFoundError,
 )
+from ._fifo import Fifo
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._session import ForkRequest, SessionEntry, now
@@ -86,12 +88,15 @@ class SessionBridge:
         self._store: SessionStore = MemorySessionStore() if store is None else store
         self._limit = validate_max_pending(max_pending_prompts_per_session)
         self._deadline_ms = validate_deadline_ms(prompt_deadline_ms)
+        if stream_capacity < 1:
+            raise ValueError(f"stream_capacity must be >= 1; got {stream_capacity!r}")
         self._stream_capacity = stream_capacity
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
         self._sessions: dict[str, SessionEntry] = {}
         self._keys = 0
-        self._deadlines: list[tuple[float, int, PromptJob]] = []
+        self._deadlines: list[tuple[float, int]] = []  # (deadline, key), a heap; settled keys are skipped
+        self._watched: dict[int, PromptJob] = {}  # unsettled prompts with a deadline, by key
         self._deadline_wakeup: anyio.Event | None = None
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
@@ -303,7 +308,7 @@ class SessionBridge:
         effective_ms = min((ms for ms in (self._deadline_ms, per_prompt_ms) if ms is not None), default=None)
         deadline = anyio.current_time() + effective_ms / 1000 if effective_ms is not None else None
         job = PromptJob(
-            fifo.settle,
+            partial(self._release, fifo),
             session_id,
             prompt,
             key=self._next_key(),
@@ -419,21 +424,31 @@ class SessionBridge:
         job.finish(scope, result, error)
         session.updated_at = now()
 
+    def _release(self, fifo: Fifo[ForkRequest], job: PromptJob) -> None:
+        """A prompt settled: its FIFO releases its slot, and the deadline watch forgets it (so does memory)."""
+        fifo.settle(job)
+        if self._watched.pop(job.key, None) is not None and len(self._deadlines) > 2 * len(self._watched) + 64:
+            self._deadlines = [entry for entry in self._deadlines if entry[1] in self._watched]
+            heapq.heapify(self._deadlines)
+
     async def _reap_deadlines(self, scope: anyio.CancelScope) -> None:
         """Expire waiting prompts at their deadline (running ones are stopped by their own scope)."""
         with scope:
             while True:
                 current = anyio.current_time()
                 while self._deadlines and self._deadlines[0][0] <= current:
-                    _, _, job = heapq.heappop(self._deadlines)
-                    job.expire()
+                    _, key = heapq.heappop(self._deadlines)
+                    job = self._watched.get(key)
+                    if job is not None:
+                        job.expire()
                 self._deadline_wakeup = wakeup = anyio.Event()
                 next_deadline = self._deadlines[0][0] if self._deadlines else math.inf
                 with anyio.CancelScope(deadline=next_deadline):
                     await wakeup.wait()
 
     def _watch_deadline(self, deadline: float, job: PromptJob) -> None:
-        heapq.heappush(self._deadlines, (deadline, job.key, job))
+        self._watched[job.key] = job
+        heapq.heappush(self._deadlines, (deadline, job.key))
         if self._deadlines[0][1] == job.key and self._deadline_wakeup is not None:
             self._deadline_wakeup.set()
 

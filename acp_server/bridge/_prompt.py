@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 import anyio
 
-from ..domain import Prompt, PromptEnded, StopReason
+from ..domain import Message, Prompt, PromptEnded, StopReason
 from ._exceptions import BridgeClosedError, PromptDeadlineExceededError, SessionClosedError
 from ._stream import PromptStream
 
@@ -48,6 +48,8 @@ class PromptJob:
         "_outcome",
         "_release",
         "_scope",
+        "_sealed",
+        "_sealed_stop",
         "_state",
         "deadline",
         "deadline_ms",
@@ -82,6 +84,8 @@ class PromptJob:
         self._scope: anyio.CancelScope | None = None
         self._cause: Cause | None = None  # first reason the bridge interrupted the running prompt
         self._outcome: _Outcome | None = None
+        self._sealed = False  # the turn has decided what is stored (see seal)
+        self._sealed_stop: StopReason | None = None  # ... and it was stored complete, with this stop reason
         self._done = anyio.Event()
         self.handle = PromptHandle(self)
 
@@ -99,7 +103,7 @@ class PromptJob:
         """Waiting: settle now; running: cancel its scope (the first cause decides its outcome); done: no-op."""
         if self._state is _State.WAITING:
             self.settle(self._outcome_of(cause))
-        elif self._state is _State.RUNNING:
+        elif self._state is _State.RUNNING and not self._sealed:  # once sealed, the outcome is decided
             assert self._scope is not None
             if self._cause is None:
                 # First cause wins; a deadline that has already passed counts as first.
@@ -115,10 +119,35 @@ class PromptJob:
         self._state = _State.RUNNING
         self._scope = scope
 
+    def seal(self, answer: Message) -> Message:
+        """The turn is about to store its answer: decide the prompt's outcome now, once, so reply and store agree.
+
+        Cut short already (a cause, or its deadline passed): the cause decides the reply and the answer is stored
+        ``cancelled`` whatever the turn made of it. Otherwise the turn's own outcome stands, and a cancel or deadline
+        arriving while the answer is being stored changes neither. Returns the answer to store.
+        """
+        if self._state is not _State.RUNNING or self._sealed:
+            return answer
+        assert self._scope is not None
+        self._sealed = True
+        if self._cause is None and self._deadline_passed(self._scope):
+            self._cause = Cause.DEADLINE
+        if self._cause is not None:
+            if answer.outcome == "complete":
+                return Message(answer.role, answer.content, answer.reasoning, "cancelled", "cancelled")
+            return answer
+        if answer.outcome == "complete":
+            self._sealed_stop = answer.stop_reason
+        return answer
+
     def finish(self, scope: anyio.CancelScope, result: StopReason | None, error: Exception | None) -> None:
-        """Settle after the runner returned; if the bridge cut the prompt short, that cause decides."""
+        """Settle after the runner returned: what :meth:`seal` decided, else the cause that cut the prompt short,
+        else the runner's own result or failure."""
         outcome: _Outcome
-        if self._cause is not None or scope.cancel_called:
+        if self._cause is None and self._sealed_stop is not None:
+            # Stored complete: a late cancel or deadline changes nothing (a failure to store it still fails it).
+            outcome = error if error is not None else self._sealed_stop
+        elif self._cause is not None or (scope.cancel_called and not self._sealed):
             outcome = self._outcome_of(self._cause or Cause.DEADLINE)
             if isinstance(outcome, BaseException) and error is not None:
                 outcome.__cause__ = error

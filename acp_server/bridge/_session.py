@@ -121,7 +121,13 @@ class SessionEntry:
         return history
 
     async def end_turn(self, answer: Message) -> None:
-        """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``."""
+        """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``.
+
+        The running prompt's outcome is decided first (``PromptJob.seal``): what is stored is what it answers.
+        """
+        running = self.fifo.running
+        if running is not None:
+            answer = running.seal(answer)
         if self._journal is None:
             self.conversation.messages.append(answer)
             return

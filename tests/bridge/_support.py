@@ -4,15 +4,16 @@ The runner's behaviour is chosen by the prompt's text:
 - ``"ok:<name>"`` returns ``end_turn`` at once, ``"fail:<name>"`` raises :class:`Boom` at once;
 - ``"sleep:<seconds>:<name>"`` sleeps (virtual time) then returns ``end_turn``;
 - anything else blocks until the test calls :meth:`ScriptedRunner.finish` or :meth:`ScriptedRunner.fail`.
-Every prompt appends ``user <text>`` to the conversation when it starts, ``assistant <text>`` if it succeeds.
+Every prompt appends ``user <text>`` to the conversation when it starts, ``assistant <text>`` if it succeeds, and
+sends two events to its stream as it starts: ``TextChunk("<text>/1")``, ``TextChunk("<text>/2")``.
 """
 
 from __future__ import annotations
 
 import anyio
 
-from acp_server.bridge import SessionEntry
-from acp_server.domain import Emit, Message, Prompt, StopReason, TextChunk, TextPart, TurnEvent
+from acp_server.bridge import PromptStream, SessionEntry
+from acp_server.domain import Emit, Message, Prompt, PromptEnded, PromptEvent, StopReason, TextChunk, TextPart
 
 
 class Boom(Exception):
@@ -23,22 +24,20 @@ def prompt(text: str) -> Prompt:
     return Prompt((TextPart(text),))
 
 
-class Collector:
-    """An ``emit`` that records the events it is given, in order."""
+async def read_all(stream: PromptStream) -> list[PromptEvent]:
+    """Everything a prompt's stream yields, to its end (the reader side of ``handle.events``).
 
-    def __init__(self) -> None:
-        self.events: list[TurnEvent] = []
-
-    async def __call__(self, event: TurnEvent) -> None:
-        self.events.append(event)
-
-    @property
-    def texts(self) -> list[str]:
-        return [event.text for event in self.events if isinstance(event, TextChunk)]
+    Bounded in (virtual) time: on a mock clock, a stream that never ends fails at once instead of hanging."""
+    with anyio.fail_after(24 * 3600):
+        return [event async for event in stream]
 
 
-async def discard(event: TurnEvent) -> None:
-    return None
+def texts(events: list[PromptEvent]) -> list[str]:
+    return [event.text for event in events if isinstance(event, TextChunk)]
+
+
+def outcomes(events: list[PromptEvent]) -> list[PromptEnded]:
+    return [event for event in events if isinstance(event, PromptEnded)]
 
 
 class ScriptedRunner:

@@ -1,4 +1,4 @@
-"""Q1–Q5: synchronous admission, pre-cancelled signals, the limit, one release per prompt (virtual time)."""
+"""Q1–Q5: synchronous admission, the limit, cancel, one release per prompt, each prompt's own events (virtual time)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ import trio
 import trio.testing
 
 from acp_server.bridge import (
-    CancelSignal,
-    PromptCancelledError,
     PromptHandle,
     PromptQueueFullError,
     SessionBridge,
     SessionNotFoundError,
 )
+from acp_server.domain import PromptEnded, TextChunk
 
-from ._support import Boom, Collector, ScriptedRunner, discard, history, prompt
+from ._support import Boom, ScriptedRunner, history, prompt, read_all
 
 pytestmark = pytest.mark.anyio
 
@@ -34,8 +33,8 @@ def send_many(bridge: SessionBridge, session_id: str, names: list[str]) -> list[
     results: list[PromptHandle | Exception] = []
     for name in names:
         try:
-            results.append(bridge.send_prompt(session_id, prompt(name), emit=discard))
-        except (PromptQueueFullError, PromptCancelledError, SessionNotFoundError) as exc:
+            results.append(bridge.send_prompt(session_id, prompt(name)))
+        except (PromptQueueFullError, SessionNotFoundError) as exc:
             results.append(exc)
     return results
 
@@ -75,49 +74,32 @@ async def test_default_limit_is_five_and_the_sixth_is_refused_synchronously() ->
         await bridge.aclose()
 
 
-async def test_unknown_session_is_looked_up_first() -> None:
-    signal = CancelSignal()
-    signal.set()
-    async with SessionBridge(ScriptedRunner()) as bridge:
+async def test_unknown_session_is_refused_and_counts_nothing() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        other = bridge.create_session("/w")
         with pytest.raises(SessionNotFoundError) as info:
-            bridge.send_prompt("nope", prompt("x"), emit=discard, cancel=signal)
+            bridge.send_prompt("nope", prompt("x"))
         assert info.value.details() == {"sessionId": "nope"}
         assert info.value.error_kind == "session_not_found"
-
-
-async def test_pre_cancelled_prompt_is_refused_before_counting() -> None:
-    runner = ScriptedRunner()
-    signal = CancelSignal()
-    signal.set()
-    async with SessionBridge(runner, max_pending_prompts_per_session=1) as bridge:
-        session = bridge.create_session("/w")
-        with pytest.raises(PromptCancelledError):
-            bridge.send_prompt(session.session_id, prompt("x"), emit=discard, cancel=signal)
-        assert session.pending_prompt_count == 0
-        # The refusal took no slot: a real prompt is still admitted under a limit of 1.
-        handle = bridge.send_prompt(session.session_id, prompt("ok:y"), emit=discard)
-        assert session.pending_prompt_count == 1
-        # Queue full: a pre-cancelled prompt is still "cancelled", not "queue full" (step 2 before 3).
-        with pytest.raises(PromptCancelledError):
-            bridge.send_prompt(session.session_id, prompt("z"), emit=discard, cancel=signal)
-        assert await handle.result() == "end_turn"
+        assert other.pending_prompt_count == 0
         await trio.testing.wait_all_tasks_blocked()
-        assert runner.started == ["ok:y"]
-        assert session.pending_prompt_count == 0
+        assert runner.started == []
 
 
-async def test_signal_set_after_acceptance_cancels_waiting_and_running() -> None:
+async def test_cancel_after_acceptance_stops_waiting_and_running_prompts() -> None:
     runner = ScriptedRunner()
-    signal = CancelSignal()
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
-        first = bridge.send_prompt(session.session_id, prompt("a"), emit=discard, cancel=signal)
-        second = bridge.send_prompt(session.session_id, prompt("b"), emit=discard, cancel=signal)
-        third = bridge.send_prompt(session.session_id, prompt("ok:c"), emit=discard)
+        first = bridge.send_prompt(session.session_id, prompt("a"))
+        second = bridge.send_prompt(session.session_id, prompt("b"))
+        third = bridge.send_prompt(session.session_id, prompt("ok:c"))
         await trio.testing.wait_all_tasks_blocked()
         assert runner.started == ["a"]
-        signal.set()
+        second.cancel()
         assert second.done  # waiting: settled synchronously
+        first.cancel()
+        assert not first.done  # running: its scope is cancelled, it settles once the runner has unwound
         assert session.pending_prompt_count == 2  # "a" unwinding, "ok:c" waiting
         assert await first.result() == "cancelled"
         assert await second.result() == "cancelled"
@@ -125,6 +107,13 @@ async def test_signal_set_after_acceptance_cancels_waiting_and_running() -> None
         assert runner.started == ["a", "ok:c"]
         assert runner.cancelled == ["a"]
         assert session.pending_prompt_count == 0
+        # The waiting one never ran: its stream is the outcome alone; the running one sent what it had.
+        assert await read_all(second.events) == [PromptEnded(stop_reason="cancelled")]
+        assert await read_all(first.events) == [
+            TextChunk("a/1"),
+            TextChunk("a/2"),
+            PromptEnded(stop_reason="cancelled"),
+        ]
 
 
 @pytest.mark.parametrize("limit", [0, None, math.inf, float("inf")])
@@ -144,7 +133,7 @@ async def test_failure_releases_the_slot_once_and_reaches_the_caller() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner, max_pending_prompts_per_session=1) as bridge:
         session = bridge.create_session("/w")
-        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        handle = bridge.send_prompt(session.session_id, prompt("a"))
         error = Boom("the model broke")
         await trio.testing.wait_all_tasks_blocked()
         runner.fail("a", error)
@@ -152,12 +141,13 @@ async def test_failure_releases_the_slot_once_and_reaches_the_caller() -> None:
             await handle.result()
         assert info.value is error
         assert handle.done
+        assert await read_all(handle.events) == [TextChunk("a/1"), TextChunk("a/2"), PromptEnded(error=error)]
         assert session.pending_prompt_count == 0
         handle.cancel()  # after the outcome: no second release
         assert session.pending_prompt_count == 0
         with pytest.raises(Boom):
             await handle.result()  # the outcome is stable
-        again = bridge.send_prompt(session.session_id, prompt("ok:b"), emit=discard)
+        again = bridge.send_prompt(session.session_id, prompt("ok:b"))
         assert await again.result() == "end_turn"
         assert session.pending_prompt_count == 0
 
@@ -167,10 +157,7 @@ async def test_fifo_order_survives_a_failure_in_front() -> None:
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
         sid = session.session_id
-        handles = [
-            bridge.send_prompt(sid, prompt(n), emit=discard)
-            for n in ("fail:a", "ok:b", "c", "fail:d", "ok:e")
-        ]
+        handles = [bridge.send_prompt(sid, prompt(n)) for n in ("fail:a", "ok:b", "c", "fail:d", "ok:e")]
         await trio.testing.wait_all_tasks_blocked()
         assert runner.started == ["fail:a", "ok:b", "c"]
         runner.finish("c")
@@ -199,9 +186,9 @@ async def test_one_prompt_at_a_time_per_session_sessions_concurrent() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         one, two = bridge.create_session("/1"), bridge.create_session("/2")
-        a1 = bridge.send_prompt(one.session_id, prompt("a1"), emit=discard)
-        a2 = bridge.send_prompt(one.session_id, prompt("a2"), emit=discard)
-        b1 = bridge.send_prompt(two.session_id, prompt("b1"), emit=discard)
+        a1 = bridge.send_prompt(one.session_id, prompt("a1"))
+        a2 = bridge.send_prompt(one.session_id, prompt("a2"))
+        b1 = bridge.send_prompt(two.session_id, prompt("b1"))
         await trio.testing.wait_all_tasks_blocked()
         assert sorted(runner.started) == ["a1", "b1"]
         assert one.running is a1 and two.running is b1
@@ -214,17 +201,24 @@ async def test_one_prompt_at_a_time_per_session_sessions_concurrent() -> None:
         assert [entry.running for entry in (one, two)] == [None, None]
 
 
-async def test_events_reach_the_callers_emit_in_order() -> None:
+async def test_each_prompt_gets_its_own_events_in_order_then_its_outcome() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
-        first, second = Collector(), Collector()
-        h1 = bridge.send_prompt(session.session_id, prompt("ok:a"), emit=first)
-        h2 = bridge.send_prompt(session.session_id, prompt("ok:b"), emit=second)
-        await h1.result()
-        await h2.result()
-        assert first.texts == ["ok:a/1", "ok:a/2"]
-        assert second.texts == ["ok:b/1", "ok:b/2"]
+        h1 = bridge.send_prompt(session.session_id, prompt("ok:a"))
+        h2 = bridge.send_prompt(session.session_id, prompt("fail:b"))
+        h3 = bridge.send_prompt(session.session_id, prompt("ok:c"))
+        assert await h1.result() == "end_turn"
+        with pytest.raises(Boom):
+            await h2.result()
+        assert await h3.result() == "end_turn"
+        assert await read_all(h1.events) == [TextChunk("ok:a/1"), TextChunk("ok:a/2"), PromptEnded("end_turn")]
+        second = await read_all(h2.events)
+        assert second[:2] == [TextChunk("fail:b/1"), TextChunk("fail:b/2")]
+        (ended,) = second[2:]
+        assert isinstance(ended, PromptEnded) and ended.stop_reason is None and isinstance(ended.error, Boom)
+        assert await read_all(h3.events) == [TextChunk("ok:c/1"), TextChunk("ok:c/2"), PromptEnded("end_turn")]
+        assert await read_all(h1.events) == []  # read to its end: nothing more, ever
 
 
 async def test_cancel_waiting_leaves_the_fifo_and_releases_at_once() -> None:
@@ -232,15 +226,15 @@ async def test_cancel_waiting_leaves_the_fifo_and_releases_at_once() -> None:
     async with SessionBridge(runner, max_pending_prompts_per_session=2) as bridge:
         session = bridge.create_session("/w")
         sid = session.session_id
-        running = bridge.send_prompt(sid, prompt("a"), emit=discard)
-        waiting = bridge.send_prompt(sid, prompt("b"), emit=discard)
+        running = bridge.send_prompt(sid, prompt("a"))
+        waiting = bridge.send_prompt(sid, prompt("b"))
         await trio.testing.wait_all_tasks_blocked()
         waiting.cancel()
         assert waiting.done
         assert session.pending_prompt_count == 1
         waiting.cancel()
         assert session.pending_prompt_count == 1
-        later = bridge.send_prompt(sid, prompt("ok:c"), emit=discard)  # the slot is free again
+        later = bridge.send_prompt(sid, prompt("ok:c"))  # the slot is free again
         assert await waiting.result() == "cancelled"
         runner.finish("a")
         assert await running.result() == "end_turn"
@@ -254,8 +248,8 @@ async def test_cancel_running_cancels_its_scope_and_the_next_one_runs() -> None:
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
         sid = session.session_id
-        running = bridge.send_prompt(sid, prompt("a"), emit=discard)
-        waiting = bridge.send_prompt(sid, prompt("ok:b"), emit=discard)
+        running = bridge.send_prompt(sid, prompt("a"))
+        waiting = bridge.send_prompt(sid, prompt("ok:b"))
         assert bridge.cancel_running(sid) is False  # nothing has started yet
         await trio.testing.wait_all_tasks_blocked()
         assert bridge.cancel_running(sid) is True
@@ -283,13 +277,13 @@ async def test_running_prompt_releases_only_after_it_unwound() -> None:
 
     async with SessionBridge(slow_to_stop, max_pending_prompts_per_session=1) as bridge:  # type: ignore[arg-type]
         session = bridge.create_session("/w")
-        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        handle = bridge.send_prompt(session.session_id, prompt("a"))
         await trio.testing.wait_all_tasks_blocked()
         handle.cancel()
         assert not handle.done
         assert session.pending_prompt_count == 1
         with pytest.raises(PromptQueueFullError):
-            bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+            bridge.send_prompt(session.session_id, prompt("b"))
         assert await handle.result() == "cancelled"
         assert unwound.is_set()
         assert session.pending_prompt_count == 0
@@ -305,7 +299,7 @@ async def test_runner_that_swallows_cancel_still_settles_cancelled() -> None:
 
     async with SessionBridge(stubborn) as bridge:  # type: ignore[arg-type]
         session = bridge.create_session("/w")
-        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        handle = bridge.send_prompt(session.session_id, prompt("a"))
         await trio.testing.wait_all_tasks_blocked()
         handle.cancel()
         assert await handle.result() == "cancelled"
@@ -316,7 +310,7 @@ async def test_result_awaiter_cancelled_does_not_cancel_the_prompt() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
-        handle = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+        handle = bridge.send_prompt(session.session_id, prompt("a"))
         with anyio.move_on_after(1):
             await handle.result()
         assert not handle.done
@@ -332,8 +326,8 @@ async def test_broken_runner_returning_none_fails_only_its_prompt() -> None:
 
     async with SessionBridge(broken) as bridge:  # type: ignore[arg-type]
         session = bridge.create_session("/w")
-        first = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
-        second = bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+        first = bridge.send_prompt(session.session_id, prompt("a"))
+        second = bridge.send_prompt(session.session_id, prompt("b"))
         for handle in (first, second):
             with pytest.raises(TypeError, match="returned None"):
                 await handle.result()

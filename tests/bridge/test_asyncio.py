@@ -7,16 +7,16 @@ import pytest
 
 from acp_server.bridge import (
     BridgeClosedError,
-    CancelSignal,
-    PromptCancelledError,
     PromptDeadlineExceededError,
+    PromptHandle,
     PromptQueueFullError,
     SessionBridge,
     SessionClosedError,
     SessionEntry,
 )
+from acp_server.domain import PromptEnded, PromptEvent, TextChunk
 
-from ._support import Boom, ScriptedRunner, discard, history, prompt
+from ._support import Boom, ScriptedRunner, history, prompt
 
 pytestmark = pytest.mark.anyio
 
@@ -26,13 +26,9 @@ async def test_admission_failure_and_fifo_on_asyncio() -> None:
     async with SessionBridge(runner, max_pending_prompts_per_session=3) as bridge:
         session = bridge.create_session("/w")
         sid = session.session_id
-        signal = CancelSignal()
-        signal.set()
-        with pytest.raises(PromptCancelledError):
-            bridge.send_prompt(sid, prompt("x"), emit=discard, cancel=signal)
-        handles = [bridge.send_prompt(sid, prompt(n), emit=discard) for n in ("fail:a", "b", "ok:c")]
+        handles = [bridge.send_prompt(sid, prompt(n)) for n in ("fail:a", "b", "ok:c")]
         with pytest.raises(PromptQueueFullError):
-            bridge.send_prompt(sid, prompt("d"), emit=discard)
+            bridge.send_prompt(sid, prompt("d"))
         with pytest.raises(Boom):
             await handles[0].result()
         await anyio.wait_all_tasks_blocked()
@@ -44,14 +40,40 @@ async def test_admission_failure_and_fifo_on_asyncio() -> None:
         assert session.pending_prompt_count == 0
 
 
+async def test_streams_with_backpressure_on_asyncio() -> None:
+    """Capacity 1: each turn's second event waits for its reader; both readers still get everything in order."""
+    runner = ScriptedRunner()
+    async with SessionBridge(runner, stream_capacity=1) as bridge:
+        session = bridge.create_session("/w")
+        first = bridge.send_prompt(session.session_id, prompt("ok:a"))
+        second = bridge.send_prompt(session.session_id, prompt("ok:b"))
+        await anyio.wait_all_tasks_blocked()
+        assert runner.started == ["ok:a"]  # blocked on its second event: nobody reads yet
+        assert first.events.buffered == 1 and not first.done
+        got: dict[str, list[PromptEvent]] = {"a": [], "b": []}
+
+        async def read(key: str, handle: PromptHandle) -> None:
+            async for event in handle.events:
+                got[key].append(event)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read, "b", second)
+            tg.start_soon(read, "a", first)
+        assert got == {
+            "a": [TextChunk("ok:a/1"), TextChunk("ok:a/2"), PromptEnded("end_turn")],
+            "b": [TextChunk("ok:b/1"), TextChunk("ok:b/2"), PromptEnded("end_turn")],
+        }
+        assert runner.finished == ["ok:a", "ok:b"]
+
+
 async def test_cancel_waiting_and_close_session_on_asyncio() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
         sid = session.session_id
-        running = bridge.send_prompt(sid, prompt("a"), emit=discard)
-        waiting = bridge.send_prompt(sid, prompt("b"), emit=discard)
-        doomed = bridge.send_prompt(sid, prompt("c"), emit=discard)
+        running = bridge.send_prompt(sid, prompt("a"))
+        waiting = bridge.send_prompt(sid, prompt("b"))
+        doomed = bridge.send_prompt(sid, prompt("c"))
         await anyio.wait_all_tasks_blocked()
         waiting.cancel()
         assert await waiting.result() == "cancelled"
@@ -67,7 +89,7 @@ async def test_fork_on_asyncio() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner, max_pending_prompts_per_session=1) as bridge:
         source = bridge.create_session("/src")
-        bridge.send_prompt(source.session_id, prompt("a"), emit=discard)
+        bridge.send_prompt(source.session_id, prompt("a"))
         forked: list[SessionEntry] = []
 
         async def do_fork() -> None:
@@ -85,8 +107,8 @@ async def test_deadlines_on_asyncio() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner, prompt_deadline_ms=30) as bridge:
         session = bridge.create_session("/w")
-        running = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
-        waiting = bridge.send_prompt(session.session_id, prompt("b"), emit=discard, deadline_ms=10)
+        running = bridge.send_prompt(session.session_id, prompt("a"))
+        waiting = bridge.send_prompt(session.session_id, prompt("b"), deadline_ms=10)
         with pytest.raises(PromptDeadlineExceededError):
             await waiting.result()
         assert runner.started == ["a"]
@@ -101,8 +123,8 @@ async def test_shutdown_on_asyncio() -> None:
     with anyio.CancelScope() as host:
         async with SessionBridge(runner) as bridge:
             session = bridge.create_session("/w")
-            running = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
-            waiting = bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+            running = bridge.send_prompt(session.session_id, prompt("a"))
+            waiting = bridge.send_prompt(session.session_id, prompt("b"))
             await anyio.wait_all_tasks_blocked()
             host.cancel()
             await anyio.sleep_forever()
@@ -114,7 +136,7 @@ async def test_shutdown_on_asyncio() -> None:
     with pytest.raises(KeyError):  # a body error comes out as itself, not wrapped in a group
         async with SessionBridge(runner) as bridge:
             session = bridge.create_session("/w")
-            handle = bridge.send_prompt(session.session_id, prompt("c"), emit=discard)
+            handle = bridge.send_prompt(session.session_id, prompt("c"))
             await anyio.wait_all_tasks_blocked()
             raise KeyError("body")
     with pytest.raises(BridgeClosedError):

@@ -17,9 +17,9 @@ from acp_server.bridge import (
     SessionEntry,
     SessionNotFoundError,
 )
-from acp_server.domain import Conversation, Message
+from acp_server.domain import Conversation, Message, PromptEnded
 
-from ._support import ScriptedRunner, discard, history, prompt
+from ._support import ScriptedRunner, history, prompt, read_all
 
 pytestmark = pytest.mark.anyio
 
@@ -37,8 +37,8 @@ async def test_fork_waits_for_the_prompts_queued_before_it() -> None:
     async with SessionBridge(runner, max_pending_prompts_per_session=2) as bridge:
         source = bridge.create_session("/src")
         sid = source.session_id
-        bridge.send_prompt(sid, prompt("a"), emit=discard)
-        bridge.send_prompt(sid, prompt("b"), emit=discard)
+        bridge.send_prompt(sid, prompt("a"))
+        bridge.send_prompt(sid, prompt("b"))
         forked: list[SessionEntry] = []
 
         async def do_fork() -> None:
@@ -69,7 +69,7 @@ async def test_prompt_queued_after_the_fork_is_not_in_the_copy() -> None:
     async with SessionBridge(runner) as bridge:
         source = bridge.create_session("/src")
         sid = source.session_id
-        bridge.send_prompt(sid, prompt("a"), emit=discard)
+        bridge.send_prompt(sid, prompt("a"))
         forked: list[SessionEntry] = []
 
         async def do_fork() -> None:
@@ -78,7 +78,7 @@ async def test_prompt_queued_after_the_fork_is_not_in_the_copy() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(do_fork)
             await trio.testing.wait_all_tasks_blocked()
-            after = bridge.send_prompt(sid, prompt("ok:after"), emit=discard)
+            after = bridge.send_prompt(sid, prompt("ok:after"))
             runner.finish("a")
         assert await after.result() == "end_turn"
         (child,) = forked
@@ -102,7 +102,7 @@ async def test_fork_caller_cancelled_leaves_the_fifo_and_forks_nothing() -> None
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         source = bridge.create_session("/src")
-        bridge.send_prompt(source.session_id, prompt("a"), emit=discard)
+        bridge.send_prompt(source.session_id, prompt("a"))
         with anyio.move_on_after(1):
             await bridge.fork(source.session_id)
         runner.finish("a")
@@ -114,7 +114,7 @@ async def test_fork_waiting_when_the_session_closes_raises_session_closed() -> N
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         source = bridge.create_session("/src")
-        bridge.send_prompt(source.session_id, prompt("a"), emit=discard)
+        bridge.send_prompt(source.session_id, prompt("a"))
         outcome: list[BaseException] = []
 
         async def do_fork() -> None:
@@ -140,9 +140,9 @@ async def test_close_session_settles_running_and_waiting_with_session_closed() -
         session = bridge.create_session("/w")
         other = bridge.create_session("/other")
         sid = session.session_id
-        running = bridge.send_prompt(sid, prompt("a"), emit=discard)
-        waiting = bridge.send_prompt(sid, prompt("b"), emit=discard)
-        unaffected = bridge.send_prompt(other.session_id, prompt("ok:x"), emit=discard)
+        running = bridge.send_prompt(sid, prompt("a"))
+        waiting = bridge.send_prompt(sid, prompt("b"))
+        unaffected = bridge.send_prompt(other.session_id, prompt("ok:x"))
         await trio.testing.wait_all_tasks_blocked()
         await bridge.close_session(sid)
         assert running.done and waiting.done  # close_session returned after the runner unwound
@@ -151,6 +151,8 @@ async def test_close_session_settles_running_and_waiting_with_session_closed() -
                 await handle.result()
             assert info.value.details() == {"sessionId": sid}
             assert info.value.error_kind == "session_closed"
+            ended = (await read_all(handle.events))[-1]
+            assert isinstance(ended, PromptEnded) and ended.error is info.value
         assert runner.cancelled == ["a"]
         assert session.pending_prompt_count == 0
         assert session.closed
@@ -158,7 +160,7 @@ async def test_close_session_settles_running_and_waiting_with_session_closed() -
         with pytest.raises(SessionNotFoundError):
             bridge.get(sid)
         with pytest.raises(SessionNotFoundError):
-            bridge.send_prompt(sid, prompt("c"), emit=discard)
+            bridge.send_prompt(sid, prompt("c"))
         with pytest.raises(SessionNotFoundError):
             await bridge.close_session(sid)
 
@@ -195,8 +197,8 @@ async def test_create_session_ids() -> None:
 async def test_title_comes_from_the_first_prompt() -> None:
     async with SessionBridge(ScriptedRunner()) as bridge:
         entry = bridge.create_session("/w")
-        h = bridge.send_prompt(entry.session_id, prompt("ok:first line\nsecond"), emit=discard)
-        bridge.send_prompt(entry.session_id, prompt("ok:another"), emit=discard)
+        h = bridge.send_prompt(entry.session_id, prompt("ok:first line\nsecond"))
+        bridge.send_prompt(entry.session_id, prompt("ok:another"))
         await h.result()
         assert entry.title == "ok:first line"
         assert entry.updated_at >= entry.created_at
@@ -210,7 +212,7 @@ async def test_unopened_bridge_refuses_use() -> None:
     with pytest.raises(RuntimeError, match="not open"):
         bridge.create_session("/w")
     with pytest.raises(RuntimeError, match="not open"):
-        bridge.send_prompt("x", prompt("a"), emit=discard)
+        bridge.send_prompt("x", prompt("a"))
 
 
 async def test_close_settles_everything_with_bridge_closed_and_blocks_reuse() -> None:
@@ -218,8 +220,8 @@ async def test_close_settles_everything_with_bridge_closed_and_blocks_reuse() ->
     bridge = SessionBridge(runner)
     async with bridge:
         session = bridge.create_session("/w")
-        running = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
-        waiting = bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+        running = bridge.send_prompt(session.session_id, prompt("a"))
+        waiting = bridge.send_prompt(session.session_id, prompt("b"))
         await trio.testing.wait_all_tasks_blocked()
         await bridge.aclose()  # inside the body: does not cancel us
         assert running.done and waiting.done
@@ -229,13 +231,15 @@ async def test_close_settles_everything_with_bridge_closed_and_blocks_reuse() ->
         with pytest.raises(BridgeClosedError) as info:
             await handle.result()
         assert info.value.error_kind == "bridge_closed"
+        ended = (await read_all(handle.events))[-1]
+        assert isinstance(ended, PromptEnded) and ended.error is info.value
     assert runner.cancelled == ["a"]
     assert session.pending_prompt_count == 0
     assert session.closed
     with pytest.raises(BridgeClosedError):
         bridge.create_session("/w")
     with pytest.raises(BridgeClosedError):
-        bridge.send_prompt(session.session_id, prompt("c"), emit=discard)
+        bridge.send_prompt(session.session_id, prompt("c"))
     with pytest.raises(BridgeClosedError):
         await bridge.fork(session.session_id)
     with pytest.raises(RuntimeError, match="reopened"):
@@ -260,15 +264,17 @@ async def test_host_cancellation_settles_every_prompt() -> None:
     with anyio.CancelScope() as host:
         async with SessionBridge(runner) as bridge:
             session = bridge.create_session("/w")
-            running = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
-            waiting = bridge.send_prompt(session.session_id, prompt("b"), emit=discard)
+            running = bridge.send_prompt(session.session_id, prompt("a"))
+            waiting = bridge.send_prompt(session.session_id, prompt("b"))
             await trio.testing.wait_all_tasks_blocked()
             host.cancel()
             await anyio.sleep_forever()
     assert host.cancelled_caught
     for handle in (running, waiting):
-        with pytest.raises(BridgeClosedError):
+        with pytest.raises(BridgeClosedError) as info:
             await handle.result()
+        ended = (await read_all(handle.events))[-1]
+        assert isinstance(ended, PromptEnded) and ended.error is info.value
     assert session.pending_prompt_count == 0
 
 
@@ -277,7 +283,7 @@ async def test_body_error_propagates_and_prompts_settle() -> None:
     with pytest.raises(KeyError):
         async with SessionBridge(runner) as bridge:
             session = bridge.create_session("/w")
-            running = bridge.send_prompt(session.session_id, prompt("a"), emit=discard)
+            running = bridge.send_prompt(session.session_id, prompt("a"))
             await trio.testing.wait_all_tasks_blocked()
             raise KeyError("body")
     with pytest.raises(BridgeClosedError):

@@ -9,12 +9,13 @@ import pytest
 
 import acp_server.bridge as bridge_pkg
 from acp_server.bridge import (
+    DEFAULT_STREAM_CAPACITY,
     BridgeClosedError,
     BridgeError,
-    CancelSignal,
-    PromptCancelledError,
+    InvalidCwdError,
     PromptDeadlineExceededError,
     PromptQueueFullError,
+    PromptStream,
     SessionAlreadyExistsError,
     SessionBridge,
     SessionClosedError,
@@ -27,16 +28,20 @@ from acp_server.errors import ServerError
 from ._support import ScriptedRunner
 
 
+def _isort_style(name: str) -> tuple[int, str]:
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
+
+
 def test_exported_members() -> None:
-    assert bridge_pkg.__all__ == sorted(bridge_pkg.__all__)
-    assert set(bridge_pkg.__all__) == {
+    assert bridge_pkg.__all__ == [
+        "DEFAULT_STREAM_CAPACITY",
         "BridgeClosedError",
         "BridgeError",
-        "CancelSignal",
-        "PromptCancelledError",
+        "InvalidCwdError",
         "PromptDeadlineExceededError",
         "PromptHandle",
         "PromptQueueFullError",
+        "PromptStream",
         "SessionAlreadyExistsError",
         "SessionBridge",
         "SessionClosedError",
@@ -45,19 +50,38 @@ def test_exported_members() -> None:
         "TurnRunner",
         "validate_deadline_ms",
         "validate_max_pending",
-    }
+    ]
+    # Sorted the way ruff's RUF022 sorts ``__all__``: constants, then classes, then functions.
+    assert bridge_pkg.__all__ == sorted(bridge_pkg.__all__, key=_isort_style)
     for name in bridge_pkg.__all__:
-        assert getattr(bridge_pkg, name).__module__.startswith("acp_server.bridge")
+        member = getattr(bridge_pkg, name)
+        if name.isupper():  # a constant: an int has no home module of its own
+            continue
+        assert member.__module__.startswith("acp_server.bridge")
+
+
+def test_stream_capacity_default() -> None:
+    assert DEFAULT_STREAM_CAPACITY == 256
+    assert "buffered=0/256" in repr(PromptStream())
+    assert "buffered=0/3" in repr(PromptStream(3))
+    for capacity in (0, -1):
+        with pytest.raises(ValueError, match="capacity"):
+            PromptStream(capacity)
 
 
 @pytest.mark.parametrize(
     ("error", "kind", "details", "retryable"),
     [
         (BridgeClosedError(), "bridge_closed", {}, False),
+        (
+            InvalidCwdError("rel"),
+            "invalid_params",
+            {"errors": [{"field": "cwd", "message": "must be an absolute path"}]},
+            False,
+        ),
         (SessionNotFoundError("s1"), "session_not_found", {"sessionId": "s1"}, False),
         (SessionAlreadyExistsError("s1"), "session_already_exists", {"sessionId": "s1"}, False),
         (SessionClosedError("s1"), "session_closed", {"sessionId": "s1"}, False),
-        (PromptCancelledError("s1"), "prompt_cancelled", {"sessionId": "s1"}, False),
         (
             PromptQueueFullError("s1", 5, 5),
             "prompt_queue_full",
@@ -72,9 +96,7 @@ def test_exported_members() -> None:
         ),
     ],
 )
-def test_exception_tree_and_details(
-    error: BridgeError, kind: str, details: dict[str, object], retryable: bool
-) -> None:
+def test_exception_tree_and_details(error: BridgeError, kind: str, details: dict[str, object], retryable: bool) -> None:
     assert isinstance(error, BridgeError)
     assert isinstance(error, ServerError)
     assert error.error_kind == kind
@@ -109,9 +131,7 @@ def test_validator_names_the_setting_for_the_cli() -> None:
         validate_max_pending(-3, "--max-pending-prompts")
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"), [(None, None), (0, None), (math.inf, None), (1, 1), (250, 250)]
-)
+@pytest.mark.parametrize(("value", "expected"), [(None, None), (0, None), (math.inf, None), (1, 1), (250, 250)])
 def test_valid_deadlines(value: float | None, expected: int | None) -> None:
     assert validate_deadline_ms(value) == expected
 
@@ -127,19 +147,3 @@ def test_constructor_starts_nothing() -> None:
     bridge = SessionBridge(ScriptedRunner())
     assert bridge.sessions == ()
     assert "unopened" in repr(bridge)
-
-
-def test_cancel_signal() -> None:
-    signal = CancelSignal()
-    calls: list[str] = []
-    unsubscribe_a = signal.on_set(lambda: calls.append("a"))
-    signal.on_set(lambda: calls.append("b"))
-    unsubscribe_a()
-    unsubscribe_a()
-    assert not signal.is_set()
-    signal.set()
-    signal.set()
-    assert signal.is_set()
-    assert calls == ["b"]
-    signal.on_set(lambda: calls.append("late"))  # already set: runs at once
-    assert calls == ["b", "late"]

@@ -1,5 +1,6 @@
-"""The ACP session methods in-process (``AcpAgent`` over a recording peer): capabilities, the exact replay of
-``session/load``, ``session/list`` pages, params errors. Every update and reply is checked against ``acp.schema``."""
+"""The ACP session methods in-process (``AcpAgent``'s bound method table over a recording peer): capabilities, the
+exact replay of ``session/load``, ``session/list`` pages, params errors. Every update and reply is checked against
+``acp.schema``."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from typing import Any
 import pytest
 from acp.schema import ListSessionsResponse, SessionNotification
 
-from acp_server.acp import AcpAgent, AgentOptions, replay_updates
-from acp_server.acp._convert import _block, _wire_block
-from acp_server.acp._schema import dump
+from acp_server.acp import AcpAgent, AgentOptions, bind, replay_updates, wire_block
 from acp_server.bridge import SessionBridge, SessionEntry, SessionNotFoundError
 from acp_server.domain import Emit, ImagePart, Prompt, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
 from acp_server.errors import InvalidInputError
@@ -26,21 +25,40 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def dump(model: Any) -> Any:
+    """The wire form the official models give: camelCase aliases, no unset optionals."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 class Peer:
+    """A connection that records what the handlers send."""
+
     def __init__(self) -> None:
         self.sent: list[tuple[str, Mapping[str, Any]]] = []
 
-    def notify(self, method: str, params: Mapping[str, Any]) -> None:
+    @property
+    def request_id(self) -> str | int | None:
+        return 1
+
+    def admitted(self) -> None:
+        return None
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         self.sent.append((method, params))
 
-    async def wait_writable(self) -> None:
-        return None
-
-    def current_request_id(self) -> str | int | None:
-        return None
-
-    def cancel_request(self, msg_id: str | int) -> bool:
+    def cancel_request(self, request_id: str | int) -> bool:
         return False
+
+
+class Agent:
+    """``AcpAgent`` as a dispatcher calls it: by ACP method name, params validated by the method table first."""
+
+    def __init__(self, bridge: SessionBridge, peer: Peer) -> None:
+        self.peer = peer
+        self._requests, _ = bind(AcpAgent(bridge, AgentOptions()))
+
+    async def call(self, method: str, params: Any) -> Any:
+        return await self._requests[method](params, self.peer)
 
 
 async def _never(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
@@ -48,10 +66,10 @@ async def _never(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReaso
 
 
 @pytest.fixture
-async def agent(tmp_path: Path) -> AsyncIterator[tuple[AcpAgent, Peer, SessionStore]]:
+async def agent(tmp_path: Path) -> AsyncIterator[tuple[Agent, Peer, SessionStore]]:
     async with SqliteSessionStore(tmp_path / "sessions.db") as store, SessionBridge(_never, store=store) as bridge:
         peer = Peer()
-        yield AcpAgent(bridge, peer, AgentOptions()), peer, store
+        yield Agent(bridge, peer), peer, store
 
 
 async def _record(
@@ -83,18 +101,18 @@ def _kinds(peer: Peer) -> list[tuple[str, str, str | None, Any]]:
     return out
 
 
-async def test_initialize_advertises_durable_sessions(agent: tuple[AcpAgent, Peer, SessionStore]) -> None:
+async def test_initialize_advertises_durable_sessions(agent: tuple[Agent, Peer, SessionStore]) -> None:
     acp_agent, _, _ = agent
-    reply = await acp_agent.initialize({"protocolVersion": 1})
+    reply = await acp_agent.call("initialize", {"protocolVersion": 1})
     capabilities = reply["agentCapabilities"]
     assert capabilities["loadSession"] is True
     assert capabilities["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "fork": {}}
     assert capabilities["_meta"]["acpServer"]["sessionStore"] == {"persistent": True, "available": True}
 
 
-async def test_load_replays_the_history_exactly_then_answers(agent: tuple[AcpAgent, Peer, SessionStore]) -> None:
+async def test_load_replays_the_history_exactly_then_answers(agent: tuple[Agent, Peer, SessionStore]) -> None:
     acp_agent, peer, store = agent
-    sid = (await acp_agent.new_session({"cwd": "/w", "mcpServers": []}))["sessionId"]
+    sid = (await acp_agent.call("session/new", {"cwd": "/w", "mcpServers": []}))["sessionId"]
     parts: tuple[PromptPart, ...] = (
         TextPart("see"),
         ResourceLinkPart("file:///a.py", "a.py"),
@@ -108,7 +126,7 @@ async def test_load_replays_the_history_exactly_then_answers(agent: tuple[AcpAge
     await _record(store, sid, (TextPart("empty"),), "", known=8)  # complete and empty: nothing to show
     await store.begin_turn(sid, known=10, content="running", parts=(TextPart("running"),), title="")
 
-    assert await acp_agent.load_session({"sessionId": sid, "cwd": "/w", "mcpServers": []}) == {}
+    assert await acp_agent.call("session/load", {"sessionId": sid, "cwd": "/w", "mcpServers": []}) == {}
     cancelled = {"acpServer": {"outcome": "cancelled", "stopReason": "cancelled"}}
     assert _kinds(peer) == [
         ("user_message_chunk", "see", f"{sid}/1", None),
@@ -131,6 +149,22 @@ async def test_load_replays_the_history_exactly_then_answers(agent: tuple[AcpAge
     assert image == {"type": "image", "data": "aGk=", "mimeType": "image/png"}
 
 
+def _official_block(part: PromptPart) -> Any:
+    """The content block the official ``acp.schema`` models build for ``part``."""
+    from acp import schema
+
+    if isinstance(part, TextPart):
+        return schema.TextContentBlock(type="text", text=part.text)
+    if isinstance(part, ResourceLinkPart):
+        return schema.ResourceContentBlock(
+            type="resource_link", uri=part.uri, name=part.name, description=part.description
+        )
+    if isinstance(part, ResourcePart):
+        contents = schema.TextResourceContents(uri=part.uri, text=part.text or "", mime_type=part.mime_type)
+        return schema.EmbeddedResourceContentBlock(type="resource", resource=contents)
+    return schema.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type)
+
+
 @pytest.mark.parametrize(
     "part",
     [
@@ -144,7 +178,7 @@ async def test_load_replays_the_history_exactly_then_answers(agent: tuple[AcpAge
     ],
 )
 def test_replayed_blocks_equal_the_official_models(part: PromptPart) -> None:
-    assert _wire_block(part) == dump(_block(part))
+    assert wire_block(part) == dump(_official_block(part))
 
 
 async def test_replay_of_a_user_message_without_parts_uses_its_text() -> None:
@@ -154,56 +188,56 @@ async def test_replay_of_a_user_message_without_parts_uses_its_text() -> None:
     assert update["update"]["content"] == {"type": "text", "text": "plain"}
 
 
-async def test_list_pages_are_valid_session_info(agent: tuple[AcpAgent, Peer, SessionStore]) -> None:
+async def test_list_pages_are_valid_session_info(agent: tuple[Agent, Peer, SessionStore]) -> None:
     acp_agent, _, store = agent
-    ids = [(await acp_agent.new_session({"cwd": "/w", "mcpServers": []}))["sessionId"] for _ in range(51)]
+    ids = [(await acp_agent.call("session/new", {"cwd": "/w", "mcpServers": []}))["sessionId"] for _ in range(51)]
     await _record(store, ids[0], (TextPart("title me"),), "ok", known=0)
-    first = await acp_agent.list_sessions({"cwd": "/w"})
+    first = await acp_agent.call("session/list", {"cwd": "/w"})
     ListSessionsResponse.model_validate(first)
     assert len(first["sessions"]) == 50 and "nextCursor" in first
     top = first["sessions"][0]
     assert top["sessionId"] == ids[0] and top["title"] == "title me" and top["updatedAt"].endswith("Z")
-    second = await acp_agent.list_sessions({"cwd": "/w", "cursor": first["nextCursor"]})
+    second = await acp_agent.call("session/list", {"cwd": "/w", "cursor": first["nextCursor"]})
     ListSessionsResponse.model_validate(second)
     assert "nextCursor" not in second
     assert {s["sessionId"] for s in first["sessions"] + second["sessions"]} == set(ids)
-    assert (await acp_agent.list_sessions(None))["sessions"][0]["sessionId"] == ids[0]
+    assert (await acp_agent.call("session/list", None))["sessions"][0]["sessionId"] == ids[0]
 
 
 @pytest.mark.parametrize(
     ("method", "params"),
     [
-        ("load_session", {"sessionId": "s", "cwd": "relative", "mcpServers": []}),
-        ("resume_session", {"sessionId": "s", "cwd": "relative"}),
-        ("list_sessions", {"cwd": "relative"}),
-        ("load_session", {"sessionId": "s", "cwd": "/w"}),  # mcpServers is required
-        ("close_session", {}),
+        ("session/load", {"sessionId": "s", "cwd": "relative", "mcpServers": []}),
+        ("session/resume", {"sessionId": "s", "cwd": "relative"}),
+        ("session/list", {"cwd": "relative"}),
+        ("session/load", {"sessionId": "s", "cwd": "/w"}),  # mcpServers is required
+        ("session/close", {}),
     ],
 )
-async def test_params_errors(agent: tuple[AcpAgent, Peer, SessionStore], method: str, params: Any) -> None:
+async def test_params_errors(agent: tuple[Agent, Peer, SessionStore], method: str, params: Any) -> None:
     acp_agent, _, _ = agent
     with pytest.raises(InvalidInputError):
-        await getattr(acp_agent, method)(params)
+        await acp_agent.call(method, params)
 
 
-async def test_unknown_sessions(agent: tuple[AcpAgent, Peer, SessionStore]) -> None:
+async def test_unknown_sessions(agent: tuple[Agent, Peer, SessionStore]) -> None:
     acp_agent, peer, _ = agent
     with pytest.raises(SessionNotFoundError):
-        await acp_agent.load_session({"sessionId": "nope", "cwd": "/w", "mcpServers": []})
+        await acp_agent.call("session/load", {"sessionId": "nope", "cwd": "/w", "mcpServers": []})
     with pytest.raises(SessionNotFoundError):
-        await acp_agent.resume_session({"sessionId": "nope", "cwd": "/w"})
+        await acp_agent.call("session/resume", {"sessionId": "nope", "cwd": "/w"})
     with pytest.raises(SessionNotFoundError):
-        await acp_agent.close_session({"sessionId": "nope"})
+        await acp_agent.call("session/close", {"sessionId": "nope"})
     assert peer.sent == []
 
 
 async def test_capabilities_report_an_unavailable_store(tmp_path: Path) -> None:
     (tmp_path / "sessions.db").write_bytes(b"not sqlite" * 50)
     async with SqliteSessionStore(tmp_path / "sessions.db") as store, SessionBridge(_never, store=store) as bridge:
-        acp_agent = AcpAgent(bridge, Peer(), AgentOptions())
-        reply = await acp_agent.initialize({"protocolVersion": 1})
+        acp_agent = Agent(bridge, Peer())
+        reply = await acp_agent.call("initialize", {"protocolVersion": 1})
         status = reply["agentCapabilities"]["_meta"]["acpServer"]["sessionStore"]
         assert status["available"] is False and status["errorKind"] == "store_unavailable"
         assert str(tmp_path / "sessions.db") in status["message"]
         with pytest.raises(StoreUnavailableError):
-            await acp_agent.new_session({"cwd": "/w", "mcpServers": []})
+            await acp_agent.call("session/new", {"cwd": "/w", "mcpServers": []})

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from acp_server.bridge import SessionBridge, SessionClosedError, SessionEntry, SessionNotFoundError
-from acp_server.domain import Prompt, TextPart, TurnEvent
+from acp_server.domain import Prompt, PromptEnded, TextChunk, TextPart
 from acp_server.pipeline import StreamPolicy
 from acp_server.provider.offline import Answer, ChunksThenSilent, LoopbackModel, SlowDrip
 from acp_server.store import SessionStore, SqliteSessionStore, StoreIOError, StoreUnavailableError, TurnTicket
@@ -39,12 +39,8 @@ def _prompt(text: str) -> Prompt:
     return Prompt((TextPart(text),))
 
 
-async def _discard(event: TurnEvent) -> None:
-    return None
-
-
 async def _ask(bridge: SessionBridge, session: SessionEntry, text: str) -> str:
-    return await bridge.send_prompt(session.session_id, _prompt(text), emit=_discard).result()
+    return await bridge.send_prompt(session.session_id, _prompt(text)).result()
 
 
 async def _assert_memory_equals_disk(store: SessionStore, session: SessionEntry) -> None:
@@ -52,7 +48,7 @@ async def _assert_memory_equals_disk(store: SessionStore, session: SessionEntry)
     assert snapshot is not None
     on_disk = [m.to_message() for m in snapshot.messages]
     assert session.conversation.messages == on_disk
-    assert session._synced == len(on_disk)
+    assert session.synced == len(on_disk)
 
 
 async def test_what_is_written_when(tmp_path: Path, model: LoopbackModel) -> None:
@@ -64,7 +60,7 @@ async def test_what_is_written_when(tmp_path: Path, model: LoopbackModel) -> Non
         assert record is not None and record.cwd == "/w" and record.title == ""  # the row exists at session/new
 
         model.enqueue(Answer(text="one answer", reasoning="why", chunk_delay_s=0.05))
-        handle = bridge.send_prompt(session.session_id, _prompt("Question one\nmore"), emit=_discard)
+        handle = bridge.send_prompt(session.session_id, _prompt("Question one\nmore"))
         await model.wait_for_requests(1)
         snapshot = await store.read_session(session.session_id)
         assert snapshot is not None  # the prompt is stored before the model streams; the answer is pending
@@ -91,17 +87,25 @@ async def test_cancelled_and_failed_turns_keep_what_was_streamed(tmp_path: Path,
         session = await bridge.open_session("/w")
         model.enqueue(SlowDrip(interval_s=0.01, text="drip " * 1000))
         chunks: list[str] = []
+        ends: list[PromptEnded] = []
         enough = anyio.Event()
+        handle = bridge.send_prompt(session.session_id, _prompt("cancel me"))
 
-        async def collect(event: TurnEvent) -> None:
-            chunks.append(getattr(event, "text", ""))
-            if len(chunks) == 5:
-                enough.set()
+        async def collect() -> None:
+            async for event in handle.events:
+                if isinstance(event, PromptEnded):
+                    ends.append(event)
+                else:
+                    chunks.append(getattr(event, "text", ""))
+                    if len(chunks) == 5:
+                        enough.set()
 
-        handle = bridge.send_prompt(session.session_id, _prompt("cancel me"), emit=collect)
-        await enough.wait()
-        bridge.cancel_running(session.session_id)
-        assert await handle.result() == "cancelled"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(collect)
+            await enough.wait()
+            bridge.cancel_running(session.session_id)
+            assert await handle.result() == "cancelled"
+        assert ends == [PromptEnded(stop_reason="cancelled")]  # the reader got to the end: everything streamed
         await _assert_memory_equals_disk(store, session)
         cancelled = session.conversation.messages[-1]
         assert (cancelled.content, cancelled.stop_reason, cancelled.outcome) == (
@@ -214,14 +218,15 @@ async def test_close_waits_for_the_cancelled_answer_to_be_recorded(tmp_path: Pat
     async with SqliteSessionStore(tmp_path / "sessions.db") as store, SessionBridge(turn, store=store) as bridge:
         session = await bridge.open_session("/w")
         model.enqueue(SlowDrip(interval_s=0.01, text="x " * 1000))
-        handle = bridge.send_prompt(session.session_id, _prompt("long"), emit=_discard)
-        await model.wait_for_requests(1)
-        await anyio.sleep(0.05)
+        handle = bridge.send_prompt(session.session_id, _prompt("long"))
+        first = await handle.events.receive()  # the answer is streaming
+        assert isinstance(first, TextChunk) and first.text
         await bridge.close_session(session.session_id)
         with pytest.raises(SessionClosedError):
             await handle.result()
         snapshot = await store.read_session(session.session_id)
         assert snapshot is not None and snapshot.messages[-1].outcome == "cancelled"
+        assert snapshot.messages[-1].content.startswith(first.text)  # what was streamed was recorded
     await turn.aclose()
 
 
@@ -270,13 +275,17 @@ async def test_a_fork_whose_caller_left_while_it_was_stored_is_not_attached(
     turn = _turn(model)
     async with SessionBridge(turn) as bridge:
         source = await bridge.open_session("/w")
-        started, release = anyio.Event(), anyio.Event()
+        started, release, stored = anyio.Event(), anyio.Event(), anyio.Event()
+        copies: list[str] = []
         original = bridge.store.fork_session
 
         async def slow_fork(source_id: str, session_id: str, *, cwd: str) -> object:
             started.set()
             await release.wait()
-            return await original(source_id, session_id, cwd=cwd)
+            copy = await original(source_id, session_id, cwd=cwd)
+            copies.append(session_id)
+            stored.set()  # the worker decides, without a checkpoint, as soon as this returns
+            return copy
 
         monkeypatch.setattr(bridge.store, "fork_session", slow_fork)
         with anyio.move_on_after(5) as scope:
@@ -286,6 +295,9 @@ async def test_a_fork_whose_caller_left_while_it_was_stored_is_not_attached(
                 tg.cancel_scope.cancel()  # the caller leaves mid-copy
         assert not scope.cancelled_caught
         release.set()
-        await anyio.sleep(0.05)  # the worker finishes the stored copy
-        assert [s.session_id for s in bridge.sessions] == [source.session_id]
+        await stored.wait()  # the worker has stored the copy and decided what to do with it
+        await anyio.wait_all_tasks_blocked()
+        (copy,) = copies
+        assert await bridge.store.get_session(copy) is not None  # the copy is in the store…
+        assert [s.session_id for s in bridge.sessions] == [source.session_id]  # …but not attached
     await turn.aclose()
