@@ -39,6 +39,9 @@ logger = logging.getLogger("acp_server.acp")
 
 PROTOCOL_VERSION = 1
 
+MAX_DEADLINE_MS = 2**53 - 1
+"""The largest per-prompt deadline accepted (JSON's safe integers); larger ones would overflow the clock."""
+
 
 class Peer(Protocol):
     """What a handler needs of the connection, for the one message it handles."""
@@ -81,7 +84,7 @@ def _check_initialize(params: Any) -> int:
             [{"field": "protocolVersion", "message": "Field required"}],
         )
     version = params["protocolVersion"]
-    if isinstance(version, bool) or (isinstance(version, int) and not 0 <= version <= 65535):
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
         raise InvalidInputError(
             "Invalid params for initialize: protocolVersion: must be an integer from 0 to 65535",
             [{"field": "protocolVersion", "message": "must be an integer from 0 to 65535"}],
@@ -92,7 +95,7 @@ def _check_initialize(params: Any) -> int:
                 f"Invalid params for initialize: {key}: must be an object",
                 [{"field": key, "message": "must be an object"}],
             )
-    return version if isinstance(version, int) else PROTOCOL_VERSION
+    return version
 
 
 def _iso(moment: datetime) -> str:
@@ -115,10 +118,11 @@ def _deadline_from_meta(meta: Any) -> int | None:
     value = meta["acpServer"].get("promptDeadlineMs")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_DEADLINE_MS:
+        problem = f"must be a positive integer of at most {MAX_DEADLINE_MS}"
         raise InvalidInputError(
-            "Invalid params for session/prompt: _meta.acpServer.promptDeadlineMs must be a positive integer",
-            [{"field": "_meta.acpServer.promptDeadlineMs", "message": "must be a positive integer"}],
+            f"Invalid params for session/prompt: _meta.acpServer.promptDeadlineMs {problem}",
+            [{"field": "_meta.acpServer.promptDeadlineMs", "message": problem}],
         )
     return value
 

@@ -68,10 +68,17 @@ Receive = Callable[[], Awaitable[bytes]]
 Send = Callable[[bytes], Awaitable[None]]
 
 
-async def _read_messages(receive: Receive, dispatcher: Dispatcher, max_bytes: int, stop: anyio.Event) -> None:
-    """Feed every line to the dispatcher; a bad line gets its error reply and never ends the loop. EOF sets ``stop``."""
+async def _read_messages(
+    receive: Receive, dispatcher: Dispatcher, outbox: Outbox, max_bytes: int, stop: anyio.Event
+) -> None:
+    """Feed every line to the dispatcher; a bad line gets its error reply and never ends the loop. EOF sets ``stop``.
+
+    Reading waits while the outbox is over its high-water mark: a client that stops reading our answers stops
+    being read (its writes block in the pipe), so what we buffer for it stays bounded.
+    """
     try:
         async for line in iter_lines(receive, max_bytes):
+            await outbox.wait_writable()
             if isinstance(line, OversizedLine):
                 dispatcher.send_error(
                     None, RpcError.invalid_request(f"message of {line.size} bytes exceeds the {max_bytes}-byte limit")
@@ -126,7 +133,7 @@ async def serve_connection(
     dispatcher.register(*bind(agent))
     async with anyio.create_task_group() as connection:
         connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg), stop)
-        connection.start_soon(_read_messages, receive, dispatcher, settings.max_message_bytes, stop)
+        connection.start_soon(_read_messages, receive, dispatcher, outbox, settings.max_message_bytes, stop)
         await stop.wait()
         agent.cancel_all()
         await dispatcher.aclose()

@@ -20,11 +20,11 @@ from typing import Any
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from ..acp import AcpAgent, AgentOptions, bind
 from ..bridge import SessionBridge
-from ..rpc import Exchange, RoutedConnection, RpcError, check_envelope, decode_line
+from ..rpc import Exchange, RoutedConnection, RpcError, check_envelope, decode_line, encode_json
 from ._errors import RETRY_AFTER_S
 from ._events import encode_frame
 
@@ -42,8 +42,13 @@ class _Connection:
     agent: AcpAgent
 
 
-def _rpc_error(msg_id: Any, error: RpcError, status: int = 400) -> JSONResponse:
-    return JSONResponse({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}, status_code=status)
+def _json(message: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A JSON-RPC message as a JSON body, encoded by the rpc layer (a lone surrogate in an echoed id is escaped)."""
+    return Response(encode_json(message), status_code=status, headers=headers, media_type="application/json")
+
+
+def _rpc_error(msg_id: Any, error: RpcError, status: int = 400) -> Response:
+    return _json({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}, status)
 
 
 class AcpOverHttp:
@@ -139,7 +144,7 @@ class AcpOverHttp:
             data = (first.get("error") or {}).get("data") or {}
             if data.get("errorKind") == "prompt_queue_full":
                 headers["Retry-After"] = str(RETRY_AFTER_S)
-            return JSONResponse(first, headers=headers)
+            return _json(first, headers=headers)
         return StreamingResponse(
             self._stream(connection, exchange, first),
             media_type="text/event-stream",

@@ -31,6 +31,7 @@ from ..acp import model, prompt_from_blocks, validate
 from ..bridge import BridgeClosedError
 from ..domain import Prompt, StopReason
 from ..errors import ServerError
+from ..rpc import lone_surrogate_at
 from ._daemon import Daemon
 from ._disconnect import wait_disconnected
 from ._errors import error_response
@@ -75,6 +76,10 @@ async def _json_object(request: Request, allowed: frozenset[str]) -> dict[str, A
             f"Unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})",
             [{"field": name, "message": "unknown field"} for name in unknown],
         )
+    where = lone_surrogate_at(body)
+    if where is not None:  # refused at the door, like ACP: never stored, never sent to the model
+        problem = "contains a lone UTF-16 surrogate (UTF-8 cannot carry it)"
+        raise InvalidRequestError(f"{where}: {problem}", [{"field": where, "message": problem}])
     return body
 
 

@@ -3,8 +3,8 @@ transport and its ordered outbox, the routed connection of request/response tran
 
 from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer
 from ._errors import RpcError, to_rpc_error
-from ._framing import OversizedLine, check_envelope, decode_line, iter_lines
-from ._outbox import Outbox, encode_line
+from ._framing import OversizedLine, check_envelope, decode_line, iter_lines, lone_surrogate_at
+from ._outbox import Outbox, encode_json, encode_line
 from ._routed import Exchange, RoutedConnection
 from ._stdio import StdioStreams, open_stdio
 
@@ -22,8 +22,10 @@ __all__ = [
     "StdioStreams",
     "check_envelope",
     "decode_line",
+    "encode_json",
     "encode_line",
     "iter_lines",
+    "lone_surrogate_at",
     "open_stdio",
     "to_rpc_error",
 ]

@@ -37,8 +37,9 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.server import JsonRPCServer
 
+from ..errors import InvalidInputError
 from ._errors import RpcError, to_rpc_error
-from ._framing import check_envelope
+from ._framing import check_envelope, lone_surrogate_at
 
 __all__ = ["Dispatcher", "MessageSink", "NotificationHandler", "RequestHandler", "RequestPeer"]
 
@@ -146,6 +147,8 @@ class Dispatcher:
         server = JsonRPCServer(protocol_cls=_Protocol, converter_factory=_plain_converter)
         self._protocol: _Protocol = server.protocol  # type: ignore[assignment]
         self._protocol.sink = sink
+        self._requests: dict[str, RequestHandler] = {}
+        self._notifications: dict[str, NotificationHandler] = {}
 
     def register(
         self, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
@@ -155,6 +158,8 @@ class Dispatcher:
             self._protocol.fm.feature(name)(self._as_request(handler))
         for name, notify in notifications.items():
             self._protocol.fm.feature(name)(self._as_notification(notify))
+        self._requests.update(requests)
+        self._notifications.update(notifications)
 
     def _as_request(self, handler: RequestHandler) -> Callable[[Any], Awaitable[Any]]:
         """A fresh coroutine function per registration (pygls tags handlers with attributes; bound methods refuse)."""
@@ -183,11 +188,32 @@ class Dispatcher:
                 return
             logger.debug("Ignoring a response to unknown request %r", checked["id"])
             return
-        if checked["method"] not in self._protocol.fm.features:
+        where = lone_surrogate_at(checked.get("params"))
+        if where is not None:
             if "id" in checked:
-                self.send_error(checked["id"], RpcError.method_not_found(checked["method"]))
+                problem = "contains a lone UTF-16 surrogate (UTF-8 cannot carry it)"
+                message = f"Invalid params for {checked['method']}: {where}: {problem}"
+                invalid = InvalidInputError(message, [{"field": where, "message": problem}])
+                self.send_error(checked["id"], to_rpc_error(invalid))
             else:
-                logger.debug("Ignoring unknown notification %r", checked["method"])
+                logger.debug("Ignoring %r: a lone UTF-16 surrogate at %s", checked["method"], where)
+            return
+        method = checked["method"]
+        if "id" in checked:
+            msg_id = checked["id"]
+            refusal: RpcError | None = None
+            if method in self._notifications:
+                refusal = RpcError.invalid_request(f"{method} is a notification: send it without an id")
+            elif method not in self._requests:
+                refusal = RpcError.method_not_found(method)
+            elif msg_id in self._protocol._request_futures:  # pygls would overwrite the first one: answer once each
+                refusal = RpcError.invalid_request(f"request id {msg_id!r} is already in flight")
+            if refusal is not None:
+                self.send_error(msg_id, refusal)
+                return
+        elif method not in self._notifications:
+            kind = "a request method" if method in self._requests else "unknown"
+            logger.debug("Ignoring notification %r (%s)", method, kind)
             return
         try:
             structured = self._protocol.structure_message(checked)

@@ -6,13 +6,14 @@ Nothing here knows about ACP: it checks the JSON-RPC 2.0 envelope only.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ._errors import RpcError
 
-__all__ = ["OversizedLine", "check_envelope", "decode_line", "iter_lines"]
+__all__ = ["OversizedLine", "check_envelope", "decode_line", "iter_lines", "lone_surrogate_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +114,29 @@ def check_envelope(message: Any) -> tuple[dict[str, Any] | None, RpcError | None
     ):
         return None, RpcError.invalid_request("malformed error object"), reply_id
     return message, None, reply_id
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_at(value: Any) -> str | None:
+    """Where ``value`` holds a lone UTF-16 surrogate (``"prompt.0.text"``; ``"(root)"``), or None.
+
+    JSON allows ``"\\ud800"`` but UTF-8 cannot carry it: such text is refused at the door (-32602), so it is never
+    stored, sent to the model or echoed. ``json.loads`` joins escaped pairs, so every surrogate left is unpaired.
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path or "(root)"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                where = f"{path}.{key}" if path else str(key)
+                if _SURROGATE.search(key):
+                    return where
+                stack.append((child, where))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}.{index}" if path else str(index)) for index, child in enumerate(item))
+    return None

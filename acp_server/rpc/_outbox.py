@@ -4,18 +4,41 @@ in the order they were queued, never interleaved."""
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
 
-__all__ = ["Outbox", "encode_line"]
+__all__ = ["Outbox", "encode_json", "encode_line"]
+
+logger = logging.getLogger("acp_server.rpc")
+
+
+def encode_json(message: Mapping[str, Any]) -> bytes:
+    """One JSON-RPC message as compact UTF-8 JSON; always succeeds for a message we built.
+
+    Text UTF-8 cannot carry (a lone surrogate echoed in an id or a method name) is written as a JSON escape; a
+    reply whose result cannot be encoded at all (a bug) becomes -32603 for its id, so the request is still answered;
+    any other message that cannot be encoded is logged and gives ``b""``.
+    """
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode("ascii")
+    except (TypeError, ValueError):
+        logger.exception("could not encode an outgoing message")
+        if "id" not in message or "method" in message:
+            return b""
+        error = {"code": -32603, "message": "Internal error", "data": {"errorKind": "internal"}}
+        return encode_json({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
 
 def encode_line(message: Mapping[str, Any]) -> bytes:
-    """One NDJSON line: compact JSON, UTF-8, newline-terminated."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    """One NDJSON line (see :func:`encode_json`), newline-terminated; ``b""`` when nothing can be sent."""
+    data = encode_json(message)
+    return data + b"\n" if data else b""
 
 
 class Outbox:
@@ -47,7 +70,7 @@ class Outbox:
 
     def put_bytes(self, data: bytes) -> None:
         """Queue already-encoded bytes (one or more whole lines); dropped once closed."""
-        if self._closed:
+        if self._closed or not data:
             return
         self._queue.append(data)
         self._queued_bytes += len(data)

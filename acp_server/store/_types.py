@@ -133,6 +133,8 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
         raise InvalidCursorError() from None
     if tag != "v1" or type(updated_us) is not int or not isinstance(session_id, str):
         raise InvalidCursorError()
+    if not 0 <= updated_us < 2**63 or not session_id.isascii():  # what SQLite and our ids can hold
+        raise InvalidCursorError()
     return updated_us, session_id
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
+import anyio
 import pytest
+
+from acp_server.provider.offline import HangAfterHeaders, LoopbackModel
 
 from ._agent import spawn_agent
 
@@ -26,6 +30,14 @@ def _req(method: str, params: Any = None, msg_id: Any = 7) -> bytes:
 def _prompt(prompt: Any, session: Any = SID) -> bytes:
     return _req("session/prompt", {"sessionId": session, "prompt": prompt})
 
+
+def _cursor(updated_us: int) -> str:
+    """A ``session/list`` cursor in the server's own format, with a chosen timestamp."""
+    return base64.urlsafe_b64encode(json.dumps(["v1", updated_us, "x"]).encode()).decode().rstrip("=")
+
+
+_PROMPT_X = {"sessionId": SID, "prompt": [{"type": "text", "text": "x"}]}
+_HUGE_DEADLINE = {"acpServer": {"promptDeadlineMs": 10**400}}
 
 # (name, raw line, expected code or None for "no reply", expected id)
 CASES: list[tuple[str, bytes, int | None, Any]] = [
@@ -84,6 +96,21 @@ CASES: list[tuple[str, bytes, int | None, Any]] = [
         None,
     ),
     ("response to nothing", b'{"jsonrpc":"2.0","id":77,"result":{}}', None, None),
+    # Lone UTF-16 surrogates: valid JSON, but UTF-8 cannot carry them. Refused in params; escaped when echoed.
+    ("lone surrogate in a method", b'{"jsonrpc":"2.0","id":40,"method":"\\udfff/x"}', -32601, 40),
+    ("lone surrogate in a session id", _prompt([{"type": "text", "text": "x"}], "\ud800"), -32602, 7),
+    ("lone surrogate in prompt text", _prompt([{"type": "text", "text": "a\udc00b"}]), -32602, 7),
+    ("lone surrogate in a cwd", _req("session/new", {"cwd": "/tmp/\ud800", "mcpServers": []}, 41), -32602, 41),
+    ("lone surrogate in a key", _req("session/list", {"\ud800": 1}, 42), -32602, 42),
+    ("initialize version a string", _req("initialize", {"protocolVersion": "1"}, 43), -32602, 43),
+    ("initialize version a float", _req("initialize", {"protocolVersion": 1.5}, 44), -32602, 44),
+    ("initialize version null", _req("initialize", {"protocolVersion": None}, 45), -32602, 45),
+    ("cancel_request sent as a request", _req("$/cancel_request", {"requestId": 1}, 46), -32600, 46),
+    ("session/cancel sent as a request", _req("session/cancel", {"sessionId": SID}, 47), -32600, 47),
+    ("prompt sent as a notification", b'{"jsonrpc":"2.0","method":"session/prompt","params":{}}', None, None),
+    ("deadline beyond any clock", _req("session/prompt", {**_PROMPT_X, "_meta": _HUGE_DEADLINE}), -32602, 7),
+    ("list cursor out of range", _req("session/list", {"cursor": _cursor(10**22)}, 48), -32602, 48),
+    ("list cursor negative", _req("session/list", {"cursor": _cursor(-1)}, 49), -32602, 49),
     (
         "oversized line",
         b'{"jsonrpc":"2.0","id":30,"method":"x","params":{"p":"' + b"A" * (CAP + 10) + b'"}}',
@@ -125,3 +152,47 @@ async def test_hostile_lines_get_exact_errors_and_the_process_survives() -> None
     assert b"Traceback" not in agent.stderr
     for raw in agent.stdout_lines:
         assert json.loads(raw)["jsonrpc"] == "2.0"
+
+
+async def test_a_lone_surrogate_is_refused_at_the_door_and_every_request_is_answered_once() -> None:
+    """Valid JSON that UTF-8 cannot carry: an id is echoed escaped, params are refused, nothing is stored."""
+    async with spawn_agent("--no-persist") as agent:
+        assert "result" in await agent.initialize()
+        await agent.send_raw(b'{"jsonrpc":"2.0","id":"\\ud800","method":"session/list"}\n')
+        reply = await agent.receive()
+        assert reply["id"] == "\ud800" and reply["result"] == {"sessions": []}
+        assert b'"id":"\\ud800"' in agent.stdout_lines[-1]  # escaped, so the line is valid UTF-8
+        refused = await agent.request("session/new", {"cwd": "/tmp/\ud800", "mcpServers": []})
+        assert refused["error"]["code"] == -32602
+        assert refused["error"]["data"]["errors"] == [
+            {"field": "cwd", "message": "contains a lone UTF-16 surrogate (UTF-8 cannot carry it)"}
+        ]
+        session_id = await agent.new_session("/tmp")
+        listed = await agent.request("session/list", {})  # still answers: nothing unencodable was kept
+        assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session_id]
+        await agent.close_stdin()
+        assert await agent.process.wait() == 0
+    assert b"Traceback" not in agent.stderr
+
+
+async def test_two_requests_with_one_id_in_flight_are_each_answered_once() -> None:
+    async with LoopbackModel() as model, spawn_agent("--base-url", model.base_url, "--no-persist") as agent:
+        model.enqueue(HangAfterHeaders())
+        await agent.initialize()
+        session_id = await agent.new_session()
+        blocked = {"sessionId": session_id, "prompt": [{"type": "text", "text": "hangs"}]}
+        await agent.send({"jsonrpc": "2.0", "id": 9, "method": "session/prompt", "params": blocked})
+        await model.wait_for_requests(1)
+        await agent.send({"jsonrpc": "2.0", "id": 9, "method": "session/list", "params": {}})
+        await agent.close_stdin()  # EOF while the first is in flight: it is answered too
+        replies = []
+        with anyio.fail_after(20):
+            while len(replies) < 2:
+                message = await agent.receive()
+                if "method" not in message:
+                    replies.append(message)
+        assert await agent.process.wait() == 0
+    duplicate = next(r for r in replies if "error" in r and r["error"]["code"] == -32600)
+    assert "already in flight" in duplicate["error"]["message"]
+    assert [r["id"] for r in replies] == [9, 9]
+    assert replies[1] == {"jsonrpc": "2.0", "id": 9, "result": {"stopReason": "cancelled"}}
