@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 __all__ = [
+    "LOG_LEVELS",
     "OPTIONS",
     "SERVE_OPTIONS",
     "ServeSettings",
@@ -97,11 +98,26 @@ def _origins(text: str) -> tuple[str, ...]:
     return origins
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def _log_level(text: str) -> str:
     level = text.strip().upper()
-    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
-        raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+    if level not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
     return level
+
+
+def _log_file(text: str) -> str:
+    """A path the agent can append to: checked (and created) now, so a bad one is a usage error, not a crash."""
+    if not text.strip():
+        raise ValueError("must not be empty")
+    try:
+        with open(text, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot write to it: {exc.strerror or exc}") from None
+    return text
 
 
 @dataclass(frozen=True)
@@ -162,9 +178,21 @@ OPTIONS: tuple[Option, ...] = (
         "BYTES",
     ),
     Option(
-        "log_level", "--log-level", "ACP_SERVER_LOG_LEVEL", _log_level, "DEBUG, INFO, WARNING, ERROR (default INFO)"
+        "log_level",
+        "--log-level",
+        "ACP_SERVER_LOG_LEVEL",
+        _log_level,
+        "one of DEBUG, INFO, WARNING, ERROR, CRITICAL, any case (default INFO; WARNING for ask)",
+        "LEVEL",
     ),
-    Option("log_file", "--log-file", "ACP_SERVER_LOG_FILE", str, "write logs to this file instead of stderr", "PATH"),
+    Option(
+        "log_file",
+        "--log-file",
+        "ACP_SERVER_LOG_FILE",
+        _log_file,
+        "append logs to this file instead of stderr (must be writable)",
+        "PATH",
+    ),
     Option(
         "state_dir",
         "--state-dir",

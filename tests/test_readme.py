@@ -24,3 +24,18 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert command is not None
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert ci_lines[-1] == command.group(1).strip()
+
+
+def test_readme_links_stay_inside_the_repository() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "../" not in readme  # a path outside the clone is dead for every reader
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        if not re.match(r"[a-z]+:", target):
+            assert (ROOT / target).exists(), target
+
+
+def test_the_license_file_matches_pyproject() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'license = { text = "MIT" }' in pyproject
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "Copyright (c) acp-server contributors" in text

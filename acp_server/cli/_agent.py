@@ -17,11 +17,12 @@ from ..acp import AcpAgent, AgentOptions, bind, preload
 from ..bridge import SessionBridge
 from ..config import Settings
 from ..pipeline import StreamPolicy
+from ..provider import public_endpoint
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
 from ..store import open_store
 from ..turn import ModelSettings, ModelTurn
 
-__all__ = ["open_bridge", "run_stdio"]
+__all__ = ["describe_model", "open_bridge", "run_stdio"]
 
 logger = logging.getLogger("acp_server")
 
@@ -39,7 +40,7 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
 
             loopback = await stack.enter_async_context(LoopbackModel())
             base_url, api_key, model = loopback.base_url, None, model or OFFLINE_MODEL
-            logger.info("offline model listening on %s", base_url)
+        logger.info("%s", describe_model(base_url, api_key, model or DEFAULT_MODEL, offline=settings.offline))
         policy = StreamPolicy(
             idle_timeout_ms=settings.stream_idle_timeout_ms, max_lifetime_ms=settings.stream_max_lifetime_ms
         )
@@ -54,6 +55,16 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
             prompt_deadline_ms=settings.prompt_deadline_ms,
         )
         yield await stack.enter_async_context(bridge)
+
+
+def describe_model(base_url: str | None, api_key: str | None, model: str, *, offline: bool) -> str:
+    """The one start-up line saying where prompts go: the endpoint (never a key) and model, or "offline"."""
+    if offline:
+        return f"model: offline (the built-in deterministic model at {public_endpoint(base_url)}, model {model!r})"
+    if not (base_url or api_key):
+        return "model: none configured; prompts fail until --base-url and/or --api-key (or --offline) is given"
+    whose = " (the OpenAI API: an API key with no --base-url)" if base_url is None else ""
+    return f"model: {model!r} at {public_endpoint(base_url)}{whose}"
 
 
 async def _watch_signals(stop: anyio.Event) -> None:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import anyio
 
@@ -33,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="{ask,serve}")
     ask = commands.add_parser("ask", help="ask one question from the shell (spawns the agent over pipes)")
     add_common_options(ask, subcommand=True)
+    ask.add_argument(
+        "--persist",
+        action="store_true",
+        help="store the question and answer as a session of the current directory (default: not stored)",
+    )
     ask.add_argument("text", help="the prompt; - reads it from stdin")
     serve = commands.add_parser("serve", help="run the HTTP daemon (REST + SSE) over the same session bridge")
     add_common_options(serve, subcommand=True)
@@ -54,10 +60,35 @@ def _child_args(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
+TTY_HINT = """\
+acp-server: this is an Agent Client Protocol agent: an editor (Zed, JetBrains IDEs, ...) starts it and speaks
+  JSON-RPC to it on stdin/stdout. To try it from a shell:  acp-server ask --offline "hello"
+  (or with your model: acp-server ask --base-url http://localhost:11434/v1 --model NAME "hello").
+  Serving on stdin anyway; Ctrl-D quits.
+"""
+"""What a person who starts ``acp-server`` bare on a terminal sees on stderr (the agent keeps serving)."""
+
+
+def _ask_args(args: argparse.Namespace, settings: Settings) -> tuple[Settings, list[str]]:
+    """``ask`` is quiet unless asked (WARNING, not INFO) and stores nothing unless ``--persist``."""
+    child = _child_args(args)
+    level_asked = getattr(args, "log_level", None) is not None or bool(os.environ.get("ACP_SERVER_LOG_LEVEL"))
+    if not level_asked and not args.debug:
+        settings = replace(settings, log_level="WARNING")
+        child += ["--log-level", "WARNING"]
+    if not args.persist and "--no-persist" not in child:
+        child.append("--no-persist")
+    return settings, child
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     settings: Settings = settings_from_args(parser, args)
+    if args.command == "ask":
+        if args.persist and settings.no_persist:
+            parser.error("ask: --persist and --no-persist contradict each other")
+        settings, child_args = _ask_args(args, settings)
     configure_logging(settings.log_level, settings.log_file, secrets=[settings.api_key or ""])
     if args.command == "ask":
         from ._ask import ask
@@ -67,13 +98,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings.api_key:
             env["OPENAI_API_KEY"] = settings.api_key
         try:
-            return anyio.run(ask, text, _child_args(args), env)
+            return anyio.run(ask, text, child_args, env)
         except KeyboardInterrupt:
             return 130
     if args.command == "serve":
         return _serve(args.serve_parser, args, settings)
     from ._agent import run_stdio
 
+    if sys.stdin.isatty():
+        sys.stderr.write(TTY_HINT)
+        sys.stderr.flush()
     try:
         return anyio.run(run_stdio, settings)
     except KeyboardInterrupt:

@@ -11,6 +11,9 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
                                        ?wait=true → 200 {promptId, stopReason}; full queue → 503 + Retry-After
     POST   /session/{id}/cancel        204 (the running prompt only)
     GET    /session/{id}/events        text/event-stream, ``Last-Event-ID`` replay
+    POST   /acp, DELETE /acp           ACP JSON-RPC over HTTP (``_acp_http.py``)
+
+Invariant: one ``Route`` per path, listing every method it serves, so a 405's ``Allow`` header is complete.
 """
 
 from __future__ import annotations
@@ -183,15 +186,13 @@ def _routes(daemon: Daemon) -> list[Route]:
         daemon.cancel_prompt(request.path_params["session_id"], request.path_params["promptId"])
         return Response(status_code=204)
 
-    async def acp_post(request: Request) -> Response:
+    async def acp(request: Request) -> Response:
+        # One route for both methods, so that a 405 on /acp lists both in its Allow header.
         if daemon.acp is None or daemon.closing:
             raise BridgeClosedError("The daemon is shutting down")
+        if request.method == "DELETE":
+            return await daemon.acp.delete(request)
         return await daemon.acp.post(request)
-
-    async def acp_delete(request: Request) -> Response:
-        if daemon.acp is None or daemon.closing:
-            raise BridgeClosedError("The daemon is shutting down")
-        return await daemon.acp.delete(request)
 
     async def events(request: Request) -> Response:
         session_id: str = request.path_params["session_id"]
@@ -208,8 +209,7 @@ def _routes(daemon: Daemon) -> list[Route]:
         Route("/session/{session_id}/cancel", cancel, methods=["POST"]),
         Route("/session/{session_id}/prompt/{promptId}/cancel", cancel_prompt, methods=["POST"]),
         Route("/session/{session_id}/events", events, methods=["GET"]),
-        Route("/acp", acp_post, methods=["POST"]),
-        Route("/acp", acp_delete, methods=["DELETE"]),
+        Route("/acp", acp, methods=["POST", "DELETE"]),
     ]
 
 

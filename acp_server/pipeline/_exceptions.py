@@ -47,6 +47,7 @@ __all__ = [
     "StreamLifetimeExceededError",
     "StreamPhase",
     "StreamTimeoutError",
+    "ms_text",
     "redact",
 ]
 
@@ -69,7 +70,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return text if len(text) <= _MAX_QUOTE else text[: _MAX_QUOTE - 1] + "…"
 
 
-def _ms(value: float) -> str:
+def ms_text(value: float) -> str:
+    """Milliseconds as written in messages: ``200``, ``1.5``."""
     return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0")
 
 
@@ -109,7 +111,7 @@ class StreamInactivityTimeoutError(StreamTimeoutError):
 
     def __init__(self, idle_ms: float, chunks_received: int, stream_lifetime_ms: float) -> None:
         super().__init__(
-            f"No stream activity for {_ms(idle_ms)}ms (inactivity timeout)",
+            f"No stream activity for {ms_text(idle_ms)}ms (inactivity timeout)",
             chunks_received=chunks_received,
             stream_lifetime_ms=stream_lifetime_ms,
         )
@@ -124,7 +126,7 @@ class StreamLifetimeExceededError(StreamTimeoutError):
 
     def __init__(self, max_lifetime_ms: float, chunks_received: int, stream_lifetime_ms: float) -> None:
         super().__init__(
-            f"Stream exceeded its maximum lifetime of {_ms(max_lifetime_ms)}ms",
+            f"Stream exceeded its maximum lifetime of {ms_text(max_lifetime_ms)}ms",
             chunks_received=chunks_received,
             stream_lifetime_ms=stream_lifetime_ms,
         )
@@ -168,7 +170,7 @@ class ModelTurnError(PipelineError):
     """The turn's model request failed for good: no permitted attempt is left, or retrying cannot help.
 
     ``attempts`` counts the HTTP requests made (1 = no retry); ``chunks_received`` and ``phase`` describe the
-    last one.
+    last one. ``endpoint`` (``scheme://host:port/path``, never credentials) and ``model`` say what was asked.
     """
 
     def __init__(
@@ -181,8 +183,12 @@ class ModelTurnError(PipelineError):
         phase: Phase | None = None,
         transport_code: str | None = None,
         status: int | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.endpoint = endpoint
+        self.model = model
         self.attempts = attempts
         self.chunks_received = chunks_received
         self.retryable = retryable
@@ -201,11 +207,16 @@ class ModelTurnError(PipelineError):
         out["attempts"] = self.attempts
         out["chunksReceived"] = self.chunks_received
         out["retryable"] = self.retryable
+        if self.endpoint is not None:
+            out["endpoint"] = self.endpoint
+        if self.model is not None:
+            out["model"] = self.model
         return out
 
 
 class ModelStreamTimeoutError(ModelTurnError):
-    """The last attempt's stream stalled (or outlived its cap) and was closed by the watchdog."""
+    """The last attempt's stream stalled (``idle_ms``) or outlived its cap (``max_lifetime_ms``) and was closed by
+    the watchdog."""
 
     error_kind: ClassVar[str] = "model_stream_timeout"
 
@@ -218,6 +229,8 @@ class ModelStreamTimeoutError(ModelTurnError):
         phase: Phase,
         idle_ms: float | None = None,
         max_lifetime_ms: float | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
     ) -> None:
         super().__init__(
             message,
@@ -226,6 +239,8 @@ class ModelStreamTimeoutError(ModelTurnError):
             retryable=True,
             phase=phase,
             transport_code="ETIMEDOUT",
+            endpoint=endpoint,
+            model=model,
         )
         self.idle_ms = idle_ms
         self.max_lifetime_ms = max_lifetime_ms
@@ -257,6 +272,8 @@ class ModelRateLimitedError(ModelTurnError):
         attempts: int,
         chunks_received: int = 0,
         retry_after_ms: float | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
     ) -> None:
         super().__init__(
             message,
@@ -265,6 +282,8 @@ class ModelRateLimitedError(ModelTurnError):
             retryable=True,
             phase="request",
             status=429,
+            endpoint=endpoint,
+            model=model,
         )
         self.retry_after_ms = retry_after_ms
 
@@ -295,6 +314,8 @@ class ModelStreamContentError(ModelTurnError):
         retryable: bool,
         reason: StreamContentReason,
         content_type: str | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
     ) -> None:
         super().__init__(
             message,
@@ -302,6 +323,8 @@ class ModelStreamContentError(ModelTurnError):
             chunks_received=chunks_received,
             retryable=retryable,
             phase="mid_stream" if chunks_received else "before_first_chunk",
+            endpoint=endpoint,
+            model=model,
         )
         self.reason: StreamContentReason = reason
         self.content_type = content_type

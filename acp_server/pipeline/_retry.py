@@ -1,18 +1,21 @@
 """Retry policies of one streamed turn: which failure is retried, how often, after how long.
 
-Three budgets, counted separately, all bounded (defaults from :class:`StreamPolicy`). A policy applies only if
+Four budgets, counted separately, all bounded (defaults from :class:`StreamPolicy`). A policy applies only if
 nothing of the failed attempt was yielded to the caller:
 
 - ``stream_transport`` (W9) — transport ETIMEDOUT / ECONNRESET (a watchdog timeout is ETIMEDOUT: the stall of
   the incident, or a reset): at most **2** retries, waiting **1 s then 2 s**.
-- ``backoff`` — 429, retryable 5xx, and any other transport code (ECONNREFUSED, ENOTFOUND, ...), all of which
+- ``connect`` — nothing listens at the endpoint (ECONNREFUSED) or its host name does not resolve (ENOTFOUND,
+  EAI_AGAIN): at most **1** quick retry after **0.25 s**, so a wrong ``--base-url`` is reported within a
+  second or two instead of after half a minute of backoff.
+- ``backoff`` — 429, retryable 5xx, and the other transport codes (EHOSTUNREACH, EPIPE, ...), all of which
   happen before the stream starts: at most **4** retries, waiting 1.5 s × 2^(n-1) capped at 30 s, ± 30 %
   jitter; a ``Retry-After`` (delta-seconds or HTTP date; or OpenAI's ``retry-after-ms``; read by
   :func:`acp_server.retry_after.retry_after_from_headers`) replaces the computed wait, capped at **5 min**.
 - ``content`` — the stream ended with no chunk, or with neither a finish reason nor answer text: at most **1**
   retry, waiting 0.5 s.
 
-So one turn makes at most 1 + 2 + 4 + 1 = 8 requests with the defaults. Everything else is final: aborts
+So one turn makes at most 1 + 2 + 1 + 4 + 1 = 9 requests with the defaults. Everything else is final: aborts
 (never retried), 401/403 and other 4xx, a non-SSE body, unknown errors, and **any failure after a chunk of the
 attempt was yielded** (no replay mid-generation: a stall after chunks surfaces as ``model_stream_timeout``).
 
@@ -28,10 +31,13 @@ from dataclasses import dataclass
 from ._classify import RetryClassification
 from ._types import RetryPolicyName, StreamPolicy
 
-__all__ = ["STREAM_TRANSPORT_CODES", "RetryBudget", "RetryDecision", "backoff_delay_s"]
+__all__ = ["CONNECT_CODES", "STREAM_TRANSPORT_CODES", "RetryBudget", "RetryDecision", "backoff_delay_s"]
 
 STREAM_TRANSPORT_CODES = frozenset({"ETIMEDOUT", "ECONNRESET"})
 """Transport codes for which the whole request is retried while nothing was yielded (W9)."""
+
+CONNECT_CODES = frozenset({"ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"})
+"""Transport codes that mean the endpoint is wrong or down: one quick retry, then the error (fail fast)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +63,7 @@ class RetryBudget:
 
     def __init__(self, policy: StreamPolicy) -> None:
         self._policy = policy
-        self._used: dict[RetryPolicyName, int] = {"stream_transport": 0, "backoff": 0, "content": 0}
+        self._used: dict[RetryPolicyName, int] = {"stream_transport": 0, "connect": 0, "backoff": 0, "content": 0}
 
     def decide(
         self,
@@ -76,6 +82,8 @@ class RetryBudget:
         name: RetryPolicyName
         if classification.kind == "transport" and classification.transport_code in STREAM_TRANSPORT_CODES:
             name, limit = "stream_transport", policy.stream_max_retries
+        elif classification.kind == "transport" and classification.transport_code in CONNECT_CODES:
+            name, limit = "connect", policy.connect_max_retries
         elif classification.kind in ("rate_limit", "http", "transport"):
             name, limit = "backoff", policy.backoff_max_retries
         elif classification.kind == "stream_content":
@@ -89,6 +97,8 @@ class RetryBudget:
         if name == "stream_transport":
             delays = policy.stream_retry_delays_ms
             delay_s = delays[min(retry, len(delays)) - 1] / 1000
+        elif name == "connect":
+            delay_s = policy.connect_retry_delay_ms / 1000
         elif name == "content":
             delay_s = policy.content_retry_delay_ms / 1000
         elif retry_after_s is not None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
+from ..provider import missing_version_hint, public_endpoint
 from ..retry_after import retry_after_from_headers
 from ._classify import RetryClassification, classify_retry_error
 from ._exceptions import (
@@ -30,6 +32,7 @@ from ._exceptions import (
     StreamInactivityTimeoutError,
     StreamLifetimeExceededError,
     StreamTimeoutError,
+    ms_text,
     redact,
 )
 from ._retry import RetryBudget, RetryDecision
@@ -143,6 +146,30 @@ def _provider_message(exc: BaseException, secrets: tuple[str | None, ...]) -> st
     return redact(message if isinstance(message, str) else str(exc), secrets)
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What a turn asked: the endpoint (``scheme://host:port/path``, never credentials) and the model."""
+
+    endpoint: str
+    model: str
+
+    @property
+    def named(self) -> str:
+        return f"{self.endpoint} (model {self.model!r})"
+
+
+def _target_of(client: AsyncOpenAI, request: ChatRequest) -> _Target:
+    base_url = getattr(client, "base_url", None)
+    return _Target(public_endpoint(None if base_url is None else str(base_url)), request.model)
+
+
+_TRANSPORT_HINTS: dict[str, str] = {
+    "ECONNREFUSED": "nothing is listening there (is the server running, on that port?)",
+    "ENOTFOUND": "its host name does not resolve (a typo in --base-url?)",
+    "EAI_AGAIN": "its host name could not be resolved (DNS unavailable?)",
+}
+
+
 def _final_error(
     exc: Exception,
     classification: RetryClassification,
@@ -151,67 +178,97 @@ def _final_error(
     secrets: tuple[str | None, ...],
     retry_after_s: float | None,
     retry_after_cap_ms: float,
+    target: _Target,
 ) -> ModelTurnError | None:
-    """The turn's error for a final failure (None: not a model failure, let it propagate as is)."""
+    """The turn's error for a final failure (None: not a model failure, let it propagate as is).
+
+    Every message names the endpoint and model it concerns, and the details carry them as ``endpoint`` /
+    ``model``.
+    """
     tail = _attempts_text(attempts)
+    if isinstance(exc, StreamLifetimeExceededError):
+        return ModelStreamTimeoutError(
+            f"The model stream from {target.named} exceeded its maximum lifetime of "
+            f"{ms_text(exc.max_lifetime_ms)}ms (--stream-max-lifetime-ms){tail}",
+            attempts=attempts,
+            chunks_received=exc.chunks_received,
+            phase=exc.phase,
+            max_lifetime_ms=exc.max_lifetime_ms,
+            endpoint=target.endpoint,
+            model=target.model,
+        )
     if isinstance(exc, StreamTimeoutError):
         return ModelStreamTimeoutError(
-            f"The model stream stalled: {exc}{tail}",
+            f"The model stream from {target.named} stalled: {exc}{tail}",
             attempts=attempts,
             chunks_received=exc.chunks_received,
             phase=exc.phase,
             idle_ms=exc.idle_ms if isinstance(exc, StreamInactivityTimeoutError) else None,
-            max_lifetime_ms=exc.max_lifetime_ms if isinstance(exc, StreamLifetimeExceededError) else None,
+            endpoint=target.endpoint,
+            model=target.model,
         )
     if isinstance(exc, StreamContentError):
         return ModelStreamContentError(
-            f"{exc}{tail}",
+            f"{exc} (from {target.named}){tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
             retryable=exc.retryable,
             reason=exc.reason,
             content_type=exc.content_type,
+            endpoint=target.endpoint,
+            model=target.model,
         )
     kind = classification.kind
     if kind == "rate_limit":
         return ModelRateLimitedError(
-            f"The model endpoint is rate limiting requests (HTTP 429): {_provider_message(exc, secrets)}"
-            f"{tail}",
+            f"The model endpoint {target.named} is rate limiting requests (HTTP 429): "
+            f"{_provider_message(exc, secrets)}{tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
             retry_after_ms=None if retry_after_s is None else min(retry_after_s * 1000, retry_after_cap_ms),
+            endpoint=target.endpoint,
+            model=target.model,
         )
     if kind == "transport":
+        code = classification.transport_code
+        hint = _TRANSPORT_HINTS.get(code or "")
         return ModelTransportError(
-            f"The connection to the model endpoint failed ({classification.transport_code}): "
-            f"{_provider_message(exc, secrets)}{tail}",
+            f"The connection to the model endpoint {target.named} failed ({code}"
+            f"{': ' + hint if hint else ''}): {_provider_message(exc, secrets)}{tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
             retryable=True,
             phase=attempt.phase,
-            transport_code=classification.transport_code,
+            transport_code=code,
             status=classification.status,
+            endpoint=target.endpoint,
+            model=target.model,
         )
     if kind == "http":
+        hint = missing_version_hint(target.endpoint) if classification.status == 404 else None
         return ModelHTTPError(
-            f"The model endpoint answered HTTP {classification.status}: "
-            f"{_provider_message(exc, secrets)}{tail}",
+            f"The model endpoint {target.named} answered HTTP {classification.status}: "
+            f"{_provider_message(exc, secrets)}{'; ' + hint if hint else ''}{tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
             retryable=classification.diagnosis == "retryable",
             phase=attempt.phase,
             status=classification.status,
+            endpoint=target.endpoint,
+            model=target.model,
         )
     import openai  # only reached on a failure; the SDK is already loaded by then
 
     if isinstance(exc, openai.OpenAIError):
         return ModelProviderError(
-            f"The model provider reported an error: {_provider_message(exc, secrets)}{tail}",
+            f"The model provider at {target.named} reported an error: {_provider_message(exc, secrets)}{tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
             retryable=False,
             phase=attempt.phase,
             status=classification.status,
+            endpoint=target.endpoint,
+            model=target.model,
         )
     return None
 
@@ -261,6 +318,7 @@ async def stream_chat(
     policy = policy or StreamPolicy()
     client = _without_sdk_retries(client)
     secrets: tuple[str | None, ...] = (getattr(client, "api_key", None),)
+    target = _target_of(client, request)
     close_s = policy.close_timeout_ms / 1000
     budget = RetryBudget(policy)
     attempts = 0
@@ -305,7 +363,7 @@ async def stream_chat(
                 decision = None
             if decision is None:
                 final = _final_error(
-                    exc, classification, attempt, attempts, secrets, retry_after_s, policy.retry_after_cap_ms
+                    exc, classification, attempt, attempts, secrets, retry_after_s, policy.retry_after_cap_ms, target
                 )
                 if final is None:
                     raise

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from ._classify import RetryClassification
 
-RetryPolicyName: TypeAlias = Literal["stream_transport", "backoff", "content"]
+RetryPolicyName: TypeAlias = Literal["stream_transport", "connect", "backoff", "content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,8 @@ class StreamPolicy:
 
     - stream transport (W9): ETIMEDOUT / ECONNRESET before anything was yielded → at most
       ``stream_max_retries``, waiting ``stream_retry_delays_ms[i]`` (the last value repeats);
+    - connect: nothing listens (ECONNREFUSED) or the host name does not resolve (ENOTFOUND, EAI_AGAIN) → at
+      most ``connect_max_retries``, waiting ``connect_retry_delay_ms``: fail fast, a wait will not fix a URL;
     - backoff: 429, retryable 5xx, other transport errors → at most ``backoff_max_retries``, exponential from
       ``backoff_initial_ms`` doubling up to ``backoff_max_ms``, ± ``backoff_jitter``; a ``Retry-After``
       replaces the computed delay, capped at ``retry_after_cap_ms``;
@@ -63,6 +65,8 @@ class StreamPolicy:
     max_lifetime_ms: float = 900_000
     stream_max_retries: int = 2
     stream_retry_delays_ms: tuple[float, ...] = (1_000, 2_000)
+    connect_max_retries: int = 1
+    connect_retry_delay_ms: float = 250
     backoff_max_retries: int = 4
     backoff_initial_ms: float = 1_500
     backoff_max_ms: float = 30_000
@@ -78,12 +82,13 @@ class StreamPolicy:
         for name in ("idle_timeout_ms", "max_lifetime_ms"):
             if math.isnan(getattr(self, name)):
                 raise ValueError(f"{name} must be a number (<= 0 disables)")
-        for name in ("stream_max_retries", "backoff_max_retries", "content_max_retries"):
+        for name in ("stream_max_retries", "connect_max_retries", "backoff_max_retries", "content_max_retries"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be an integer >= 0")
         delays = (
             *self.stream_retry_delays_ms,
+            self.connect_retry_delay_ms,
             self.backoff_initial_ms,
             self.backoff_max_ms,
             self.retry_after_cap_ms,

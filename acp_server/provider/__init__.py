@@ -3,6 +3,6 @@
 Importing this package must stay cheap: openai is imported only when a client is made.
 """
 
-from ._openai import make_openai_client
+from ._openai import OPENAI_API_BASE_URL, make_openai_client, missing_version_hint, public_endpoint
 
-__all__ = ["make_openai_client"]
+__all__ = ["OPENAI_API_BASE_URL", "make_openai_client", "missing_version_hint", "public_endpoint"]

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     import openai
+
+__all__ = ["OFFLINE_API_KEY", "OPENAI_API_BASE_URL", "make_openai_client", "missing_version_hint", "public_endpoint"]
+
+OPENAI_API_BASE_URL = "https://api.openai.com/v1"
+"""Where the SDK sends requests when no base URL is given: a key alone means the OpenAI API."""
 
 OFFLINE_API_KEY = "offline"
 """Key sent to a ``base_url`` given without one: local endpoints need none, but the SDK insists on one."""
@@ -30,3 +37,42 @@ def make_openai_client(
         connect=connect_timeout_s, read=_READ_TIMEOUT_S, write=_WRITE_TIMEOUT_S, pool=connect_timeout_s
     )
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_VERSION_SEGMENT = re.compile(r"v\d+\w*", re.ASCII)  # v1, v2, v1beta ...
+
+
+def public_endpoint(base_url: str | None) -> str:
+    """``scheme://host:port/path`` of ``base_url`` (the OpenAI API when None), safe to show anywhere.
+
+    Invariant: never contains userinfo, query or fragment (where credentials hide), so never a key.
+    """
+    url = OPENAI_API_BASE_URL if base_url is None else str(base_url)
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(an unparsable base URL)"
+    scheme = parts.scheme.lower()
+    if not scheme or not host:
+        return "(an unparsable base URL)"
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None:
+        port = _DEFAULT_PORTS.get(scheme)
+    authority = host if port is None else f"{host}:{port}"
+    return f"{scheme}://{authority}{parts.path.rstrip('/')}"
+
+
+def missing_version_hint(endpoint: str) -> str | None:
+    """For a 404: the hint that an OpenAI-compatible API lives under ``/v1``, when ``endpoint``'s path has no
+    version segment (``/v1``, ``/v1beta`` ...); None when it has one."""
+    _, sep, rest = endpoint.partition("://")
+    if not sep or ("/" in rest and any(_VERSION_SEGMENT.fullmatch(s) for s in rest.split("/")[1:])):
+        return None
+    return (
+        "the base URL's path has no /v1, under which OpenAI-compatible servers serve their API: "
+        f"try --base-url {endpoint}/v1"
+    )

@@ -22,6 +22,7 @@ from ._types import (
     SessionSnapshot,
     StoredMessage,
     TurnTicket,
+    cwd_key,
     decode_cursor,
     encode_cursor,
 )
@@ -99,8 +100,9 @@ class MemorySessionStore(SessionStore):
             raise ValueError(f"limit must be >= 1, got {limit}")
         after = decode_cursor(cursor) if cursor is not None else None
         await self._enter()
+        key = None if cwd is None else cwd_key(cwd)
         records = sorted(
-            (r for r in self._sessions.values() if cwd is None or r.cwd == cwd),
+            (r for r in self._sessions.values() if key is None or cwd_key(r.cwd) == key),
             key=lambda r: (r.updated_us, r.session_id),
             reverse=True,
         )

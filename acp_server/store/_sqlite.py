@@ -52,6 +52,7 @@ from ._types import (
     SessionSnapshot,
     StoredMessage,
     TurnTicket,
+    cwd_key,
     decode_cursor,
     encode_cursor,
     parts_from_json,
@@ -224,6 +225,7 @@ class SqliteSessionStore(SessionStore):
             )
         except sqlite3.Error as exc:
             raise self._unavailable("cannot_open", f"cannot open the file ({exc})") from None
+        conn.create_function("acp_cwd_key", 1, cwd_key, deterministic=True)
         try:
             self._prepare(conn)
         except sqlite3.Error as exc:
@@ -334,9 +336,9 @@ class SqliteSessionStore(SessionStore):
         after = decode_cursor(cursor) if cursor is not None else None
         clauses: list[str] = []
         params: list[object] = []
-        if cwd is not None:
-            clauses.append("cwd = ?")
-            params.append(cwd)
+        if cwd is not None:  # compared normalised (cwd_key), so no index: a full scan of a small table
+            clauses.append("acp_cwd_key(cwd) = ?")
+            params.append(cwd_key(cwd))
         if after is not None:
             clauses.append("(updated_us, id) < (?, ?)")
             params.extend(after)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,12 +30,20 @@ __all__ = [
     "SessionSnapshot",
     "StoredMessage",
     "TurnTicket",
+    "cwd_key",
 ]
 
 DEFAULT_PAGE_SIZE = 50
 
 FinalOutcome: TypeAlias = Literal["complete", "failed", "cancelled"]
 """What a turn may record when it ends."""
+
+
+def cwd_key(cwd: str) -> str:
+    """What ``list_sessions(cwd=...)`` compares: the path normalised (``/a/b/``, ``/a//b``, ``/a/./b`` are
+    ``/a/b``). Stored paths stay as given; only the comparison uses this."""
+    key = os.path.normpath(cwd)
+    return "/" + key.lstrip("/") if key.startswith("//") else key
 
 
 def now_us() -> int:

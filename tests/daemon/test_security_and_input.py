@@ -192,3 +192,7 @@ async def test_unknown_routes_and_methods() -> None:
         assert wrong.status_code == 405
         assert wrong.json()["code"] == "method_not_allowed" and wrong.json()["allowed"] == ["POST"]
         assert wrong.headers["Allow"] == "POST"
+        acp = await served.client.get("/acp")  # /acp serves POST and DELETE: a 405 must say both
+        assert acp.status_code == 405
+        assert sorted(m.strip() for m in acp.headers["Allow"].split(",")) == ["DELETE", "POST"]
+        assert sorted(acp.json()["allowed"]) == ["DELETE", "POST"]

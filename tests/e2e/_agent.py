@@ -21,14 +21,15 @@ COMMAND = [sys.executable, "-m", "acp_server"]
 class AgentProcess:
     """Drives one server process. Every stdout line is recorded raw (``stdout_lines``) before it is parsed."""
 
-    def __init__(self, process: Process, tg: TaskGroup) -> None:
+    def __init__(self, process: Process, tg: TaskGroup, *, read_stderr: bool = True) -> None:
         self.process = process
         self.stdout_lines: list[bytes] = []
         self.stderr = bytearray()
         self._next_id = 1000
         send, self._received = anyio.create_memory_object_stream[dict[str, Any]](10_000)
         tg.start_soon(self._read_stdout, send)
-        tg.start_soon(self._read_stderr)
+        if read_stderr:
+            tg.start_soon(self._read_stderr)
 
     async def _read_stdout(self, send: Any) -> None:
         assert self.process.stdout is not None
@@ -107,13 +108,17 @@ class AgentProcess:
 
 
 @asynccontextmanager
-async def spawn_agent(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[AgentProcess]:
-    """Start ``acp-server`` with ``args``; on exit close stdin, wait (bounded) and kill if needed."""
+async def spawn_agent(
+    *args: str, env: dict[str, str] | None = None, read_stderr: bool = True
+) -> AsyncIterator[AgentProcess]:
+    """Start ``acp-server`` with ``args``; on exit close stdin, wait (bounded) and kill if needed.
+
+    ``read_stderr=False`` leaves stderr a pipe nobody reads (like the official SDK's ``spawn_agent_process``)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
     full_env.update(env or {})
     async with anyio.create_task_group() as tg:
         process = await anyio.open_process([*COMMAND, *args], env=full_env)
-        agent = AgentProcess(process, tg)
+        agent = AgentProcess(process, tg, read_stderr=read_stderr)
         try:
             yield agent
         finally:

@@ -83,6 +83,10 @@ def _run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None
         (["--prompt-deadline-ms", "0"], {}, "--prompt-deadline-ms"),
         (["--max-message-bytes", "0"], {}, "--max-message-bytes"),
         (["--log-level", "LOUD"], {}, "--log-level"),
+        (["--log-file", "/nonexistent/dir/x.log"], {}, "--log-file"),
+        ([], {"ACP_SERVER_LOG_FILE": "/nonexistent/dir/x.log"}, "ACP_SERVER_LOG_FILE"),
+        (["serve", "--log-file", "/nonexistent/dir/x.log"], {}, "--log-file"),
+        (["ask", "--log-file", "/nonexistent/dir/x.log", "hi"], {}, "--log-file"),
     ],
 )
 def test_invalid_settings_are_usage_errors(args: list[str], env: dict[str, str], named: str) -> None:
@@ -116,3 +120,10 @@ def test_ask_fails_with_the_error_message() -> None:
     result = _run("ask", "hello")
     assert result.returncode == 1
     assert "No model is configured" in result.stderr
+
+
+def test_log_level_help_lists_what_it_accepts() -> None:
+    result = _run("--help")
+    assert result.returncode == 0
+    assert "--log-level LEVEL" in result.stdout
+    assert "DEBUG, INFO, WARNING, ERROR, CRITICAL" in " ".join(result.stdout.split())

@@ -7,6 +7,7 @@ exhausted turn answers -32603 with structured ``data``; a cancel during a backof
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,51 @@ async def test_cancel_during_backoff_wait_is_immediate() -> None:
             assert time.monotonic() - started < 1.0
             assert response["result"] == {"stopReason": "cancelled"}
             assert len(model.requests) == 1
+
+
+async def test_a_base_url_without_v1_gets_a_404_that_says_so() -> None:
+    async with LoopbackModel() as model:
+        root = model.base_url.removesuffix("/v1")  # what a new user pastes: the server's address
+        async with spawn_agent("--base-url", root, "--model", "m") as agent:
+            await agent.initialize()
+            response, _ = await _prompt(agent)
+    error = response["error"]
+    assert error["data"]["errorKind"] == "model_http_error" and error["data"]["status"] == 404
+    assert (error["data"]["endpoint"], error["data"]["model"]) == (root, "m")
+    assert error["message"].startswith(f"The model endpoint {root} (model 'm') answered HTTP 404")
+    assert f"try --base-url {root}/v1" in error["message"]
+    jsonschema.validate(error["data"], SCHEMA)
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_nothing_listening_fails_fast_naming_host_and_port() -> None:
+    base_url = f"http://127.0.0.1:{_unused_port()}/v1"
+    async with spawn_agent("--base-url", base_url, "--api-key", "sk-never-shown-1234", "--model", "m") as agent:
+        await agent.initialize()
+        started = time.monotonic()
+        response, _ = await _prompt(agent)
+        elapsed = time.monotonic() - started
+    data = response["error"]["data"]
+    assert (data["errorKind"], data["transportCode"], data["attempts"]) == ("model_transport_error", "ECONNREFUSED", 2)
+    assert data["endpoint"] == base_url
+    message = response["error"]["message"]
+    assert f"model endpoint {base_url} (model 'm') failed (ECONNREFUSED: nothing is listening" in message
+    assert "sk-never-shown" not in json.dumps(response) and b"sk-never-shown" not in agent.stderr
+    assert elapsed < 10  # it took 22-26 s of backoff before; now one quick retry
+    jsonschema.validate(data, SCHEMA)
+
+
+async def test_start_up_names_the_endpoint_and_model_never_the_key() -> None:
+    base_url = f"http://127.0.0.1:{_unused_port()}/v1"
+    async with spawn_agent("--base-url", base_url, "--api-key", "sk-never-shown-1234", "--model", "m") as agent:
+        await agent.initialize()
+        await agent.close_stdin()
+        await agent.process.wait()
+    log = agent.stderr.decode()
+    assert f"model: 'm' at {base_url}" in log
+    assert "sk-never-shown" not in log

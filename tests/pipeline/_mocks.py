@@ -200,6 +200,7 @@ class FakeClient:
         self.streams: list[MockStream] = []
         self.chat = _Chat(self)
         self.api_key = api_key
+        self.base_url = "http://model.test/v1/"  # as the SDK keeps it: with a trailing slash
         self.max_retries = 0
 
 

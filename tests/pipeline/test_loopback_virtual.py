@@ -72,6 +72,8 @@ async def test_silent_after_200_three_times_fails_as_stream_timeout_with_default
             "chunksReceived": 0,
             "retryable": True,
             "idleMs": 120_000,
+            "endpoint": model.base_url,
+            "model": "m",
         }
         assert outcome.events == []
 

@@ -6,7 +6,9 @@ Every wait is asserted at its exact virtual instant (``client.calls`` records wh
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -49,6 +51,8 @@ from ._mocks import (
 pytestmark = pytest.mark.anyio
 
 REQUEST = ChatRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+WHERE = {"endpoint": "http://model.test:80/v1", "model": "m"}
+"""What every final error says it concerns: ``FakeClient``'s base URL and the request's model."""
 NO_JITTER = StreamPolicy(idle_timeout_ms=1_000, jitter_source=lambda: 0.5)
 
 
@@ -145,6 +149,7 @@ async def test_silent_stream_is_retried_twice_after_1s_then_2s_then_fails_as_str
         "chunksReceived": 0,
         "retryable": True,
         "idleMs": 1_000,
+        **WHERE,
     }
     assert "No stream activity for 1000ms" in str(err) and "3 attempts" in str(err)
 
@@ -180,6 +185,7 @@ async def test_stall_after_yielded_chunks_surfaces_without_replay() -> None:
         "chunksReceived": 2,
         "retryable": True,
         "idleMs": 1_000,
+        **WHERE,
     }
 
 
@@ -209,6 +215,7 @@ async def test_reset_after_a_yielded_chunk_is_a_transport_error() -> None:
         "attempts": 1,
         "chunksReceived": 1,
         "retryable": True,
+        **WHERE,
     }
 
 
@@ -218,6 +225,8 @@ async def test_lifetime_cap_is_a_stream_timeout_too() -> None:
     with pytest.raises(ModelStreamTimeoutError) as caught:
         await run(client, policy)
     assert caught.value.details()["maxLifetimeMs"] == 2_000
+    message = str(caught.value)
+    assert "exceeded its maximum lifetime of 2000ms" in message and "stalled" not in message
     assert caught.value.chunks_received == 3
 
 
@@ -280,6 +289,7 @@ async def test_backoff_is_capped_at_30s_and_bounded_to_4_retries() -> None:
         "attempts": 5,
         "chunksReceived": 0,
         "retryable": True,
+        **WHERE,
     }
 
 
@@ -294,15 +304,61 @@ async def test_rate_limit_exhausted_is_model_rate_limited() -> None:
         "chunksReceived": 0,
         "retryable": True,
         "retryAfterMs": 2_000,
+        **WHERE,
     }
 
 
-async def test_connection_refused_uses_the_backoff_budget() -> None:
+async def test_connection_refused_is_retried_once_quickly() -> None:
     t0 = anyio.current_time()
     refused = connection_error(httpx2.ConnectError("[Errno 111] Connection refused"))
     client = FakeClient(refused, answer("ok"))
     await run(client)
-    assert offsets(client, t0) == [0.0, 1.5]
+    assert offsets(client, t0) == [0.0, 0.25]
+
+
+@pytest.mark.parametrize(
+    ("cause", "code", "hint"),
+    [
+        (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "ECONNREFUSED", "nothing is listening"),
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "ENOTFOUND", "does not resolve"),
+    ],
+)
+async def test_nothing_listening_or_no_such_host_fails_fast_naming_the_endpoint(
+    cause: OSError, code: str, hint: str
+) -> None:
+    t0 = anyio.current_time()
+
+    def failure() -> openai.APIConnectionError:
+        try:
+            raise httpx2.ConnectError(str(cause)) from cause
+        except httpx2.ConnectError as exc:
+            return connection_error(exc)
+
+    client = FakeClient(failure(), failure(), answer("never"))
+    with pytest.raises(ModelTransportError) as caught:
+        await run(client)
+    assert offsets(client, t0) == [0.0, 0.25]  # one quick retry, not the 1.5 s, 3 s, 6 s ... backoff
+    assert anyio.current_time() == t0 + 0.25
+    err = caught.value
+    assert err.details() == {
+        "transportCode": code,
+        "phase": "request",
+        "attempts": 2,
+        "chunksReceived": 0,
+        "retryable": True,
+        **WHERE,
+    }
+    where = "http://model.test:80/v1 (model 'm')"
+    assert str(err).startswith(f"The connection to the model endpoint {where} failed ({code}")
+    assert hint in str(err)
+
+
+async def test_reset_and_5xx_keep_their_retries() -> None:
+    t0 = anyio.current_time()
+    reset = connection_error(httpx2.ReadError("[Errno 104] Connection reset by peer"))
+    client = FakeClient(reset, reset, status_error(503), status_error(503), answer("ok"))
+    assert text_of(await run(client)) == "ok"
+    assert offsets(client, t0) == [0.0, 1.0, 3.0, 4.5, 7.5]  # resets: 1 s, 2 s; then 5xx backoff: 1.5 s, 3 s
 
 
 async def test_sdk_timeout_before_the_stream_is_a_stream_transport_retry() -> None:
@@ -320,6 +376,27 @@ async def test_4xx_fails_fast(status: int) -> None:
     assert len(client.calls) == 1
     assert caught.value.status == status and caught.value.retryable is False
     assert caught.value.details()["attempts"] == 1
+
+
+@pytest.mark.parametrize(
+    ("base_url", "endpoint", "hint"),
+    [
+        ("http://localhost:11434/", "http://localhost:11434", "; the base URL's path has no /v1"),
+        # the path is right: the 404 is something else (an unknown model)
+        ("http://localhost:11434/v1/", "http://localhost:11434/v1", None),
+    ],
+)
+async def test_404_says_when_the_base_url_lacks_v1(base_url: str, endpoint: str, hint: str | None) -> None:
+    client = FakeClient(status_error(404, message="Not Found"))
+    client.base_url = base_url
+    with pytest.raises(ModelHTTPError) as caught:
+        await run(client)
+    message = str(caught.value)
+    assert message.startswith(f"The model endpoint {endpoint} (model 'm') answered HTTP 404: ")
+    if hint is None:
+        assert "--base-url" not in message
+    else:
+        assert f"{hint}, under which OpenAI-compatible servers serve their API: try --base-url {endpoint}/v1" in message
 
 
 async def test_api_key_never_appears_in_messages() -> None:
@@ -408,6 +485,7 @@ async def test_empty_stream_is_retried_once_then_fails() -> None:
         "chunksReceived": 0,
         "retryable": True,
         "reason": "empty_stream",
+        **WHERE,
     }
 
 
@@ -443,6 +521,7 @@ async def test_non_sse_body_is_a_clear_non_retryable_error_quoting_the_first_byt
         "retryable": False,
         "reason": "non_sse",
         "contentType": "text/html; charset=utf-8",
+        **WHERE,
     }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import acp_server.provider
 import acp_server.provider.offline
-from acp_server.provider import make_openai_client
+from acp_server.provider import make_openai_client, public_endpoint
 from acp_server.provider.offline import (
     Answer,
     ChunksThenSilent,
@@ -23,7 +23,12 @@ from acp_server.provider.offline import (
 
 
 def test_exported_members() -> None:
-    assert acp_server.provider.__all__ == ["make_openai_client"]
+    assert acp_server.provider.__all__ == [
+        "OPENAI_API_BASE_URL",
+        "make_openai_client",
+        "missing_version_hint",
+        "public_endpoint",
+    ]
     assert acp_server.provider.offline.__all__ == [
         "Answer",
         "Behaviour",
@@ -106,3 +111,17 @@ async def test_a_model_opens_once() -> None:
     with pytest.raises(RuntimeError, match="only once"):
         async with model:
             pass
+
+
+@pytest.mark.parametrize(
+    ("base_url", "shown"),
+    [
+        (None, "https://api.openai.com:443/v1"),  # a key with no base URL: the OpenAI API
+        ("http://localhost:11434/v1/", "http://localhost:11434/v1"),
+        ("https://user:sk-in-userinfo@proxy.example/v1?api-key=sk-in-query#frag", "https://proxy.example:443/v1"),
+        ("http://[::1]:8000/v1", "http://[::1]:8000/v1"),
+        ("not a url", "(an unparsable base URL)"),
+    ],
+)
+def test_public_endpoint_never_shows_credentials(base_url: str | None, shown: str) -> None:
+    assert public_endpoint(base_url) == shown

@@ -174,6 +174,17 @@ async def test_list_is_newest_first_with_a_cwd_filter_and_keyset_pages(store: Se
     assert (await store.list_sessions(cwd="/nowhere")).sessions == ()
 
 
+async def test_the_cwd_filter_compares_normalised_paths_and_keeps_them_as_given(store: SessionStore) -> None:
+    await store.create_session("slash", "/work/project/")
+    await store.create_session("plain", "/work/project")
+    await store.create_session("other", "/work/project-2")
+    for query in ("/work/project", "/work/project/", "/work//project", "/work/./project", "/work/x/../project"):
+        page = await store.list_sessions(cwd=query)
+        assert sorted(r.session_id for r in page.sessions) == ["plain", "slash"], query
+    stored = {r.session_id: r.cwd for r in (await store.list_sessions(cwd="/work/project")).sessions}
+    assert stored == {"slash": "/work/project/", "plain": "/work/project"}  # replies show the path as given
+
+
 @pytest.mark.parametrize("cursor", ["", "%%%", "bm90IGpzb24", "WyJ2MiIsMSwicyJd", "WyJ2MSIsIjEiLCJzIl0", "W10"])
 async def test_a_cursor_we_did_not_issue_is_invalid_params(store: SessionStore, cursor: str) -> None:
     with pytest.raises(InvalidCursorError):

@@ -1,0 +1,72 @@
+"""The README's ``acp-server serve`` shell example, extracted from README.md and run by bash exactly as printed
+(against ``--offline``, on a free port through ``ACP_SERVER_PORT``, which the example honours)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _example() -> str:
+    section = README.read_text().split("## HTTP daemon", 1)[1].split("<!-- serve-options:end -->", 1)[1]
+    block = re.search(r"```sh\n(.*?)\n```", section, re.S)
+    assert block is not None, "the daemon section lost its shell example"
+    return block.group(1)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_example_waits_for_health_before_its_first_request() -> None:
+    lines = [line for line in _example().splitlines() if "curl" in line]
+    assert "/health" in lines[0] and "--retry-connrefused" in lines[0]
+
+
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")
+def test_the_readme_daemon_example_runs_as_printed(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # this venv's acp-server
+    env["ACP_SERVER_PORT"] = str(_free_port())
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    # Its own process group: the daemon and the event follower it leaves in the background are ended with it.
+    shell = subprocess.Popen(
+        ["bash", "-c", _example()],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        script_status = shell.wait(timeout=45)  # the last command (the prompt with ?wait=true) has answered
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGTERM)  # the daemon shuts down, ending the event stream too
+    try:
+        out, err = shell.communicate(timeout=30)  # EOF once every process of the group has exited
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+    stdout, stderr = out.decode(), err.decode()
+    assert script_status == 0, stderr
+    assert '{"status":"ok"}' in stdout.splitlines()  # the health wait answered before anything else
+    replies = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"promptId"')]
+    assert [r["stopReason"] for r in replies] == ["end_turn"]  # the ?wait=true reply (events are "data: ...")
+    assert "/session//" not in stderr and "sessionId" not in stderr
+    assert f"listening on http://127.0.0.1:{env['ACP_SERVER_PORT']}" in stderr

@@ -1,0 +1,114 @@
+"""``acp-server ask`` as a new user meets it: quiet, the answer alone on stdout, nothing stored unless asked, and
+the bare agent on a terminal says what it is."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ._agent import COMMAND, spawn_agent
+
+pytestmark = pytest.mark.anyio
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    env.update(extra)
+    return env
+
+
+def _ask(*args: str, cwd: Path | None = None, merged: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, "ask", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        text=True,
+        env=_env(**env),
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def test_ask_prints_only_the_answer_and_a_newline_and_logs_nothing_at_info() -> None:
+    result = _ask("--offline", "what is up")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "You said: what is up\n"
+    assert " INFO " not in result.stderr  # ask logs at WARNING unless asked
+    assert "Reading the prompt" in result.stderr  # the reasoning still goes to stderr
+
+
+def test_ask_with_info_logs_ends_the_answer_before_the_next_log_line() -> None:
+    # stdout and stderr into one pipe, as on a terminal: the agent's closing log line must start on its own line.
+    result = _ask("--offline", "--log-level", "INFO", "what is up", merged=True)
+    assert result.returncode == 0, result.stdout
+    assert " INFO " in result.stdout
+    assert "You said: what is up\n" in result.stdout
+
+
+def test_a_failed_ask_writes_nothing_to_stdout() -> None:
+    result = _ask("hello")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.strip().startswith("acp-server ask: No model is configured")
+
+
+async def _sessions_of(cwd: Path, state: Path) -> list[str]:
+    async with spawn_agent(env={"XDG_STATE_HOME": str(state)}) as agent:
+        await agent.initialize()
+        reply = await agent.request("session/list", {"cwd": str(cwd)})
+    return [s["sessionId"] for s in reply["result"]["sessions"]]
+
+
+async def test_ask_stores_no_session_unless_persist(tmp_path: Path) -> None:
+    state, project = tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    result = await anyio.to_thread.run_sync(
+        lambda: _ask("--offline", "forget me", cwd=project, XDG_STATE_HOME=str(state))
+    )
+    assert result.returncode == 0, result.stderr
+    assert await _sessions_of(project, state) == []
+    kept = await anyio.to_thread.run_sync(
+        lambda: _ask("--offline", "--persist", "keep me", cwd=project, XDG_STATE_HOME=str(state))
+    )
+    assert kept.returncode == 0, kept.stderr
+    assert len(await _sessions_of(project, state)) == 1
+
+
+def test_persist_and_no_persist_together_are_a_usage_error() -> None:
+    result = _ask("--offline", "--persist", "--no-persist", "x")
+    assert result.returncode == 2 and "--persist" in result.stderr and result.stdout == ""
+
+
+def test_bare_agent_on_a_terminal_says_what_it_is_and_keeps_serving() -> None:
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            COMMAND, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), close_fds=True
+        )
+        os.close(follower)
+        follower = -1
+        os.write(leader, b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}\n')
+        assert process.stdout is not None
+        reply = process.stdout.readline()  # the agent kept serving: it answers what arrives on the terminal
+        os.write(leader, b"\x04")  # Ctrl-D: EOF on the terminal
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert b'"protocolVersion":1' in reply.replace(b" ", b"")
+    assert process.returncode == 0
+    text = stderr.decode()
+    assert "this is an Agent Client Protocol agent" in text and 'acp-server ask --offline "hello"' in text
+
+
+def test_bare_agent_on_a_pipe_prints_no_hint() -> None:
+    result = subprocess.run(COMMAND, input=b"", capture_output=True, env=_env(), timeout=30)
+    assert result.returncode == 0
+    assert b"Agent Client Protocol agent" not in result.stderr
