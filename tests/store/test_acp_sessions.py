@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from acp.schema import ListSessionsResponse, SessionNotification
 
-from acp_server.acp import AcpAgent, AgentOptions, bind, replay_updates, wire_block
+from acp_server.acp import AcpAgent, AgentOptions, bind, replay_updates
 from acp_server.bridge import SessionBridge, SessionEntry, SessionNotFoundError
 from acp_server.domain import Emit, ImagePart, Prompt, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
 from acp_server.errors import InvalidInputError
@@ -147,38 +147,6 @@ async def test_load_replays_the_history_exactly_then_answers(agent: tuple[Agent,
     ]
     image = peer.sent[3][1]["update"]["content"]
     assert image == {"type": "image", "data": "aGk=", "mimeType": "image/png"}
-
-
-def _official_block(part: PromptPart) -> Any:
-    """The content block the official ``acp.schema`` models build for ``part``."""
-    from acp import schema
-
-    if isinstance(part, TextPart):
-        return schema.TextContentBlock(type="text", text=part.text)
-    if isinstance(part, ResourceLinkPart):
-        return schema.ResourceContentBlock(
-            type="resource_link", uri=part.uri, name=part.name, description=part.description
-        )
-    if isinstance(part, ResourcePart):
-        contents = schema.TextResourceContents(uri=part.uri, text=part.text or "", mime_type=part.mime_type)
-        return schema.EmbeddedResourceContentBlock(type="resource", resource=contents)
-    return schema.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type)
-
-
-@pytest.mark.parametrize(
-    "part",
-    [
-        TextPart("t"),
-        TextPart(""),
-        ResourceLinkPart("file:///a", "a"),
-        ResourceLinkPart("file:///a", "a", "described"),
-        ResourcePart("file:///r", "text", "text/plain"),
-        ResourcePart("file:///r", None),
-        ImagePart("aGk=", "image/png"),
-    ],
-)
-def test_replayed_blocks_equal_the_official_models(part: PromptPart) -> None:
-    assert wire_block(part) == dump(_official_block(part))
 
 
 async def test_replay_of_a_user_message_without_parts_uses_its_text() -> None:
