@@ -2,6 +2,7 @@
 ordered event stream per admitted prompt.
 
 It speaks domain objects and domain errors only; it knows nothing of JSON-RPC, ACP wire shapes or HTTP.
+The ids Q1–Q14 cited in its comments are the queue requirements written out in ``docs/requirements.md``.
 """
 
 from ._bridge import SessionBridge, TurnRunner

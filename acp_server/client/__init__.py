@@ -4,6 +4,7 @@
 long-lived event subscription. Both keep a local per-session count of prompts in flight and refuse one more at
 the limit *before sending anything* (:class:`DaemonPendingPromptLimitError`); the daemon stays the authority and
 answers 503 (:class:`DaemonPromptQueueFullError`) past its own limit. Errors: one tree, in ``_exceptions.py``.
+The ids Q1–Q14 cited in its comments are the queue requirements written out in ``docs/requirements.md``.
 
     async with DaemonClient("http://127.0.0.1:4170") as client:
         async with await DaemonSessionClient.create_or_attach(client, "/my/project") as session:

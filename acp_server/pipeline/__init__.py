@@ -2,7 +2,8 @@
 
 Knows nothing of ACP or sessions. ``stream_chat(client, request, policy)`` is the entry point; model failures
 surface only as :class:`ModelTurnError` subclasses (the caller's cancellation propagates as is). Runs on any
-anyio backend: asyncio in production, trio's virtual clock in tests.
+anyio backend: asyncio in production, trio's virtual clock in tests. The ids W1–W11 cited in its comments are the
+watchdog requirements written out in ``docs/requirements.md``.
 """
 
 from ._classify import RetryClassification, classify_retry_error
