@@ -110,6 +110,7 @@ def test_public_surface_is_pinned() -> None:
         "MethodNotAllowedError",
         "PromptNotFoundError",
         "RequestBodyTooLargeError",
+        "RingBudget",
         "RouteNotFoundError",
         "RunningDaemon",
         "Subscription",
