@@ -274,7 +274,7 @@ def create_app(daemon: Daemon) -> Starlette:
             allow_origins=options.allow_origins,
             check_host=options.loopback and not options.token,
         ),
-        Middleware(BodyLimit, max_bytes=options.max_body_bytes),
+        Middleware(BodyLimit, max_bytes=options.max_body_bytes, timeout_s=options.body_timeout_s),
     ]
     return Starlette(
         routes=_routes(daemon),
