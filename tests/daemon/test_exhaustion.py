@@ -21,7 +21,7 @@ from anyio.abc import SocketStream
 from acp_server.daemon._connections import AcceptErrorLog
 from acp_server.provider import make_openai_client
 
-from ._support import running_daemon
+from ._support import running_daemon, schema_validator
 
 pytestmark = pytest.mark.anyio
 
@@ -111,6 +111,7 @@ async def test_at_the_cap_with_every_connection_busy_a_newcomer_gets_503() -> No
             async with raw(served.url) as newcomer:
                 status, headers, body = parse(await read_to_end(newcomer))
         assert status == 503 and headers["retry-after"] == "5"
+        schema_validator("TooManyConnectionsError").validate(body)
         assert body == {
             "code": "too_many_connections",
             "error": "Too many open connections (limit 3); retry later",
@@ -131,6 +132,7 @@ async def test_an_incomplete_body_is_408_and_the_connection_closed() -> None:
             status, headers, body = parse(await read_to_end(stream))
         assert status == 408 and headers["connection"] == "close"
         assert body["code"] == "request_timeout" and body["part"] == "body"
+        schema_validator("RequestTimeoutError").validate(body)
         assert served.bridge.sessions == ()
 
 
