@@ -8,7 +8,11 @@ import contextlib
 import errno
 import json
 import logging
+import os
+import re
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +22,7 @@ import anyio.lowlevel
 import pytest
 from anyio.abc import SocketStream
 
+from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.daemon._connections import AcceptErrorLog
 from acp_server.provider import make_openai_client
 
@@ -231,3 +236,59 @@ async def test_the_model_pool_never_makes_a_turn_wait_for_a_connection() -> None
         pool = client._client._transport._pool  # type: ignore[attr-defined]
         assert pool._max_connections > 10**6  # not the SDK's 1,000: turns beyond it timed out waiting for the pool
         assert pool._max_keepalive_connections == 100
+
+
+def test_the_cap_is_lowered_to_fit_the_open_file_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import resource
+
+    from acp_server.daemon._connections import fd_limited_connections
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 4096))
+    with caplog.at_level(logging.WARNING):
+        assert fd_limited_connections(1024) == 96  # (256 - 64 reserved) / 2: the other half for model connections
+        assert fd_limited_connections(50) == 50
+    assert [r.getMessage() for r in caplog.records] == [
+        "--max-connections 1024 lowered to 96: the open-file limit is 256 (raise it with ulimit -n)"
+    ]
+
+
+LOW_FD_LIMIT = (
+    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'acp_server', 'serve', '--offline', '--port', '0'])"
+)
+
+
+@pytest.mark.e2e
+async def test_a_daemon_out_of_descriptors_still_answers_health_and_logs_little() -> None:
+    """The reported flood: 1,100 half-sent connections against a daemon whose open-file limit is 256."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    process = await anyio.open_process([sys.executable, "-c", LOW_FD_LIMIT], env=env, stdin=subprocess.DEVNULL)
+    stderr = bytearray()
+    async with process:
+        try:
+            assert process.stderr is not None
+            with anyio.fail_after(20):
+                async for chunk in process.stderr:
+                    stderr += chunk
+                    found = re.search(re.escape(ANNOUNCE_PREFIX.encode()) + rb"(\S+)\n", bytes(stderr))
+                    if found:
+                        url = found.group(1).decode()
+                        break
+            async with contextlib.AsyncExitStack() as stack:
+                for _ in range(1100):
+                    stream = await stack.enter_async_context(raw(url))
+                    await stream.send(b"GET /capabilities HTTP/1.1\r\nHost: 1")
+                with anyio.fail_after(10):
+                    assert await get_health(url) == 200
+        finally:
+            process.terminate()
+            with anyio.fail_after(15):
+                await process.wait()
+            with anyio.move_on_after(5):
+                async for chunk in process.stderr:  # type: ignore[union-attr]
+                    stderr += chunk
+    log = stderr.decode(errors="replace")
+    assert "lowered to 96" in log
+    assert log.count("Traceback") == 0 and len(log) < 64 * 1024, log[-2000:]
