@@ -56,6 +56,18 @@ class ServeSettings:
     max_body_bytes: int = 16 * 1024 * 1024
     allow_origins: tuple[str, ...] = ()
     event_ring_size: int = 4096
+    event_ring_total_bytes: int = 64 * 1024 * 1024
+    max_connections: int = 1024
+    header_timeout_ms: int = 10_000
+    body_timeout_ms: int = 60_000
+
+
+def _token(text: str) -> str:
+    """A bearer token: surrounding whitespace stripped; empty or blank is an error (it would protect nothing)."""
+    token = text.strip()
+    if not token:
+        raise ValueError("must not be empty or blank")
+    return token
 
 
 def _non_negative_int(text: str) -> int:
@@ -212,8 +224,9 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "token",
         "--token",
         "ACP_SERVER_TOKEN",
-        str,
-        "bearer token every route but /health requires; mandatory off loopback (never logged)",
+        _token,
+        "bearer token every route but /health requires; mandatory off loopback and with --allow-origin '*'; "
+        "surrounding spaces stripped, blank refused (never logged)",
         "TOKEN",
     ),
     Option(
@@ -239,6 +252,41 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         _positive_int,
         "events kept per session for Last-Event-ID replay (default 4096)",
         "N",
+    ),
+    Option(
+        "event_ring_total_bytes",
+        "--event-ring-total-bytes",
+        "ACP_SERVER_EVENT_RING_TOTAL_BYTES",
+        _positive_int,
+        "bytes all sessions' replay rings hold together; the least recently active sessions' oldest events are "
+        "evicted first (default 67108864 = 64 MiB)",
+        "BYTES",
+    ),
+    Option(
+        "max_connections",
+        "--max-connections",
+        "ACP_SERVER_MAX_CONNECTIONS",
+        _positive_int,
+        "open client connections, event streams included; at the cap a new one displaces the oldest connection "
+        "still sending its headers, else gets 503; lowered to fit the open-file limit (default 1024)",
+        "N",
+    ),
+    Option(
+        "header_timeout_ms",
+        "--header-timeout-ms",
+        "ACP_SERVER_HEADER_TIMEOUT_MS",
+        _positive_int,
+        "close a connection whose request headers are not complete this long after it opened (default 10000)",
+        "MS",
+    ),
+    Option(
+        "body_timeout_ms",
+        "--body-timeout-ms",
+        "ACP_SERVER_BODY_TIMEOUT_MS",
+        _positive_int,
+        "answer 408 and close when a request body is not complete this long after its headers; responses "
+        "(event streams) have no time limit (default 60000)",
+        "MS",
     ),
 )
 """The options of ``acp-server serve`` only (their own README table)."""

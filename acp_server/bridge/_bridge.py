@@ -20,6 +20,7 @@ import heapq
 import math
 import os
 import uuid
+from collections.abc import Callable
 from functools import partial
 from types import TracebackType
 from typing import Protocol
@@ -100,6 +101,7 @@ class SessionBridge:
         self._deadline_wakeup: anyio.Event | None = None
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
+        self._close_listeners: list[Callable[[str], None]] = []
 
     @property
     def limit(self) -> int | None:
@@ -273,6 +275,21 @@ class SessionBridge:
         except KeyError:
             raise SessionNotFoundError(session_id) from None
 
+    def add_close_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(session_id)`` each time :meth:`close_session` detaches a session, whichever face asked
+        (synchronously, right after the detach, before its running prompt has unwound); returns the remover.
+
+        Invariant: every detach by ``close_session`` is told to every listener added before it, exactly once; a
+        listener must not raise or block (an exception is not caught: it would fail that ``close_session``).
+        """
+        self._close_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._close_listeners:
+                self._close_listeners.remove(listener)
+
+        return remove
+
     async def close_session(self, session_id: str) -> None:
         """Detach the session; its waiting and running prompts (and forks) settle with ``SessionClosedError``.
 
@@ -287,6 +304,8 @@ class SessionBridge:
             return
         del self._sessions[session_id]
         running = session.shutdown(Cause.SESSION_CLOSED)
+        for listener in list(self._close_listeners):
+            listener(session_id)
         if running is not None:
             await running.wait()
 

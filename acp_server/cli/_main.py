@@ -129,6 +129,10 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
             max_body_bytes=serve.max_body_bytes,
             allow_origins=serve.allow_origins,
             event_ring_size=serve.event_ring_size,
+            event_ring_total_bytes=serve.event_ring_total_bytes,
+            max_connections=serve.max_connections,
+            header_timeout_s=serve.header_timeout_ms / 1000,
+            body_timeout_s=serve.body_timeout_ms / 1000,
             stream_idle_timeout_ms=settings.stream_idle_timeout_ms,
         )
     except ValueError as exc:

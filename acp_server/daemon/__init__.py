@@ -7,7 +7,7 @@ socket; ``run_daemon`` is the command's runner (signals, URL line). Admission st
 from ._app import create_app
 from ._daemon import FEATURES, Accepted, Daemon
 from ._errors import RETRY_AFTER_S, error_body, error_response, http_status, turn_error_payload
-from ._events import EventLog, Subscription
+from ._events import EventLog, RingBudget, Subscription
 from ._exceptions import (
     DaemonError,
     ForbiddenHostError,
@@ -17,7 +17,9 @@ from ._exceptions import (
     MethodNotAllowedError,
     PromptNotFoundError,
     RequestBodyTooLargeError,
+    RequestTimeoutError,
     RouteNotFoundError,
+    TooManyConnectionsError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
@@ -42,9 +44,12 @@ __all__ = [
     "MethodNotAllowedError",
     "PromptNotFoundError",
     "RequestBodyTooLargeError",
+    "RequestTimeoutError",
+    "RingBudget",
     "RouteNotFoundError",
     "RunningDaemon",
     "Subscription",
+    "TooManyConnectionsError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "bind_socket",

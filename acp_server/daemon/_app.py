@@ -19,6 +19,7 @@ Invariant: one ``Route`` per path, listing every method it serves, so a 405's ``
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anyio
@@ -44,6 +45,7 @@ from ._exceptions import (
     RouteNotFoundError,
     UnsupportedMediaTypeError,
 )
+from ._options import MAX_EVENT_ID
 from ._security import BodyLimit, RequestGuard
 from ._sse import EventStreamResponse
 
@@ -51,6 +53,9 @@ __all__ = ["create_app"]
 
 _PROMPT_FIELDS = frozenset({"prompt", "deadlineMs"})
 _SESSION_FIELDS = frozenset({"cwd"})
+MAX_DEADLINE_MS = 2**31 - 1
+"""The longest per-prompt ``deadlineMs`` (~24.8 days, JavaScript's longest timer): longer is a 400, not an overflow."""
+_EVENT_ID = re.compile(r"[0-9]{1,16}")  # ASCII digits only: str.isdigit() also takes "²", which int() refuses
 
 
 # -- request parsing ---------------------------------------------------------------------------------------------
@@ -97,6 +102,11 @@ def _parse_prompt(body: dict[str, Any]) -> tuple[Prompt, int | None]:
         raise InvalidRequestError(
             "deadlineMs must be a positive integer", [{"field": "deadlineMs", "message": "must be a positive integer"}]
         )
+    if deadline is not None and deadline > MAX_DEADLINE_MS:
+        raise InvalidRequestError(
+            f"deadlineMs must be at most {MAX_DEADLINE_MS}",
+            [{"field": "deadlineMs", "message": f"must be at most {MAX_DEADLINE_MS}"}],
+        )
     return prompt, deadline
 
 
@@ -110,18 +120,29 @@ def _flag(request: Request, name: str) -> bool:
 
 
 def _last_event_id(request: Request) -> int | None:
-    """``Last-Event-ID`` (what an EventSource resends), else the ``lastEventId`` query parameter."""
+    """``Last-Event-ID`` (what an EventSource resends), else the ``lastEventId`` query parameter: ASCII digits, at
+    most :data:`MAX_EVENT_ID`; anything else is a 400 naming the field (never an ``int()`` failure)."""
     value = request.headers.get("last-event-id")
     field = "Last-Event-ID"
     if value is None:
         value, field = request.query_params.get("lastEventId"), "lastEventId"
     if value is None or value.strip() == "":
         return None
-    if not value.strip().isdigit():
+    text = value.strip()
+    if not _EVENT_ID.fullmatch(text.lstrip("0") or "0"):
+        if text.isascii() and text.isdigit():
+            raise InvalidRequestError(
+                f"{field} must be at most {MAX_EVENT_ID}", [{"field": field, "message": "event id out of range"}]
+            )
         raise InvalidRequestError(
             f"{field} must be a non-negative integer event id", [{"field": field, "message": "not an event id"}]
         )
-    return int(value)
+    event_id = int(text)
+    if event_id > MAX_EVENT_ID:
+        raise InvalidRequestError(
+            f"{field} must be at most {MAX_EVENT_ID}", [{"field": field, "message": "event id out of range"}]
+        )
+    return event_id
 
 
 # -- routes ----------------------------------------------------------------------------------------------------
@@ -258,7 +279,7 @@ def create_app(daemon: Daemon) -> Starlette:
             allow_origins=options.allow_origins,
             check_host=options.loopback and not options.token,
         ),
-        Middleware(BodyLimit, max_bytes=options.max_body_bytes),
+        Middleware(BodyLimit, max_bytes=options.max_body_bytes, timeout_s=options.body_timeout_s),
     ]
     return Starlette(
         routes=_routes(daemon),

@@ -11,13 +11,21 @@ Invariants:
   prompt's event stream to its end before the next (a prompt cancelled or expired while waiting has its terminal
   event published after those of the prompts accepted before it);
 - every task (one pump per session with prompts in flight) belongs to the daemon's task group; lifecycle
-  unopened → open → closing → closed.
+  unopened → open → closing → closed;
+- event ids never repeat within a session, across re-attaches and daemon restarts: each attachment's first id is
+  the wall clock in microseconds when it is attached, raised above every id this daemon has issued (and above the
+  session's own last id, remembered for the most recent ``_PREVIOUS_IDS_KEPT`` detached sessions). A restart is
+  safe while the wall clock does not step back by more than the downtime (ids are far below 2**53 until ~2255);
+- every detach of an attached session, whichever face closed it (REST, ``/acp``, stdio over the same bridge),
+  publishes its prompts' terminal events, then ``session_closed``, then ends its streams.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -32,9 +40,9 @@ from ..domain import Prompt, PromptEnded, PromptEvent
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
-from ._events import EventLog, Subscription
+from ._events import EventLog, RingBudget, Subscription
 from ._exceptions import PromptNotFoundError
-from ._options import DaemonOptions
+from ._options import MAX_EVENT_ID, DaemonOptions
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
 
@@ -54,14 +62,22 @@ FEATURES: tuple[str, ...] = (
 )
 """What ``/capabilities`` advertises; ``session.load`` (history replayed on the event stream) is not served yet."""
 
+_PREVIOUS_IDS_KEPT = 65_536
+"""Detached sessions whose last event id is remembered (an ``int`` each): a reader of the previous attachment that
+saw its last event (``session_closed``) gets the new attachment's events without a ``resync_required``."""
+
+
+def _wall_clock_us() -> int:
+    return time.time_ns() // 1000
+
 
 class _Channel:
     """One session as the daemon sees it: its event log, and the prompts accepted here whose events are not all
     published yet, in admission order. Their events are published by :meth:`pump`, one task at a time."""
 
-    def __init__(self, session_id: str, options: DaemonOptions) -> None:
+    def __init__(self, session_id: str, log: EventLog) -> None:
         self.session_id = session_id
-        self.log = EventLog(session_id, ring_size=options.event_ring_size, queue_size=options.subscriber_queue_size)
+        self.log = log
         self.pending: OrderedDict[str, PromptHandle] = OrderedDict()
         self._pumping = False
         self._idle = anyio.Event()
@@ -123,13 +139,26 @@ class Accepted:
 class Daemon:
     """Sessions, prompts and events for the HTTP routes, over a bridge it does not own (nor close)."""
 
-    def __init__(self, bridge: SessionBridge, options: DaemonOptions | None = None) -> None:
+    def __init__(
+        self,
+        bridge: SessionBridge,
+        options: DaemonOptions | None = None,
+        *,
+        wall_clock_us: Callable[[], int] = _wall_clock_us,
+    ) -> None:
+        """``wall_clock_us``: where event ids of a new attachment start (a test may pin it)."""
         self.bridge = bridge
         self.options = options if options is not None else DaemonOptions()
         self._channels: dict[str, _Channel] = {}
         self._tasks = OwnedTaskGroup()
         self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
         self._life = Lifecycle.UNOPENED
+        self.ring_budget = RingBudget(self.options.event_ring_total_bytes)
+        self._wall_clock_us = wall_clock_us
+        self._issued_high = 0  # >= every first id given and every retired log's last id
+        self._previous_ids: OrderedDict[str, int] = OrderedDict()  # detached session → its last event id
+        self._finishing: dict[_Channel, anyio.Event] = {}  # detached, publishing their last events
+        self._remove_close_listener: Callable[[], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -138,6 +167,7 @@ class Daemon:
             raise RuntimeError(f"a Daemon can be opened only once (this one is {self._life.value})")
         await self._tasks.enter()
         self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__))
+        self._remove_close_listener = self.bridge.add_close_listener(self._detached)
         self._life = Lifecycle.OPEN
         return self
 
@@ -148,6 +178,8 @@ class Daemon:
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.options.shutdown_grace_s):
             await self.shutdown()
         self._tasks.group.cancel_scope.cancel()  # pumps left only if the grace ran out
+        if self._remove_close_listener is not None:
+            self._remove_close_listener()
         return await self._tasks.exit(exc_type, exc, tb)
 
     async def shutdown(self) -> None:
@@ -167,6 +199,8 @@ class Daemon:
         for channel in channels:
             await channel.drained()
             channel.log.close()
+        for finished in list(self._finishing.values()):
+            await finished.wait()
         self._life = Lifecycle.CLOSED
 
     @property
@@ -204,7 +238,7 @@ class Daemon:
         """A new journaled session (like ACP ``session/new``); ``cwd`` must be absolute."""
         self._check_open()
         entry = await self.bridge.open_session(cwd)
-        self._channels[entry.session_id] = _Channel(entry.session_id, self.options)
+        self._channel(entry.session_id)
         logger.info("session %s created (cwd %s)", entry.session_id, cwd)
         return entry.session_id
 
@@ -220,27 +254,71 @@ class Daemon:
         """Detach the session from the bridge (its prompts end ``session_closed``; its stored history stays, it can be
         resumed), publish their terminal events and a ``session_closed`` event, then end its streams."""
         self._check_open()
-        await self.bridge.close_session(session_id)
+        channel = self._channels.get(session_id)
+        await self.bridge.close_session(session_id)  # tells _detached, which finishes the channel
+        finished = self._finishing.get(channel) if channel is not None else None
+        if finished is not None:
+            await finished.wait()
+
+    def _detached(self, session_id: str) -> None:
+        """The bridge detached the session (any face): finish its channel in the background (bridge listener)."""
         channel = self._channels.pop(session_id, None)
         if channel is None:
             return
-        await channel.drained()
-        channel.log.publish("session_closed", {"sessionId": session_id})
+        if self._life not in (Lifecycle.OPEN, Lifecycle.CLOSING):  # no task group to finish it in
+            self._retire(channel)
+            return
+        finished = self._finishing[channel] = anyio.Event()
+        self._tasks.group.start_soon(self._finish, channel, finished, name=f"daemon finish {session_id}")
+
+    async def _finish(self, channel: _Channel, finished: anyio.Event) -> None:
+        """Publish the detached session's terminal events, then ``session_closed``; end its streams."""
+        try:
+            await channel.drained()
+            if not channel.log.closed:
+                channel.log.publish("session_closed", {"sessionId": channel.session_id})
+            logger.info("session %s closed", channel.session_id)
+        finally:
+            self._retire(channel)
+            del self._finishing[channel]
+            finished.set()
+
+    def _retire(self, channel: _Channel) -> None:
+        """End the channel's streams and remember its last id (the next attachment starts above it)."""
         channel.log.close()
-        logger.info("session %s closed", session_id)
+        self._issued_high = max(self._issued_high, channel.log.last_id)
+        if channel.log.published:
+            self._previous_ids[channel.session_id] = channel.log.last_id
+            self._previous_ids.move_to_end(channel.session_id)
+            while len(self._previous_ids) > _PREVIOUS_IDS_KEPT:
+                self._previous_ids.popitem(last=False)
 
     def _channel(self, session_id: str) -> _Channel:
-        """The session's channel; created on first use for sessions another face made. Unknown → 404."""
+        """The session's channel; created on first use (this attachment's ids start above every earlier one).
+        Unknown → 404."""
         try:
             self.bridge.get(session_id)
         except SessionNotFoundError:
-            stale = self._channels.pop(session_id, None)  # closed by another face
+            stale = self._channels.pop(session_id, None)  # detached without telling us (the bridge closed)
             if stale is not None:
-                stale.log.close()
+                self._retire(stale)
             raise
         channel = self._channels.get(session_id)
         if channel is None:
-            channel = self._channels[session_id] = _Channel(session_id, self.options)
+            previous = self._previous_ids.pop(session_id, None)
+            first = max(self._wall_clock_us(), self._issued_high + 1, (previous or 0) + 1)
+            if first > MAX_EVENT_ID - 2**40:
+                raise RuntimeError(f"event ids exhausted (first id {first}): is the wall clock right?")
+            log = EventLog(
+                session_id,
+                ring_size=self.options.event_ring_size,
+                queue_size=self.options.subscriber_queue_size,
+                first_id=first,
+                previous_id=previous,
+                budget=self.ring_budget,
+            )
+            self._issued_high = max(self._issued_high, first)
+            channel = self._channels[session_id] = _Channel(session_id, log)
         return channel
 
     # -- prompts ---------------------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ Body of every error response: ``{"code": <errorKind>, "error": <message>, ...det
 
 from __future__ import annotations
 
+import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -16,9 +18,9 @@ from starlette.responses import JSONResponse
 from ..bridge import PromptQueueFullError
 from ..errors import InvalidInputError, ServerError
 from ..pipeline import PipelineError
-from ._exceptions import MethodNotAllowedError
+from ._exceptions import MethodNotAllowedError, RequestTimeoutError, TooManyConnectionsError
 
-__all__ = ["RETRY_AFTER_S", "error_body", "error_response", "http_status", "turn_error_payload"]
+__all__ = ["RETRY_AFTER_S", "error_body", "error_response", "http_status", "raw_error_response", "turn_error_payload"]
 
 logger = logging.getLogger("acp_server.daemon")
 
@@ -37,9 +39,11 @@ _STATUS_BY_KIND: dict[str, int] = {
     "method_not_allowed": 405,
     "session_closed": 409,
     "session_busy": 409,
+    "request_timeout": 408,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
     "prompt_queue_full": 503,
+    "too_many_connections": 503,
     "bridge_closed": 503,
     "model_not_configured": 503,
     "store_unavailable": 503,
@@ -71,16 +75,33 @@ def error_body(exc: BaseException) -> dict[str, Any]:
     return {"code": "internal", "error": "Internal error"}
 
 
-def error_response(exc: BaseException) -> JSONResponse:
-    """The whole error response: status, body, and the headers some statuses carry."""
+def _headers(exc: BaseException) -> dict[str, str]:
     headers: dict[str, str] = {}
-    if isinstance(exc, PromptQueueFullError):
+    if isinstance(exc, PromptQueueFullError | TooManyConnectionsError):
         headers["Retry-After"] = str(RETRY_AFTER_S)
+    elif isinstance(exc, RequestTimeoutError):
+        headers["Connection"] = "close"  # the rest of the request may still come: the connection cannot be reused
     elif isinstance(exc, ServerError) and exc.error_kind == "unauthorized":
         headers["WWW-Authenticate"] = 'Bearer realm="acp-server"'
     elif isinstance(exc, MethodNotAllowedError):
         headers["Allow"] = ", ".join(exc.allowed)
-    return JSONResponse(error_body(exc), status_code=http_status(exc), headers=headers)
+    return headers
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    """The whole error response: status, body, and the headers some statuses carry."""
+    return JSONResponse(error_body(exc), status_code=http_status(exc), headers=_headers(exc))
+
+
+def raw_error_response(exc: BaseException) -> bytes:
+    """The same response as :func:`error_response`, as HTTP/1.1 bytes with ``Connection: close``: for a connection
+    that has no request cycle to answer through (refused at the cap, headers timed out)."""
+    status = http_status(exc)
+    body = json.dumps(error_body(exc), separators=(",", ":")).encode()
+    headers = {**_headers(exc), "Content-Type": "application/json", "Content-Length": str(len(body))}
+    headers["Connection"] = "close"
+    head = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return head.encode("latin-1") + b"\r\n" + body
 
 
 def turn_error_payload(exc: BaseException) -> dict[str, Any]:

@@ -1,21 +1,29 @@
 """A session's event log: monotonic ids, a bounded replay ring, and bounded fan-out to SSE subscribers.
 
 Invariants:
-- ids start at 1 and increase by 1 per published event; ``publish`` never awaits and never blocks on a reader;
-- memory is bounded: the ring keeps the last ``ring_size`` frames; each subscriber queues at most ``queue_size``
+- ids start at ``first_id`` and increase by 1 per published event; ``publish`` never awaits and never blocks on a
+  reader. The daemon starts each attachment of a session (create, resume after a close, a daemon restart) above
+  every id that session was ever given, so a ``Last-Event-ID`` names at most one event (see ``_daemon.py``);
+- memory is bounded: the ring keeps the last ``ring_size`` frames, and all the rings sharing a
+  :class:`RingBudget` hold at most its ``max_bytes`` together; each subscriber queues at most ``queue_size``
   frames — one more and it is *dropped* (its stream ends at once; it may reconnect with ``Last-Event-ID``);
-- subscribing is atomic: the replay and the live tail meet exactly, no event lost or repeated.
+- a cursor is served exactly or not at all: replay when the ring holds every event after it, else
+  ``resync_required``; subscribing is atomic: the replay and the live tail meet exactly, no event lost or repeated.
 """
 
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 
 import anyio
 
-__all__ = ["EventLog", "Subscription", "encode_frame"]
+__all__ = ["FRAME_OVERHEAD_BYTES", "EventLog", "RingBudget", "Subscription", "encode_frame"]
+
+FRAME_OVERHEAD_BYTES = 128
+"""What a ring entry costs besides its frame's bytes: the bytes header (33), the tuple (56), the int (32), the deque
+slot (measured on CPython 3.11)."""
 
 
 def encode_frame(event: str, data: Mapping[str, object], event_id: int | None = None) -> bytes:
@@ -101,26 +109,94 @@ class Subscription:
             self._wakeup = None
 
 
-class EventLog:
-    """The events of one session, as ready-to-send SSE frames. Open until :meth:`close`; then readers drain and end."""
+class RingBudget:
+    """The bytes the replay rings of one daemon hold together, at most ``max_bytes``.
 
-    def __init__(self, session_id: str, *, ring_size: int, queue_size: int) -> None:
+    Invariant: ``used`` is the sum of every member ring's frames (+ :data:`FRAME_OVERHEAD_BYTES` each) and, after
+    each :meth:`EventLog.publish`, at most ``max_bytes`` — unless the newest frame alone is larger (it is kept, so
+    a live reconnect never misses the latest event). Eviction takes the oldest frame of the least recently
+    published-to ring first: idle sessions give their history back before active ones lose any.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes <= 0:
+            raise ValueError(f"max_bytes must be > 0; got {max_bytes}")
+        self.max_bytes = max_bytes
+        self.used = 0
+        self._recent: OrderedDict[EventLog, None] = OrderedDict()  # least recently published-to first
+
+    @property
+    def ring_count(self) -> int:
+        """Rings holding at least one frame."""
+        return len(self._recent)
+
+    def _charged(self, log: EventLog, size: int) -> None:
+        self.used += size
+        self._recent[log] = None
+        self._recent.move_to_end(log)
+        while self.used > self.max_bytes:
+            victim = next(iter(self._recent))
+            if victim is log and len(log._ring) <= 1:
+                return  # only the newest frame is left: keep it
+            victim._evict_oldest()
+
+    def _released(self, log: EventLog, size: int) -> None:
+        self.used -= size
+        if not log._ring:
+            self._recent.pop(log, None)
+
+
+class EventLog:
+    """The events of one session, as ready-to-send SSE frames. Open until :meth:`close`; then readers drain and end.
+
+    ``first_id``: the id of its first event. ``previous_id``: the last id the same session had in its previous
+    attachment, when known: a reader that saw it has missed nothing while this ring still holds its first event.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        ring_size: int,
+        queue_size: int,
+        first_id: int = 1,
+        previous_id: int | None = None,
+        budget: RingBudget | None = None,
+    ) -> None:
+        if first_id < 1 or (previous_id is not None and previous_id >= first_id):
+            raise ValueError(f"first_id must be >= 1 and > previous_id; got {first_id}, {previous_id}")
         self.session_id = session_id
-        self._ring: deque[tuple[int, bytes]] = deque(maxlen=ring_size)
+        self.first_id = first_id
+        self._ring: deque[tuple[int, bytes]] = deque()
+        self._ring_size = ring_size
+        self._budget = budget if budget is not None else RingBudget(2**62)
         self._queue_size = queue_size
-        self._last_id = 0
+        self._last_id = first_id - 1
+        # The greatest id after which the ring can replay everything (besides the ids it holds): the previous
+        # attachment's last id (or the one before first_id), then each evicted id.
+        self._horizon = previous_id if previous_id is not None else first_id - 1
         self._subscribers: set[Subscription] = set()
         self.closed = False
 
     @property
     def last_id(self) -> int:
-        """The id of the latest event (0 before the first)."""
+        """The id of the latest event (``first_id - 1`` before the first)."""
         return self._last_id
+
+    @property
+    def published(self) -> int:
+        """How many events were published (in this attachment)."""
+        return self._last_id - self.first_id + 1
 
     @property
     def oldest_id(self) -> int:
         """The oldest id the ring still holds (``last_id + 1`` when it holds none)."""
         return self._ring[0][0] if self._ring else self._last_id + 1
+
+    @property
+    def ring_bytes(self) -> int:
+        """What this ring costs against its budget."""
+        return sum(len(frame) + FRAME_OVERHEAD_BYTES for _, frame in self._ring)
 
     @property
     def subscriber_count(self) -> int:
@@ -133,19 +209,33 @@ class EventLog:
         self._last_id += 1
         frame = encode_frame(event, data, self._last_id)
         self._ring.append((self._last_id, frame))
+        if len(self._ring) > self._ring_size:
+            self._evict_oldest()
+        self._budget._charged(self, len(frame) + FRAME_OVERHEAD_BYTES)
         for subscriber in list(self._subscribers):
             subscriber._push(frame)
         return self._last_id
 
-    def subscribe(self, last_event_id: int | None = None) -> Subscription:
-        """A reader of the events after ``last_event_id`` (None: only new ones).
+    def _evict_oldest(self) -> None:
+        event_id, frame = self._ring.popleft()
+        self._horizon = event_id
+        self._budget._released(self, len(frame) + FRAME_OVERHEAD_BYTES)
 
-        When the ring no longer holds them (or the id is unknown), the first frame is ``resync_required``
-        (id = the latest event's), then live events follow.
+    def _replayable(self, last_event_id: int) -> bool:
+        """True when the ring holds every event after ``last_event_id`` (0: "from the start of this attachment")."""
+        if last_event_id == 0 and self._horizon < self.first_id:
+            return True  # nothing of this attachment evicted yet
+        return last_event_id == self._horizon or self.oldest_id <= last_event_id <= self._last_id
+
+    def subscribe(self, last_event_id: int | None = None) -> Subscription:
+        """A reader of the events after ``last_event_id`` (None: only new ones; 0: all this attachment's).
+
+        When the ring no longer holds them all, or the id is not one this attachment can place (issued before it,
+        never issued), the first frame is ``resync_required`` (id = the latest event's), then live events follow.
         """
         initial: list[bytes] = []
         if last_event_id is not None and last_event_id != self._last_id:
-            if last_event_id > self._last_id or last_event_id + 1 < self.oldest_id:
+            if not self._replayable(last_event_id):
                 data = {
                     "sessionId": self.session_id,
                     "lastEventId": last_event_id,
@@ -163,8 +253,11 @@ class EventLog:
         return subscription
 
     def close(self) -> None:
-        """No more events: every subscriber ends once it has read what it was sent. Idempotent."""
+        """No more events: every subscriber ends once it has read what it was sent; the ring is given back to the
+        budget (no one can subscribe to a closed log's session any more). Idempotent."""
         self.closed = True
         subscribers, self._subscribers = self._subscribers, set()
         for subscriber in subscribers:
             subscriber._end()
+        while self._ring:
+            self._evict_oldest()

@@ -12,6 +12,8 @@
           ├── RouteNotFoundError          not_found               no such route
           ├── MethodNotAllowedError       method_not_allowed      the route exists, not with this method
           ├── RequestBodyTooLargeError    payload_too_large       body over ``--max-body-bytes``
+          ├── RequestTimeoutError         request_timeout         headers or body not complete in time
+          ├── TooManyConnectionsError     too_many_connections    ``--max-connections`` open, none displaceable
           └── ListenError                 listen_failed           the address could not be bound (startup)
 
 The HTTP status of every error (these and the bridge's and pipeline's) is decided in one place: ``_errors.py``.
@@ -32,7 +34,9 @@ __all__ = [
     "ListenError",
     "MethodNotAllowedError",
     "RequestBodyTooLargeError",
+    "RequestTimeoutError",
     "RouteNotFoundError",
+    "TooManyConnectionsError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
 ]
@@ -128,6 +132,35 @@ class RequestBodyTooLargeError(DaemonError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"Request body exceeds the {limit}-byte limit")
+        self.limit = limit
+
+    def details(self) -> Mapping[str, object]:
+        return {"limit": self.limit}
+
+
+class RequestTimeoutError(DaemonError):
+    """The request's ``part`` (``"headers"`` or ``"body"``) was not complete within its timeout; the connection is
+    closed after the answer."""
+
+    error_kind: ClassVar[str] = "request_timeout"
+
+    def __init__(self, part: str, timeout_s: float) -> None:
+        super().__init__(f"The request {part} were not complete within {timeout_s:g} s")
+        self.part = part
+        self.timeout_ms = round(timeout_s * 1000)
+
+    def details(self) -> Mapping[str, object]:
+        return {"part": self.part, "timeoutMs": self.timeout_ms}
+
+
+class TooManyConnectionsError(DaemonError):
+    """``--max-connections`` connections are open and none of them is only waiting for its headers."""
+
+    error_kind: ClassVar[str] = "too_many_connections"
+    retryable = True
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Too many open connections (limit {limit}); retry later")
         self.limit = limit
 
     def details(self) -> Mapping[str, object]:

@@ -6,10 +6,12 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DaemonOptions", "is_loopback_host"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "is_loopback_host"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4170
+MAX_EVENT_ID = 2**53 - 1
+"""The largest event id (and ``Last-Event-ID``) there is: exact as a JSON number in every client (JavaScript too)."""
 
 _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
@@ -27,9 +29,17 @@ def is_loopback_host(host: str) -> bool:
 
 @dataclass(frozen=True)
 class DaemonOptions:
-    """Settings of one daemon. Invariant (checked here, so no face can skip it): a non-loopback ``host`` has a token.
+    """Settings of one daemon. Invariants (checked here, so no face can skip them): the token is stripped and, when
+    given, not blank; a non-loopback ``host`` has a token; ``allow_origins`` containing ``"*"`` has a token (else any
+    web page could read every session).
 
     ``token`` is a secret: never logged or echoed. ``allow_origins`` empty = no CORS; ``"*"`` = any origin.
+
+    Exhaustion limits: at most ``max_connections`` open client connections (at the cap a new connection displaces
+    the oldest one still waiting for its request headers, else it is refused with 503); request headers must arrive
+    within ``header_timeout_s`` of the connection (or of its first byte after a keep-alive), a body within
+    ``body_timeout_s`` of its headers; an open response (an SSE stream) has no time limit. The rings of all sessions
+    hold at most ``event_ring_total_bytes`` together (the least recently active sessions' oldest events go first).
     """
 
     host: str = DEFAULT_HOST
@@ -42,8 +52,17 @@ class DaemonOptions:
     heartbeat_s: float = 15.0  # an idle event stream gets a comment this often
     stream_idle_timeout_ms: int | None = 120_000  # advertised in /capabilities; None = watchdog off
     shutdown_grace_s: float = 5.0  # how long a graceful shutdown waits for turns and streams to end
+    max_connections: int = 1024  # open client connections (SSE streams included)
+    header_timeout_s: float = 10.0  # from connect (or a keep-alive's first byte) to the end of the request headers
+    body_timeout_s: float = 60.0  # from the request headers to the end of its body
+    event_ring_total_bytes: int = 64 * 1024 * 1024  # all sessions' replay rings together
 
     def __post_init__(self) -> None:
+        if self.token is not None:
+            token = self.token.strip()
+            if not token:
+                raise ValueError("the token must not be empty or blank (--token / ACP_SERVER_TOKEN)")
+            object.__setattr__(self, "token", token)
         if not self.host.strip():
             raise ValueError("host must not be empty")
         if not 0 <= self.port <= 65535:
@@ -53,14 +72,26 @@ class DaemonOptions:
                 f"refusing to listen on {self.host} (not a loopback address) without a token: "
                 "pass --token or set ACP_SERVER_TOKEN"
             )
-        for name in ("max_body_bytes", "event_ring_size", "subscriber_queue_size"):
+        for name in (
+            "max_body_bytes",
+            "event_ring_size",
+            "subscriber_queue_size",
+            "max_connections",
+            "event_ring_total_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0; got {getattr(self, name)}")
-        if not self.heartbeat_s > 0 or not self.shutdown_grace_s > 0:
-            raise ValueError("heartbeat_s and shutdown_grace_s must be > 0")
+        for name in ("heartbeat_s", "shutdown_grace_s", "header_timeout_s", "body_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0; got {getattr(self, name)}")
         for origin in self.allow_origins:
             if origin != "*" and not _ORIGIN.match(origin):
                 raise ValueError(f"allowed origin must be '*' or scheme://host[:port]; got {origin!r}")
+        if "*" in self.allow_origins and not self.token:
+            raise ValueError(
+                "refusing --allow-origin '*' without a token: any web page could read every session; "
+                "pass --token or set ACP_SERVER_TOKEN, or list the origins"
+            )
 
     @property
     def loopback(self) -> bool:

@@ -1,13 +1,14 @@
 """Request guards as plain ASGI middleware (no ``BaseHTTPMiddleware``): each answers through the one error mapper.
 
 Order, outermost first: CORS (only with ``--allow-origin``) → :class:`RequestGuard` (Origin, Host, bearer
-token) → :class:`BodyLimit`. ``/health`` needs no token.
+token) → :class:`BodyLimit` (size and time of the body). ``/health`` needs no token.
 """
 
 from __future__ import annotations
 
 import hmac
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,6 +18,7 @@ from ._exceptions import (
     ForbiddenHostError,
     ForbiddenOriginError,
     RequestBodyTooLargeError,
+    RequestTimeoutError,
     UnauthorizedError,
 )
 from ._options import is_loopback_host
@@ -76,11 +78,17 @@ class RequestGuard:
 
 class BodyLimit:
     """Request bodies over ``max_bytes`` get 413: at once when ``Content-Length`` says so, else when reading
-    crosses the limit (the route's read raises :class:`RequestBodyTooLargeError`, mapped like any error)."""
+    crosses the limit (the route's read raises :class:`RequestBodyTooLargeError`, mapped like any error).
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    A body not complete ``timeout_s`` after the request reached the app gets 408 (the read raises
+    :class:`RequestTimeoutError`; its response closes the connection). Once the body is complete, ``receive`` is
+    the server's again: waiting for a disconnect (an SSE stream, ``?wait=true``) has no time limit.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float = 60.0) -> None:
         self.app = app
         self._max_bytes = max_bytes
+        self._timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -91,14 +99,24 @@ class BodyLimit:
             await error_response(RequestBodyTooLargeError(self._max_bytes))(scope, receive, send)
             return
         received = 0
+        complete = False
+        deadline = anyio.current_time() + self._timeout_s
 
         async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, complete
+            if complete:
+                return await receive()
+            with anyio.move_on_after(max(0.0, deadline - anyio.current_time())) as late:
+                message = await receive()
+            if late.cancelled_caught:
+                raise RequestTimeoutError("body", self._timeout_s)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self._max_bytes:
                     raise RequestBodyTooLargeError(self._max_bytes)
+                complete = not message.get("more_body", False)
+            else:
+                complete = True  # http.disconnect: nothing more will come
             return message
 
         await self.app(scope, limited_receive, send)

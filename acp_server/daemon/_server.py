@@ -3,11 +3,14 @@
 ``open_daemon`` binds first (so the printed URL accepts connections at once), runs uvicorn without its own
 signal handlers (the owner decides when to stop), and on exit: stops accepting, cancels every turn it accepted,
 publishes their terminal events, ends every event stream, then waits for uvicorn — all bounded by
-``shutdown_grace_s``.
+``shutdown_grace_s``. uvicorn serves with the guarded protocol of ``_connections.py`` (connection cap, header
+deadline, transport abort), ``--max-connections`` lowered to fit the open-file limit, and an event-loop exception
+handler that logs ``accept()`` running out of descriptors once per interval (restored on exit).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import signal
@@ -24,6 +27,7 @@ import uvicorn
 from ..acp import preload
 from ..bridge import SessionBridge
 from ._app import create_app
+from ._connections import AcceptErrorLog, fd_limited_connections, guarded_protocol, raise_fd_limit
 from ._daemon import Daemon
 from ._exceptions import ListenError
 from ._options import DaemonOptions
@@ -88,9 +92,13 @@ async def open_daemon(
     sock = sock if sock is not None else bind_socket(options.host, options.port)
     url = url_of(sock)
     async with Daemon(bridge, options) as daemon:
+        protocol = guarded_protocol(
+            max_connections=fd_limited_connections(options.max_connections),
+            header_timeout_s=options.header_timeout_s,
+        )
         config = uvicorn.Config(
             create_app(daemon),
-            http="h11",
+            http=protocol,
             ws="none",
             lifespan="off",
             log_config=None,
@@ -110,18 +118,24 @@ async def open_daemon(
                 served.set()
 
         error: Exception | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(serve, name=f"uvicorn {url}")
-            try:
-                yield RunningDaemon(url, daemon)
-            except Exception as exc:  # re-raised as is below, not wrapped in an exception group
-                error = exc
-            finally:
-                server.should_exit = True  # stop accepting; uvicorn waits for open responses
-                with anyio.CancelScope(shield=True), anyio.move_on_after(options.shutdown_grace_s):
-                    await daemon.shutdown()  # cancel turns, publish their ends, end the streams
-                    await served.wait()
-                tg.cancel_scope.cancel()  # only if the grace ran out
+        loop = asyncio.get_running_loop()  # uvicorn serves on asyncio
+        previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(AcceptErrorLog(previous_handler))
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(serve, name=f"uvicorn {url}")
+                try:
+                    yield RunningDaemon(url, daemon)
+                except Exception as exc:  # re-raised as is below, not wrapped in an exception group
+                    error = exc
+                finally:
+                    server.should_exit = True  # stop accepting; uvicorn waits for open responses
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(options.shutdown_grace_s):
+                        await daemon.shutdown()  # cancel turns, publish their ends, end the streams
+                        await served.wait()
+                    tg.cancel_scope.cancel()  # only if the grace ran out
+        finally:
+            loop.set_exception_handler(previous_handler)
         if error is not None:
             raise error
 
@@ -140,8 +154,10 @@ async def run_daemon(
 ) -> int:
     """``acp-server serve``: serve until SIGINT or SIGTERM, then shut down gracefully; returns the exit code 0.
 
-    The bound URL is announced once, on stderr, as ``acp-server serve: listening on http://HOST:PORT``.
+    The bound URL is announced once, on stderr, as ``acp-server serve: listening on http://HOST:PORT``. The soft
+    open-file limit is raised to the hard one first (connections and model requests each hold a descriptor).
     """
+    raise_fd_limit()
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_daemon(bridge, options, sock=sock) as running, anyio.create_task_group() as tg:
             tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))

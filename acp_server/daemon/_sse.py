@@ -2,7 +2,10 @@
 
 The response owns three tasks in one task group: the writer (frames in order; a comment when idle for
 ``heartbeat_s``), a disconnect listener, and a drop watcher. The stream ends cleanly when the log closes (after
-the last frame), and at once when the client leaves or the subscription is dropped for lagging.
+the last frame), and at once when the client leaves. A subscription dropped for lagging (its peer reads too slowly,
+or not at all) has its connection *aborted* (reset: nothing more is written, the kernel's queues are freed), as has
+a stream whose final write cannot be flushed within ``_FINISH_TIMEOUT_S`` — a polite end would keep the socket and
+its buffers for as long as the peer does not read.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ from __future__ import annotations
 import logging
 
 import anyio
+import anyio.lowlevel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ._connections import ABORT_EXTENSION
 from ._disconnect import wait_disconnected
 from ._events import Subscription
 
@@ -39,6 +44,7 @@ class EventStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         subscription = self._subscription
+        abort = scope.get("extensions", {}).get(ABORT_EXTENSION, {}).get("abort")
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             async with anyio.create_task_group() as tg:
@@ -46,9 +52,18 @@ class EventStreamResponse(Response):
                 tg.start_soon(self._watch_drop, tg.cancel_scope)
                 await self._write(send)
                 tg.cancel_scope.cancel()
-            # Ended by the log, a drop or a disconnect: close the body (a no-op once the client is gone).
-            with anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True):
+            if subscription.dropped and abort is not None:
+                abort()
+                with anyio.CancelScope(shield=True):
+                    await anyio.lowlevel.checkpoint()  # let the server see the connection lost before we return
+                return
+            # Ended by the log or a disconnect: close the body (a no-op once the client is gone).
+            with anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True) as finishing:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if finishing.cancelled_caught and abort is not None:
+                abort()  # the peer does not read: do not keep its socket
+                with anyio.CancelScope(shield=True):
+                    await anyio.lowlevel.checkpoint()
         finally:
             subscription.close()
 

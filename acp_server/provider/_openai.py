@@ -20,15 +20,26 @@ OFFLINE_API_KEY = "offline"
 _READ_TIMEOUT_S = 600.0  # a backstop only: the pipeline's watchdog decides when a stream has stalled
 _WRITE_TIMEOUT_S = 60.0
 
+MODEL_POOL_MAX_CONNECTIONS: int | None = None
+"""Concurrent model requests: not capped by the pool. Each running turn holds one connection, and running turns are
+bounded only by admission (one per attached session — sessions are unbounded), so any pool cap would make turns over
+it wait for a slot and fail as ``model_transport_error`` against a healthy model (the SDK's default is 1,000). The
+real bounds are the bridge's admission, the open-file limit (``serve`` raises it to the hard limit) and the model."""
+MODEL_POOL_MAX_KEEPALIVE = 100
+"""Idle connections kept for reuse (the rest are closed when their turn ends)."""
+MODEL_POOL_KEEPALIVE_EXPIRY_S = 5.0
+
 
 def make_openai_client(
     *, base_url: str | None, api_key: str | None, connect_timeout_s: float = 10.0
 ) -> openai.AsyncOpenAI:
-    """Return an ``AsyncOpenAI`` that never retries (the pipeline owns retries) and only times out on connect.
+    """Return an ``AsyncOpenAI`` that never retries (the pipeline owns retries), only times out on connect, and whose
+    connection pool never makes a turn wait (see :data:`MODEL_POOL_MAX_CONNECTIONS`).
 
     With neither ``base_url`` nor ``api_key`` the SDK falls back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``
     and raises ``openai.OpenAIError`` when no key is found.
     """
+    import httpx2  # the SDK's HTTP library
     import openai  # lazily: the SDK costs ~0.4 s of start-up
 
     if api_key is None and base_url is not None:
@@ -36,7 +47,15 @@ def make_openai_client(
     timeout = openai.Timeout(
         connect=connect_timeout_s, read=_READ_TIMEOUT_S, write=_WRITE_TIMEOUT_S, pool=connect_timeout_s
     )
-    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+    limits = httpx2.Limits(
+        max_connections=MODEL_POOL_MAX_CONNECTIONS,
+        max_keepalive_connections=MODEL_POOL_MAX_KEEPALIVE,
+        keepalive_expiry=MODEL_POOL_KEEPALIVE_EXPIRY_S,
+    )
+    http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
+    return openai.AsyncOpenAI(
+        base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=http_client
+    )
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
-from acp_server.daemon import EventLog
+from acp_server.config import Settings
+from acp_server.daemon import EventLog, RingBudget
 from acp_server.provider.offline import HangAfterHeaders, LoopbackModel, SlowDrip
 
 from ._support import Event, assert_documented, running_daemon
 
-pytestmark = pytest.mark.anyio
+pytestmark = pytest.mark.anyio  # the plain (non-async) tests below are not marked by it
 
 WORDS = [f"w{i}" for i in range(30)]
 
@@ -160,3 +163,131 @@ async def test_replay_is_not_held_to_the_live_cap() -> None:
     log.publish("e", {"i": 40})
     assert not subscription.dropped
     assert len(await subscription.receive() or []) == 41
+
+
+# -- ids across attachments, and every close path ------------------------------------------------------------------
+
+
+async def test_event_ids_never_repeat_across_a_close_and_a_resume() -> None:
+    async with LoopbackModel() as model, running_daemon(model) as served:
+        session_id = await served.new_session()
+        async with served.events(session_id) as events:
+            first = (await served.prompt(session_id, wait="true")).json()
+            assert first["stopReason"] == "end_turn"
+            assert (await served.client.delete(f"/session/{session_id}")).status_code == 204
+            before = await events.until_ended()
+        assert before[-1].event == "session_closed"
+        assert (await served.client.post(f"/session/{session_id}/resume", json={})).status_code == 200
+        accepted = (await served.prompt(session_id)).json()
+        assert accepted["lastEventId"] > before[-1].id  # the new attachment starts above every earlier id
+        # An id of the previous attachment names an event that is gone: resync, never a silent splice.
+        async with served.events(session_id, before[2].id) as stale:
+            resync = await stale.next()
+            assert resync.event == "resync_required"
+            assert resync.data["lastEventId"] == before[2].id
+        # A reader that saw the previous attachment's last event misses nothing of the new one.
+        async with served.events(session_id, before[-1].id) as caught_up:
+            after = await caught_up.until(lambda e: e.event == "turn_complete")
+        assert after[0].event == "prompt_accepted" and after[0].id == accepted["lastEventId"]
+        assert [e.id for e in after] == list(range(after[0].id, after[0].id + len(after)))
+
+
+async def test_event_ids_never_repeat_across_a_daemon_restart(tmp_path: Path) -> None:
+    settings = Settings(state_dir=str(tmp_path))
+    async with LoopbackModel() as model:
+        async with running_daemon(model, settings=settings) as served:
+            session_id = await served.new_session()
+            assert (await served.prompt(session_id, wait="true")).status_code == 200
+            last_before = served.daemon.event_log(session_id).last_id
+        async with running_daemon(model, settings=settings) as served:
+            assert (await served.client.post(f"/session/{session_id}/resume", json={})).status_code == 200
+            accepted = (await served.prompt(session_id)).json()
+            assert accepted["lastEventId"] > last_before
+            async with served.events(session_id, last_before) as events:  # not this daemon's: resync
+                assert (await events.next()).event == "resync_required"
+
+
+async def test_a_session_closed_through_acp_ends_its_rest_streams_with_session_closed() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(HangAfterHeaders())
+        async with running_daemon(model) as served:
+            session_id = await served.new_session()
+            async with served.events(session_id) as events:
+                running = (await served.prompt(session_id)).json()["promptId"]
+                await model.wait_for_requests(1)
+                init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+                connection = (await served.client.post("/acp", json=init)).headers["Acp-Connection-Id"]
+                close = {"jsonrpc": "2.0", "id": 2, "method": "session/close", "params": {"sessionId": session_id}}
+                answer = await served.client.post("/acp", json=close, headers={"Acp-Connection-Id": connection})
+                assert answer.status_code == 200 and "result" in answer.json(), answer.text
+                seen = await events.until_ended()
+        assert [e.event for e in seen[-2:]] == ["turn_error", "session_closed"]
+        assert seen[-2].data["promptId"] == running and seen[-2].data["code"] == "session_closed"
+
+
+async def test_a_session_closed_by_another_face_of_the_bridge_ends_its_rest_streams() -> None:
+    async with running_daemon(None) as served:
+        session_id = await served.new_session()
+        async with served.events(session_id) as events:
+            await served.bridge.close_session(session_id)  # what the stdio face does
+            seen = await events.until_ended()
+        assert [e.event for e in seen] == ["session_closed"]
+        assert (await served.client.get(f"/session/{session_id}/events")).status_code == 404
+
+
+# -- the rings' total budget (no network) ------------------------------------------------------------------------
+
+
+def test_idle_rings_are_bounded_in_total_and_the_least_recently_active_give_first() -> None:
+    budget = RingBudget(64 * 1024)
+    logs = [EventLog(f"s{i}", ring_size=5000, queue_size=10, budget=budget) for i in range(300)]
+    for log in logs:
+        for i in range(100):
+            log.publish("e", {"i": i, "pad": "x" * 200})
+        assert budget.used <= budget.max_bytes
+    assert budget.used == sum(log.ring_bytes for log in logs)
+    assert logs[-1].oldest_id == 1  # the most recent one kept everything (100 frames fit)
+    assert logs[0].oldest_id == logs[0].last_id + 1  # the idle ones gave their frames back
+    stale = logs[0].subscribe(5)  # its events are gone: resync_required, never a silent gap
+    assert logs[0].subscribe(logs[0].last_id)._replay == []  # caught up: nothing to say
+    first = stale._replay[0]
+    assert b"event: resync_required" in first
+    logs[-1].close()  # a closed log gives its ring back
+    assert budget.used == sum(log.ring_bytes for log in logs[:-1])
+
+
+def test_a_frame_larger_than_the_budget_is_kept_alone() -> None:
+    budget = RingBudget(1000)
+    log = EventLog("s", ring_size=10, queue_size=10, budget=budget)
+    log.publish("e", {"pad": "x" * 5000})
+    assert log.oldest_id == log.last_id and budget.used > budget.max_bytes
+    log.publish("e", {"i": 1})
+    assert log.oldest_id == log.last_id and budget.used <= budget.max_bytes
+
+
+def test_a_log_starting_after_a_previous_attachment_replays_to_a_reader_of_its_last_id() -> None:
+    log = EventLog("s", ring_size=3, queue_size=10, first_id=1000, previous_id=41)
+    for i in range(3):
+        log.publish("e", {"i": i})
+    assert len(log.subscribe(41)._replay) == 3  # saw the previous attachment's end: everything after it
+    assert len(log.subscribe(0)._replay) == 3  # 0 = all of this attachment
+    for bad in (40, 42, 999, 2000):
+        assert b"resync_required" in log.subscribe(bad)._replay[0]
+    log.publish("e", {"i": 3})  # evicts 1000: the previous attachment's end is no longer adjacent
+    assert b"resync_required" in log.subscribe(41)._replay[0]
+    assert b"resync_required" in log.subscribe(0)._replay[0]
+    assert len(log.subscribe(1000)._replay) == 3
+
+
+async def test_the_daemon_bounds_all_rings_together() -> None:
+    async with LoopbackModel() as model, running_daemon(model, event_ring_total_bytes=32 * 1024) as served:
+        sessions = [await served.new_session() for _ in range(6)]
+        for session_id in sessions:
+            assert (await served.prompt(session_id, " ".join(WORDS), wait="true")).status_code == 200
+        budget = served.daemon.ring_budget
+        assert 0 < budget.used <= 32 * 1024
+        assert budget.used == sum(served.daemon.event_log(s).ring_bytes for s in sessions)
+        newest, oldest = served.daemon.event_log(sessions[-1]), served.daemon.event_log(sessions[0])
+        assert newest.oldest_id == newest.first_id  # the active session kept its history...
+        assert oldest.oldest_id == oldest.last_id + 1  # ... the idle ones gave theirs back
+        assert newest.ring_bytes < 32 * 1024 / 2

@@ -137,14 +137,29 @@ async def test_a_busy_port_exits_1_with_a_message() -> None:
         (["--port", "70000"], "invalid value for --port"),
         (["--event-ring-size", "0"], "invalid value for --event-ring-size"),
         (["--allow-origin", "ui.example"], "invalid value for --allow-origin"),
-        (["--token", ""], "refusing to listen"),
+        (["--token", ""], "invalid value for --token: *** (must not be empty or blank)"),
+        (["--token", " \t "], "invalid value for --token: *** (must not be empty or blank)"),
+        (["--allow-origin", "*"], "refusing --allow-origin '*' without a token"),
+        (["--max-connections", "0"], "invalid value for --max-connections"),
+        (["--header-timeout-ms", "x"], "invalid value for --header-timeout-ms"),
     ],
 )
 async def test_invalid_serve_flags_are_usage_errors(args: list[str], message: str) -> None:
-    extra = ["--host", "10.1.2.3"] if args == ["--token", ""] else []
+    extra = ["--host", "10.1.2.3"] if args[0] == "--token" else []
     async with serve("--offline", *args, *extra) as served:
         with anyio.fail_after(15):
             code = await served.process.wait()
         stderr = await served.drain_stderr()
     assert code == 2
     assert message in stderr
+
+
+async def test_a_blank_token_from_the_environment_is_a_usage_error_naming_the_variable() -> None:
+    env = clean_env(ACP_SERVER_TOKEN="   ")
+    async with serve("--offline", "--host", "0.0.0.0", "--port", "0", env=env) as served:
+        with anyio.fail_after(15):
+            code = await served.process.wait()
+        stderr = await served.drain_stderr()
+    assert code == 2
+    assert "invalid value for ACP_SERVER_TOKEN: *** (must not be empty or blank)" in stderr
+    assert ANNOUNCE_PREFIX not in stderr

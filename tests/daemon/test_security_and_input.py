@@ -7,6 +7,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from acp_server.daemon import DaemonOptions
+
 from ._support import TEXT, assert_documented, running_daemon
 
 pytestmark = pytest.mark.anyio
@@ -97,6 +99,8 @@ BAD_PROMPT_BODIES: list[tuple[str, Any, str]] = [
     ("unknown-field", b'{"prompt": [{"type": "text", "text": "x"}], "sessionId": "x"}', "sessionId"),
     ("bad-deadline", b'{"prompt": [{"type": "text", "text": "x"}], "deadlineMs": -1}', "deadlineMs"),
     ("bool-deadline", b'{"prompt": [{"type": "text", "text": "x"}], "deadlineMs": true}', "deadlineMs"),
+    ("huge-deadline", b'{"prompt": [{"type": "text", "text": "x"}], "deadlineMs": 1' + b"0" * 400 + b"}", "deadlineMs"),
+    ("long-deadline", b'{"prompt": [{"type": "text", "text": "x"}], "deadlineMs": 2147483648}', "deadlineMs"),
 ]
 
 
@@ -114,7 +118,7 @@ async def test_bad_prompt_bodies_are_400_naming_the_field_and_admit_nothing(body
         error = response.json()
         assert error["code"] == "invalid_request"
         assert any(d["field"].startswith(field) for d in error["details"]), error
-        assert served.daemon.event_log(session_id).last_id == 0
+        assert served.daemon.event_log(session_id).published == 0
 
 
 async def test_other_bad_requests() -> None:
@@ -165,7 +169,7 @@ async def test_bodies_over_the_cap_are_413_whether_declared_or_streamed() -> Non
             f"/session/{session_id}/prompt", content=chunks(), headers={"Content-Type": "application/json"}
         )
         assert streamed.status_code == 413 and streamed.json()["code"] == "payload_too_large"
-        assert served.daemon.event_log(session_id).last_id == 0
+        assert served.daemon.event_log(session_id).published == 0
         assert (await served.client.get("/health")).status_code == 200  # the daemon is fine
 
 
@@ -196,3 +200,64 @@ async def test_unknown_routes_and_methods() -> None:
         assert acp.status_code == 405
         assert sorted(m.strip() for m in acp.headers["Allow"].split(",")) == ["DELETE", "POST"]
         assert sorted(acp.json()["allowed"]) == ["DELETE", "POST"]
+
+
+BAD_EVENT_IDS: list[tuple[str, str, str]] = [
+    ("superscript-two", "\u00b2", "not an event id"),
+    ("arabic-indic", "\u0661\u0662", "not an event id"),
+    ("5000-digits", "1" * 5000, "event id out of range"),
+    ("2-to-the-53", str(2**53), "event id out of range"),
+    ("negative", "-1", "not an event id"),
+    ("fraction", "1.5", "not an event id"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [(v, m) for _, v, m in BAD_EVENT_IDS], ids=[i for i, _, _ in BAD_EVENT_IDS]
+)
+async def test_a_bad_event_cursor_is_400_naming_it_in_the_header_or_the_query(value: str, message: str) -> None:
+    async with running_daemon(None) as served:
+        session_id = await served.new_session()
+        path = f"/session/{session_id}/events"
+        if all(ord(c) < 256 for c in value):  # what a header can carry (as latin-1 bytes)
+            header = await served.client.get(path, headers={"Last-Event-ID": value.encode("latin-1")})
+            assert header.status_code == 400, header.text
+            assert_documented("GET", "/session/{sessionId}/events", header)
+            assert header.json()["details"] == [{"field": "Last-Event-ID", "message": message}]
+        query = await served.client.get(path, params={"lastEventId": value})
+        assert query.status_code == 400, query.text
+        assert_documented("GET", "/session/{sessionId}/events", query)
+        assert query.json()["details"] == [{"field": "lastEventId", "message": message}]
+
+
+async def test_the_largest_event_cursor_is_accepted() -> None:
+    async with running_daemon(None) as served:
+        session_id = await served.new_session()
+        path = f"/session/{session_id}/events"
+        async with served.client.stream("GET", path, headers={"Last-Event-ID": str(2**53 - 1)}) as response:
+            assert response.status_code == 200
+
+
+# -- unsafe configuration ---------------------------------------------------------------------------------------
+
+
+def test_any_origin_needs_a_token() -> None:
+    with pytest.raises(ValueError, match=r"refusing --allow-origin '\*' without a token"):
+        DaemonOptions(allow_origins=("*",))
+    assert DaemonOptions(allow_origins=("*",), token=TOKEN).allow_origins == ("*",)
+    assert DaemonOptions(allow_origins=("https://ui.example",)).token is None  # a named origin is the operator's
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
+def test_a_blank_token_is_refused_and_a_token_is_stripped(blank: str) -> None:
+    with pytest.raises(ValueError, match="must not be empty or blank"):
+        DaemonOptions(token=blank)
+    with pytest.raises(ValueError, match="must not be empty or blank"):
+        DaemonOptions(host="0.0.0.0", token=blank)
+    assert DaemonOptions(host="0.0.0.0", token=f"{blank}{TOKEN}{blank}").token == TOKEN
+
+
+async def test_a_stripped_token_is_the_one_required() -> None:
+    async with running_daemon(None, token=f"  {TOKEN}\n") as served, httpx2.AsyncClient(base_url=served.url) as other:
+        stripped = await other.get("/capabilities", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert stripped.status_code == 200
