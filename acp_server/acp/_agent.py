@@ -203,8 +203,14 @@ class AcpAgent:
         return reply
 
     async def close_session(self, request: CloseSessionRequest, peer: Peer) -> dict[str, Any]:
-        """Cancel the session's work and free it here; its history stays in the store."""
+        """Cancel the session's work and free it here; its history stays in the store.
+
+        Answers after this connection's prompts of the session have been answered: their answers come first.
+        """
         await self._bridge.close_session(request.session_id)
+        for handle in list(self._prompts.values()):
+            if handle.session_id == request.session_id:
+                await handle.events.wait_released()
         logger.info("session %s closed", request.session_id)
         return {}
 

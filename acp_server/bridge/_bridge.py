@@ -191,6 +191,7 @@ class SessionBridge:
         """A new memory-only session (never written to the store) with an empty (or given) conversation;
         ``session_id`` defaults to a uuid4 hex. ACP ``session/new`` uses :meth:`open_session`."""
         self._check_open()
+        _check_cwd(cwd)
         return self._add_session(cwd, session_id, Conversation() if conversation is None else conversation)
 
     def _add_session(
@@ -370,7 +371,7 @@ class SessionBridge:
             request.abandoned = True
             if request.child is not None and self._sessions.get(request.child.session_id) is request.child:
                 del self._sessions[request.child.session_id]
-                request.child.closed = True
+                request.child.closed_event.set()
             raise
         if request.error is not None:
             raise request.error
@@ -395,6 +396,7 @@ class SessionBridge:
                     await self._fork_now(session, item)
                 else:
                     await self._run(session, item)
+                    await self._released(session, item)
                 await anyio.lowlevel.checkpoint()
         except BaseException:
             # Only cancellation from outside (the host's) gets here: nothing queued may hang.
@@ -402,6 +404,22 @@ class SessionBridge:
             raise
         finally:
             session.fifo.release_worker()
+
+    @staticmethod
+    async def _released(session: SessionEntry, job: PromptJob) -> None:
+        """Hold the FIFO until the prompt's reader has taken its outcome (or left), so that the next prompt's events
+        never overtake this one's on a wire they share; a session that closes holds nothing."""
+        if job.stream.released:
+            return
+        async with anyio.create_task_group() as tg:
+
+            async def until_closed() -> None:
+                await session.closed_event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until_closed)
+            await job.stream.wait_released()
+            tg.cancel_scope.cancel()
 
     async def _fork_now(self, session: SessionEntry, item: ForkRequest) -> None:
         """Copy the session (in the store first when journaled); always sets ``item.done``."""

@@ -132,10 +132,8 @@ class PromptJob:
         self._sealed = True
         if self._cause is None and self._deadline_passed(self._scope):
             self._cause = Cause.DEADLINE
-        if self._cause is not None:
-            if answer.outcome == "complete":
-                return Message(answer.role, answer.content, answer.reasoning, "cancelled", "cancelled")
-            return answer
+        if self._cause is not None:  # the cause answers: the answer is stored as what it is, cut short
+            return Message(answer.role, answer.content, answer.reasoning, "cancelled", "cancelled")
         if answer.outcome == "complete":
             self._sealed_stop = answer.stop_reason
         return answer

@@ -67,11 +67,16 @@ class SessionEntry:
         self.conversation = conversation
         self.title = title
         self.created_at = self.updated_at = now()
-        self.closed = False
+        self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers
         self.fifo: Fifo[ForkRequest] = Fifo()
         self._journal = journal
         self._synced = synced
         self._ticket: TurnTicket | None = None
+
+    @property
+    def closed(self) -> bool:
+        """Detached from the bridge (closed, or the bridge closed): it takes no more work."""
+        return self.closed_event.is_set()
 
     @property
     def journal(self) -> SessionStore | None:
@@ -149,7 +154,7 @@ class SessionEntry:
 
     def shutdown(self, cause: Cause) -> PromptJob | None:
         """Close: settle everything waiting, interrupt the running prompt (returned, to be awaited)."""
-        self.closed = True
+        self.closed_event.set()
         for item in self.fifo.drain():
             if isinstance(item, ForkRequest):
                 item.fail(SessionClosedError(self.session_id) if cause is Cause.SESSION_CLOSED else BridgeClosedError())

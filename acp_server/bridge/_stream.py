@@ -23,7 +23,17 @@ class PromptStream:
     drops what is buffered, and later sends return at once.
     """
 
-    __slots__ = ("_buffer", "_capacity", "_closed", "_delivered", "_ended", "_reader", "_writer")
+    __slots__ = (
+        "_buffer",
+        "_capacity",
+        "_closed",
+        "_delivered",
+        "_ended",
+        "_reader",
+        "_reading",
+        "_release",
+        "_writer",
+    )
 
     def __init__(self, capacity: int = DEFAULT_STREAM_CAPACITY) -> None:
         if capacity < 1:
@@ -32,6 +42,8 @@ class PromptStream:
         self._capacity = capacity
         self._ended: PromptEnded | None = None
         self._delivered = False  # the reader has taken the PromptEnded
+        self._reading = False  # a reader has asked for an event
+        self._release: anyio.Event | None = None  # set when the reader has its outcome or left
         self._closed = False
         self._reader: anyio.Event | None = None  # set when the reader may proceed
         self._writer: anyio.Event | None = None  # set when the writer may proceed
@@ -68,10 +80,23 @@ class PromptStream:
         self._wake_reader()
         self._wake_writer()
 
+    @property
+    def released(self) -> bool:
+        """Whether the stream no longer holds its session's FIFO: its reader has taken the outcome, or left, or no
+        reader ever asked for an event (a caller that only awaits the result holds nothing)."""
+        return not self._reading or self._delivered or self._closed
+
+    async def wait_released(self) -> None:
+        """Wait until :attr:`released`: the next prompt's events must not overtake this one's on a shared wire."""
+        while not self.released:
+            self._release = waiter = anyio.Event()
+            await waiter.wait()
+
     # -- reader side -------------------------------------------------------------------------------------------
 
     async def receive(self) -> PromptEvent:
         """The next event; ``anyio.EndOfStream`` after the outcome, ``anyio.ClosedResourceError`` once closed."""
+        self._reading = True
         while not self._buffer:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -82,6 +107,7 @@ class PromptStream:
         event = self._buffer.popleft()
         if isinstance(event, PromptEnded):
             self._delivered = True
+            self._wake_release()
         elif len(self._buffer) < self._capacity:
             self._wake_writer()
         return event
@@ -92,6 +118,7 @@ class PromptStream:
         self._buffer.clear()
         self._wake_writer()
         self._wake_reader()
+        self._wake_release()
 
     def __aiter__(self) -> PromptStream:
         return self
@@ -108,6 +135,11 @@ class PromptStream:
         if self._reader is not None:
             self._reader.set()
             self._reader = None
+
+    def _wake_release(self) -> None:
+        if self._release is not None:
+            self._release.set()
+            self._release = None
 
     def _wake_writer(self) -> None:
         if self._writer is not None:

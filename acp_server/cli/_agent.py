@@ -7,10 +7,11 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .. import __version__
 from ..acp import AcpAgent, AgentOptions, bind, preload
@@ -79,17 +80,43 @@ Receive = Callable[[], Awaitable[bytes]]
 Send = Callable[[bytes], Awaitable[None]]
 
 
-async def _read_messages(
-    receive: Receive, dispatcher: Dispatcher, outbox: Outbox, max_bytes: int, stop: anyio.Event
-) -> None:
-    """Feed every line to the dispatcher; a bad line gets its error reply and never ends the loop. EOF sets ``stop``.
+Line: TypeAlias = "bytes | OversizedLine"
 
-    Reading waits while the outbox is over its high-water mark: a client that stops reading our answers stops
-    being read (its writes block in the pipe), so what we buffer for it stays bounded.
+SHUTDOWN_GRACE_S = 5.0
+"""At shutdown, each wait for the client is bounded by this: lines already read waiting for a client that does not
+read its answers, handlers finishing, answers being flushed."""
+
+
+async def _read_lines(
+    receive: Receive, max_bytes: int, lines: MemoryObjectSendStream[Line], reading: anyio.CancelScope, stop: anyio.Event
+) -> None:
+    """Read stdin line by line into ``lines`` (where at most one waits) until EOF, a read error, or ``reading`` is
+    cancelled; then set ``stop``. What was read is still dispatched: it was received."""
+    with reading:
+        async with lines:
+            try:
+                async for line in iter_lines(receive, max_bytes):
+                    await lines.send(line)
+                logger.info("stdin closed")
+            except OSError as exc:
+                logger.warning("stdin failed: %s", exc)
+    stop.set()
+
+
+async def _dispatch_lines(
+    lines: MemoryObjectReceiveStream[Line], dispatcher: Dispatcher, outbox: Outbox, max_bytes: int, stop: anyio.Event
+) -> None:
+    """Dispatch each line in order; a bad line gets its error reply and never ends the loop.
+
+    Each line waits while the outbox is over its high-water mark: a client that stops reading our answers stops
+    being read (its writes block in the pipe), so what we buffer for it stays bounded. Once ``stop`` is set, a client
+    that still does not read within :data:`SHUTDOWN_GRACE_S` is given up: the lines left could not be answered.
     """
-    try:
-        async for line in iter_lines(receive, max_bytes):
-            await outbox.wait_writable()
+    async with lines:
+        async for line in lines:
+            if not await _writable_or_given_up(outbox, stop):
+                logger.warning("the client stopped reading its answers: the last lines it sent are not handled")
+                return
             if isinstance(line, OversizedLine):
                 dispatcher.send_error(
                     None, RpcError.invalid_request(f"message of {line.size} bytes exceeds the {max_bytes}-byte limit")
@@ -102,11 +129,26 @@ async def _read_messages(
             except Exception:
                 logger.exception("unexpected failure while dispatching a message")
                 dispatcher.send_error(None, RpcError(-32603, "Internal error", {"errorKind": "internal"}))
-    except OSError as exc:
-        logger.warning("stdin failed: %s", exc)
-    finally:
-        logger.info("stdin closed")
-        stop.set()
+
+
+async def _writable_or_given_up(outbox: Outbox, stop: anyio.Event) -> bool:
+    """Wait until the outbox is at or below its high-water mark; False when, ``stop`` being set, it still is not
+    after the grace."""
+    if outbox.writable:
+        return True
+    writable = False
+    async with anyio.create_task_group() as tg:
+
+        async def give_up() -> None:
+            await stop.wait()
+            await anyio.sleep(SHUTDOWN_GRACE_S)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(give_up)
+        await outbox.wait_writable()
+        writable = True  # it was, when the writer woke us (it may be over the mark again by now: that is fine)
+        tg.cancel_scope.cancel()
+    return writable
 
 
 async def _pump(outbox: Outbox, send: Send, stop: anyio.Event) -> None:
@@ -137,18 +179,27 @@ def _preload_after_first_reply(send: Send, tg: TaskGroup) -> Send:
 async def serve_connection(
     bridge: SessionBridge, receive: Receive, send: Send, settings: Settings, tg: TaskGroup, stop: anyio.Event
 ) -> None:
-    """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush."""
+    """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush.
+
+    Shutdown order: stop reading, dispatch the lines already read, cancel every prompt, wait for the handlers (each
+    request answered once), flush the answers (bounded), close.
+    """
     outbox = Outbox()
     dispatcher = Dispatcher(outbox)
     agent = AcpAgent(bridge, AgentOptions(version=__version__))
     dispatcher.register(*bind(agent))
+    lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
+    reading = anyio.CancelScope()
     async with anyio.create_task_group() as connection:
         connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg), stop)
-        connection.start_soon(_read_messages, receive, dispatcher, outbox, settings.max_message_bytes, stop)
-        await stop.wait()
-        agent.cancel_all()
-        await dispatcher.aclose()
-        with anyio.move_on_after(5):
+        connection.start_soon(_read_lines, receive, settings.max_message_bytes, lines_in, reading, stop)
+        async with anyio.create_task_group() as dispatching:
+            dispatching.start_soon(_dispatch_lines, lines_out, dispatcher, outbox, settings.max_message_bytes, stop)
+            await stop.wait()
+            reading.cancel()  # nothing more is read; what was read is dispatched (bounded by the grace)
+        agent.cancel_all()  # every prompt admitted so far, late ones included, is cancelled and answered
+        await dispatcher.aclose(SHUTDOWN_GRACE_S)
+        with anyio.move_on_after(SHUTDOWN_GRACE_S):
             await outbox.wait_empty()
         outbox.close()
         connection.cancel_scope.cancel()

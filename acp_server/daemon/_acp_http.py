@@ -110,10 +110,8 @@ class AcpOverHttp:
             return Response(status_code=202, headers=headers)
 
         msg_id = checked["id"]
-        params = checked.get("params")
-        session_id = params.get("sessionId") if method in STREAMING_METHODS and isinstance(params, dict) else None
         try:
-            exchange = routed.open_exchange(msg_id, session_id if isinstance(session_id, str) else None)
+            exchange = routed.open_exchange(msg_id)
         except KeyError:
             return _rpc_error(msg_id, RpcError.invalid_request(f"request id {msg_id!r} is already in flight"))
         routed.dispatcher.feed(checked)

@@ -55,8 +55,9 @@ class MessageSink(Protocol):
         """Queue a reply or an error; never waits (pygls answers from plain callbacks)."""
         ...
 
-    async def send(self, message: Message) -> None:
-        """Queue a notification; waits while its destination is not reading (backpressure)."""
+    async def send(self, message: Message, origin: MsgId | None = None) -> None:
+        """Queue a notification sent by the handler of request ``origin`` (None: not on behalf of a request); waits
+        while its destination is not reading (backpressure)."""
         ...
 
 
@@ -74,7 +75,7 @@ class RequestPeer:
             self._dispatcher.on_admitted(self.request_id)
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        await self._dispatcher.notify(method, params)
+        await self._dispatcher.notify(method, params, origin=self.request_id)
 
     def cancel_request(self, request_id: str | int) -> bool:
         return self._dispatcher.cancel_request(request_id)
@@ -226,9 +227,10 @@ class Dispatcher:
         """Write an error reply; ``msg_id`` None gives ``"id": null`` (pygls' converter would drop it)."""
         self.sink.put({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
 
-    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        """Send a notification, in order with everything else; waits while the sink is full."""
-        await self.sink.send({"jsonrpc": "2.0", "method": method, "params": params})
+    async def notify(self, method: str, params: Mapping[str, Any], origin: MsgId | None = None) -> None:
+        """Send a notification, in order with everything else; waits while the sink is full. ``origin``: the request
+        whose handler sends it (transports that route per request use it)."""
+        await self.sink.send({"jsonrpc": "2.0", "method": method, "params": params}, origin)
 
     def cancel_request(self, msg_id: MsgId) -> bool:
         """Cancel a running request handler; it answers -32800. False when no such request is in flight."""

@@ -27,7 +27,7 @@ def encode_json(message: Mapping[str, Any]) -> bytes:
         return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(message, separators=(",", ":")).encode("ascii")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         logger.exception("could not encode an outgoing message")
         if "id" not in message or "method" in message:
             return b""
@@ -63,7 +63,7 @@ class Outbox:
         """Encode and queue a message; never waits."""
         self.put_bytes(encode_line(message))
 
-    async def send(self, message: Mapping[str, Any]) -> None:
+    async def send(self, message: Mapping[str, Any], origin: str | int | None = None) -> None:
         """Encode and queue a message, then wait while the queue is above its high-water mark."""
         self.put_bytes(encode_line(message))
         await self.wait_writable()
@@ -79,6 +79,11 @@ class Outbox:
             self._empty = anyio.Event()
         if self._queued_bytes > self._high_water and self._writable.is_set():
             self._writable = anyio.Event()
+
+    @property
+    def writable(self) -> bool:
+        """At or below the high-water mark (or closed): producers may go on."""
+        return self._writable.is_set()
 
     async def wait_writable(self) -> None:
         """Return at once below the high-water mark (no checkpoint per message), else wait for the writer."""

@@ -1,9 +1,10 @@
 """A JSON-RPC connection whose outgoing messages are routed to per-request exchanges (request/response transports
 such as HTTP), instead of being written to one byte stream.
 
-Routing rule: a response goes to the exchange opened for its id; a ``session/update`` notification goes to the oldest
-open streaming exchange of its ``sessionId`` (prompts of a session run one at a time, in admission order, so the
-running one is always the oldest still open); anything else has no recipient and is dropped with a debug log.
+Routing rule: a response goes to the exchange opened for its id; a notification goes to the exchange of the request
+whose handler sent it (``origin``: a prompt's updates to that prompt's exchange, a load's replay to the load's),
+never by session, so a prompt still being drained can't receive its successor's updates; anything else has no
+recipient and is dropped with a debug log.
 
 Nothing is dropped for a slow reader: an exchange holds at most ``capacity`` notifications, and the handler that
 sends the next one waits until the reader has taken one (backpressure up to the turn). A reader that leaves closes
@@ -13,8 +14,6 @@ its exchange; what is sent to it afterwards is discarded.
 from __future__ import annotations
 
 import logging
-from collections import deque
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -35,9 +34,8 @@ class Exchange:
     Iterate it (one reader) to get them in that order.
     """
 
-    def __init__(self, msg_id: str | int, session_id: str | None, capacity: int = EXCHANGE_CAPACITY) -> None:
+    def __init__(self, msg_id: str | int, capacity: int = EXCHANGE_CAPACITY) -> None:
         self.msg_id = msg_id
-        self.session_id = session_id
         self.admitted = anyio.Event()
         self.response: Message | None = None
         self._send: MemoryObjectSendStream[Message]
@@ -88,19 +86,15 @@ class RoutedConnection:
     def __init__(self) -> None:
         self.dispatcher = Dispatcher(self, on_admitted=self._admitted)
         self._by_id: dict[str | int, Exchange] = {}
-        self._streams: dict[str, deque[Exchange]] = {}
 
-    def open_exchange(self, msg_id: str | int, session_id: str | None = None) -> Exchange:
-        """Register a waiter for ``msg_id``; with ``session_id`` it also receives that session's updates.
+    def open_exchange(self, msg_id: str | int) -> Exchange:
+        """Register a waiter for ``msg_id``: its response, and the notifications its handler sends.
 
         Raises ``KeyError`` when a request with this id is still open on the connection.
         """
         if msg_id in self._by_id:
             raise KeyError(msg_id)
-        exchange = Exchange(msg_id, session_id)
-        self._by_id[msg_id] = exchange
-        if session_id is not None:
-            self._streams.setdefault(session_id, deque()).append(exchange)
+        exchange = self._by_id[msg_id] = Exchange(msg_id)
         return exchange
 
     def _admitted(self, msg_id: str | int) -> None:
@@ -112,16 +106,6 @@ class RoutedConnection:
         exchange.close()
         if self._by_id.get(exchange.msg_id) is exchange:
             del self._by_id[exchange.msg_id]
-        self._unstream(exchange)
-
-    def _unstream(self, exchange: Exchange) -> None:
-        if exchange.session_id is None:
-            return
-        queue = self._streams.get(exchange.session_id)
-        if queue is not None and exchange in queue:
-            queue.remove(exchange)
-            if not queue:
-                del self._streams[exchange.session_id]
 
     # -- the dispatcher's sink ---------------------------------------------------------------------------------
 
@@ -134,16 +118,12 @@ class RoutedConnection:
         if exchange is None:
             logger.debug("no exchange waits for response %r", message.get("id"))
             return
-        self._unstream(exchange)
         exchange.answer(message)
 
-    async def send(self, message: Message) -> None:
-        """A ``session/update`` goes to the oldest open stream of its session, waiting while that one is full."""
-        if message.get("method") != "session/update":
-            logger.debug("no recipient for %s", message.get("method"))
+    async def send(self, message: Message, origin: str | int | None = None) -> None:
+        """A notification goes to the exchange of the request that sent it, waiting while that one is full."""
+        exchange = self._by_id.get(origin) if origin is not None else None
+        if exchange is None:
+            logger.debug("no recipient for %s (from request %r)", message.get("method"), origin)
             return
-        params: Any = message.get("params") or {}
-        session_id = params.get("sessionId") if isinstance(params, dict) else None
-        queue = self._streams.get(session_id) if isinstance(session_id, str) else None
-        if queue:
-            await queue[0].deliver(message)
+        await exchange.deliver(message)

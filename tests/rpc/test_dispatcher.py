@@ -23,6 +23,7 @@ class Sink:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.via: list[str] = []
+        self.origins: list[Any] = []  # the request id each notification was sent on behalf of
         self.gate: asyncio.Event | None = None  # when set up, ``send`` waits for it (a reader that is not reading)
         self._changed = asyncio.Event()
 
@@ -31,8 +32,9 @@ class Sink:
         self.via.append("put")
         self._changed.set()
 
-    async def send(self, message: Message) -> None:
+    async def send(self, message: Message, origin: Any = None) -> None:
         self.messages.append(message)
+        self.origins.append(origin)
         self.via.append("send")
         self._changed.set()
         if self.gate is not None:
@@ -246,6 +248,7 @@ async def test_a_request_peer_carries_its_id_reports_admission_and_its_notificat
         {"jsonrpc": "2.0", "id": 11, "result": "done"},
     ]
     assert sink.via == ["send", "send", "put"]
+    assert sink.origins == [11, 11]  # each notification names the request whose handler sent it
 
 
 async def test_notify_waits_for_the_sink_backpressure() -> None:
