@@ -1,8 +1,9 @@
 """Streaming pipeline: one chat request through the openai SDK, guarded and retried.
 
-Knows nothing of ACP or sessions. ``stream_chat(client, request, policy)`` is the entry point; model failures
-surface only as :class:`ModelTurnError` subclasses (the caller's cancellation propagates as is). Runs on any
-anyio backend: asyncio in production, trio's virtual clock in tests.
+Knows nothing of ACP or sessions. ``stream_chat(client, request, policy)`` (an async generator) and
+``run_chat(client, request, policy, on_delta)`` (a callback per delta, the lifetime cap covering the callbacks)
+are the entry points; model failures surface only as :class:`ModelTurnError` subclasses (the caller's
+cancellation propagates as is). Runs on any anyio backend: asyncio in production, trio's virtual clock in tests.
 """
 
 from ._classify import RetryClassification, classify_retry_error
@@ -19,8 +20,9 @@ from ._exceptions import (
     StreamInactivityTimeoutError,
     StreamLifetimeExceededError,
     StreamTimeoutError,
+    StreamTruncatedError,
 )
-from ._stream import stream_chat
+from ._stream import run_chat, stream_chat
 from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy
 
 __all__ = [
@@ -43,6 +45,8 @@ __all__ = [
     "StreamLifetimeExceededError",
     "StreamPolicy",
     "StreamTimeoutError",
+    "StreamTruncatedError",
     "classify_retry_error",
+    "run_chat",
     "stream_chat",
 ]
