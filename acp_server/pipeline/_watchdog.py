@@ -184,6 +184,8 @@ _ENDED = object()
 
 
 async def _grace_read(read: Callable[[], Awaitable[T]], deadline: float) -> T | object:
+    if anyio.current_time() >= deadline:  # a grace of 0, or used up: not even a read that would not block
+        return _ENDED
     with anyio.CancelScope(deadline=deadline):
         try:
             return await read()
