@@ -1,9 +1,10 @@
 """Streaming pipeline: one chat request through the openai SDK, guarded and retried.
 
-Knows nothing of ACP or sessions. ``stream_chat(client, request, policy)`` is the entry point; model failures
-surface only as :class:`ModelTurnError` subclasses (the caller's cancellation propagates as is). Runs on any
-anyio backend: asyncio in production, trio's virtual clock in tests. The ids W1–W11 cited in its comments are the
-watchdog requirements written out in ``docs/requirements.md``.
+Knows nothing of ACP or sessions. ``stream_chat(client, request, policy)`` (an async generator) and
+``run_chat(client, request, policy, on_delta)`` (a callback per delta, the lifetime cap covering the callbacks)
+are the entry points; model failures surface only as :class:`ModelTurnError` subclasses (the caller's
+cancellation propagates as is). Runs on any anyio backend: asyncio in production, trio's virtual clock in tests.
+The ids W1–W11 cited in its comments are the watchdog requirements written out in ``docs/requirements.md``.
 """
 
 from ._classify import RetryClassification, classify_retry_error
@@ -20,8 +21,9 @@ from ._exceptions import (
     StreamInactivityTimeoutError,
     StreamLifetimeExceededError,
     StreamTimeoutError,
+    StreamTruncatedError,
 )
-from ._stream import stream_chat
+from ._stream import run_chat, stream_chat
 from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "StreamLifetimeExceededError",
     "StreamPolicy",
     "StreamTimeoutError",
+    "StreamTruncatedError",
     "classify_retry_error",
+    "run_chat",
     "stream_chat",
 ]

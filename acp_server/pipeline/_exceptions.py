@@ -5,11 +5,14 @@
           ├── StreamTimeoutError          code "ETIMEDOUT": *we closed* one attempt's stream (watchdog)
           │    ├── StreamInactivityTimeoutError   no raw chunk for ``idle_ms``
           │    └── StreamLifetimeExceededError    the stream outlived ``max_lifetime_ms``
-          ├── StreamContentError          one attempt's response *ended* unusably: empty, no finish reason
-          │                               and no content, or not SSE at all
+          ├── StreamTruncatedError        code "ECONNRESET": one attempt's stream ended (EOF, or [DONE])
+          │                               after chunks but before any finish_reason: a cut answer
+          ├── StreamContentError          one attempt's response was unusable: empty, not SSE at all, a
+          │                               data line that is not JSON (or not UTF-8), or not a chunk
           └── ModelTurnError              raised by ``stream_chat`` once no permitted attempt is left
                ├── ModelStreamTimeoutError    model_stream_timeout   the last attempt hit the watchdog
-               ├── ModelTransportError        model_transport_error  the peer or the network *broke* it
+               ├── ModelTransportError        model_transport_error  the peer or the network *broke* it,
+               │                                                      or the stream was cut (no finish_reason)
                ├── ModelRateLimitedError      model_rate_limited     HTTP 429
                ├── ModelHTTPError             model_http_error       any other HTTP error status
                ├── ModelStreamContentError    model_stream_content   see StreamContentError
@@ -20,8 +23,8 @@ Per-attempt errors (``StreamTimeoutError``, ``StreamContentError``) are what the
 ``ModelTurnError`` family is the turn's outcome, built once in ``_stream.py`` from the last attempt's error
 (kept as ``__cause__``). ``details()`` are camelCase and JSON-only; optional keys are omitted when unknown.
 
-Invariant: no message or detail ever contains the API key or an ``Authorization`` header: messages are built
-from our own text plus provider text passed through :func:`redact`.
+Invariant: no message or detail ever contains the API key or an ``Authorization`` header, nor a lone surrogate:
+messages are built from our own text plus provider text passed through :func:`redact`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import ClassVar, Literal, TypeAlias
 
 from ..errors import ServerError
+from ._text import clean_text
 
 __all__ = [
     "ModelHTTPError",
@@ -47,6 +51,8 @@ __all__ = [
     "StreamLifetimeExceededError",
     "StreamPhase",
     "StreamTimeoutError",
+    "StreamTruncatedError",
+    "TransportReason",
     "ms_text",
     "redact",
 ]
@@ -57,13 +63,22 @@ StreamPhase: TypeAlias = Literal["before_first_chunk", "mid_stream"]
 Phase: TypeAlias = Literal["request", "before_first_chunk", "mid_stream"]
 """``StreamPhase`` plus ``request``: the request failed before a response stream existed (status, connect)."""
 
-StreamContentReason: TypeAlias = Literal["empty_stream", "no_finish_no_content", "non_sse"]
+StreamContentReason: TypeAlias = Literal[
+    "empty_stream", "no_finish_no_content", "non_sse", "invalid_json", "invalid_chunk"
+]
+"""Why a stream was unusable. ``no_finish_no_content`` is no longer raised (a stream that ends after chunks but
+without a finish reason is a cut stream, :class:`StreamTruncatedError`); it stays a valid value on the wire."""
+
+TransportReason: TypeAlias = Literal["eof_without_finish"]
+"""A transport error that is not the network's: the stream ended before the model said it had finished."""
 
 _MAX_QUOTE = 300
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every non-trivial secret replaced by ``***``, cut to a readable length."""
+    """``text`` with every non-trivial secret replaced by ``***``, cut to a readable length, lone surrogates
+    replaced (provider text may carry them)."""
+    text = clean_text(text)
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
@@ -136,11 +151,38 @@ class StreamLifetimeExceededError(StreamTimeoutError):
         return {**super().details(), "maxLifetimeMs": self.max_lifetime_ms}
 
 
+class StreamTruncatedError(PipelineError):
+    """One attempt's stream ended after ``chunks_received`` chunks without a finish reason: the answer was cut.
+
+    ``code`` makes it classify as a reset (ECONNRESET): retried like one while nothing reached the caller (W9).
+    """
+
+    error_kind: ClassVar[str] = "model_transport_error"
+    code: ClassVar[str] = "ECONNRESET"
+    retryable = True
+
+    def __init__(self, chunks_received: int) -> None:
+        super().__init__(
+            f"The model stream ended after {chunks_received} chunk(s) without a finish reason (the answer was cut)"
+        )
+        self.chunks_received = chunks_received
+
+    def details(self) -> Mapping[str, object]:
+        return {
+            "transportCode": self.code,
+            "phase": "mid_stream",
+            "chunksReceived": self.chunks_received,
+            "reason": "eof_without_finish",
+        }
+
+
 class StreamContentError(PipelineError):
     """One attempt's response ended without a usable answer.
 
-    ``empty_stream`` (no chunk at all) and ``no_finish_no_content`` are retryable (content retry);
-    ``non_sse`` (the endpoint answered 200 with something that is not ``text/event-stream``) is not.
+    ``empty_stream`` (no chunk at all), ``invalid_json`` (a ``data:`` line that is not JSON, or not UTF-8) and
+    ``invalid_chunk`` (JSON that is not a ``chat.completion.chunk``) are retryable (content retry, only while
+    nothing reached the caller); ``non_sse`` (the endpoint answered 200 with something that is not
+    ``text/event-stream``) is not.
     """
 
     error_kind: ClassVar[str] = "model_stream_content"
@@ -255,13 +297,50 @@ class ModelStreamTimeoutError(ModelTurnError):
 
 
 class ModelTransportError(ModelTurnError):
-    """The connection failed or broke; ``transport_code`` says how (ECONNRESET, ECONNREFUSED, ...)."""
+    """The connection failed or broke; ``transport_code`` says how (ECONNRESET, ECONNREFUSED, ...).
+
+    ``reason`` ``eof_without_finish``: the stream ended (``mid_stream``) before the model sent a finish reason.
+    """
 
     error_kind: ClassVar[str] = "model_transport_error"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        chunks_received: int,
+        retryable: bool,
+        phase: Phase | None = None,
+        transport_code: str | None = None,
+        status: int | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
+        reason: TransportReason | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            attempts=attempts,
+            chunks_received=chunks_received,
+            retryable=retryable,
+            phase=phase,
+            transport_code=transport_code,
+            status=status,
+            endpoint=endpoint,
+            model=model,
+        )
+        self.reason: TransportReason | None = reason
+
+    def details(self) -> Mapping[str, object]:
+        out = dict(super().details())
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
 
 class ModelRateLimitedError(ModelTurnError):
-    """The endpoint kept answering 429; ``retry_after_ms`` is its last ``Retry-After`` (capped), if any."""
+    """The endpoint kept answering 429; ``retry_after_ms`` is its last ``Retry-After`` as the provider gave it
+    (not capped: also when it was too long to wait for, or would have ended after the caller's deadline)."""
 
     error_kind: ClassVar[str] = "model_rate_limited"
 
@@ -295,9 +374,45 @@ class ModelRateLimitedError(ModelTurnError):
 
 
 class ModelHTTPError(ModelTurnError):
-    """The endpoint answered an HTTP error status; 401/403 and other 4xx are not retryable, 5xx are."""
+    """The endpoint answered an HTTP error status; 401/403 and other 4xx are not retryable, 5xx are.
+
+    ``retry_after_ms``: the response's ``Retry-After`` as the provider gave it, if any (a 503 may send one).
+    """
 
     error_kind: ClassVar[str] = "model_http_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        chunks_received: int,
+        retryable: bool,
+        phase: Phase | None = None,
+        transport_code: str | None = None,
+        status: int | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
+        retry_after_ms: float | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            attempts=attempts,
+            chunks_received=chunks_received,
+            retryable=retryable,
+            phase=phase,
+            transport_code=transport_code,
+            status=status,
+            endpoint=endpoint,
+            model=model,
+        )
+        self.retry_after_ms = retry_after_ms
+
+    def details(self) -> Mapping[str, object]:
+        out = dict(super().details())
+        if self.retry_after_ms is not None:
+            out["retryAfterMs"] = round(self.retry_after_ms)
+        return out
 
 
 class ModelStreamContentError(ModelTurnError):

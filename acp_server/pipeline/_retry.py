@@ -11,9 +11,13 @@ nothing of the failed attempt was yielded to the caller:
 - ``backoff`` — 429, retryable 5xx, and the other transport codes (EHOSTUNREACH, EPIPE, ...), all of which
   happen before the stream starts: at most **4** retries, waiting 1.5 s × 2^(n-1) capped at 30 s, ± 30 %
   jitter; a ``Retry-After`` (delta-seconds or HTTP date; or OpenAI's ``retry-after-ms``; read by
-  :func:`acp_server.retry_after.retry_after_from_headers`) replaces the computed wait, capped at **5 min**.
-- ``content`` — the stream ended with no chunk, or with neither a finish reason nor answer text: at most **1**
-  retry, waiting 0.5 s.
+  :func:`acp_server.retry_after.retry_after_from_headers`) replaces the computed wait. The ``Retry-After``
+  waits of one turn add up to at most ``retry_after_cap_ms`` (**5 min**): a ``Retry-After`` longer than what
+  is left is not waited for at all, the turn fails at once with the provider's time in the error
+  (``retryAfterMs``) — waiting part of it would only earn another 429.
+- ``content`` — the stream ended with no chunk, or a ``data:`` line was not JSON (or not UTF-8) or not a chunk:
+  at most **1** retry, waiting 0.5 s. (A stream that ends after chunks without a finish reason is cut: it is a
+  reset, ECONNRESET, under ``stream_transport``.)
 
 So one turn makes at most 1 + 2 + 1 + 4 + 1 = 9 requests with the defaults. Everything else is final: aborts
 (never retried), 401/403 and other 4xx, a non-SSE body, unknown errors, and **any failure after a chunk of the
@@ -21,7 +25,8 @@ attempt was yielded** (no replay mid-generation: a stall after chunks surfaces a
 
 The waits happen in ``_stream.py`` with ``anyio.sleep`` inside the caller's cancel scope, so a cancel (or the
 caller's deadline) ends a wait at once; a wait that would outlast the caller's deadline is not started. The
-SDK's own retries are switched off there, so this is the only retry layer.
+SDK's own retries are switched off there, so this is the only retry layer. Every wait, and the whole time a turn
+spends waiting, is bounded: the budgets are finite and each ``Retry-After`` wait fits the remaining allowance.
 """
 
 from __future__ import annotations
@@ -57,13 +62,19 @@ def backoff_delay_s(retry: int, policy: StreamPolicy) -> float:
 
 
 class RetryBudget:
-    """The retry budgets of one turn. ``decide`` consumes one retry when it returns a decision."""
+    """The retry budgets of one turn. ``decide`` consumes one retry when it returns a decision.
 
-    __slots__ = ("_policy", "_used")
+    ``retry_after_refused`` says whether the last ``decide`` refused a ``Retry-After`` that did not fit what is
+    left of the turn's allowance (``retry_after_cap_ms`` in all).
+    """
+
+    __slots__ = ("_policy", "_retry_after_left_s", "_used", "retry_after_refused")
 
     def __init__(self, policy: StreamPolicy) -> None:
         self._policy = policy
         self._used: dict[RetryPolicyName, int] = {"stream_transport": 0, "connect": 0, "backoff": 0, "content": 0}
+        self._retry_after_left_s = policy.retry_after_cap_ms / 1000
+        self.retry_after_refused = False
 
     def decide(
         self,
@@ -75,7 +86,9 @@ class RetryBudget:
         """Whether (and after how long) to retry a failed attempt; None = the failure is final.
 
         ``yielded`` says whether anything of the failed attempt reached the caller: if so, nothing is retried.
+        A ``Retry-After`` longer than what is left of the turn's allowance is refused (``retry_after_refused``).
         """
+        self.retry_after_refused = False
         if yielded or classification.diagnosis != "retryable":
             return None
         policy = self._policy
@@ -93,6 +106,11 @@ class RetryBudget:
         retry = self._used[name] + 1
         if retry > limit:
             return None
+        if name == "backoff" and retry_after_s is not None:
+            if retry_after_s > self._retry_after_left_s:
+                self.retry_after_refused = True
+                return None
+            self._retry_after_left_s -= retry_after_s
         self._used[name] = retry
         if name == "stream_transport":
             delays = policy.stream_retry_delays_ms
@@ -102,7 +120,7 @@ class RetryBudget:
         elif name == "content":
             delay_s = policy.content_retry_delay_ms / 1000
         elif retry_after_s is not None:
-            delay_s = min(retry_after_s, policy.retry_after_cap_ms / 1000)
+            delay_s = retry_after_s
         else:
             delay_s = backoff_delay_s(retry, policy)
         return RetryDecision(name, retry, delay_s)

@@ -1,20 +1,40 @@
-"""Execute one streamed chat request, guarded and retried, and yield its deltas.
+"""Execute one streamed chat request, guarded and retried, and deliver its deltas.
 
 One *turn* = up to a few *attempts* (HTTP requests). Each attempt runs under the watchdog (``_watchdog.py``)
 in its own per-request cancel scope, a child of the caller's; failures are classified (``_classify.py``) and
 retried or not by the policies (``_retry.py``). This module is the one place where openai / httpx2 failures
 become pipeline errors (the ``ModelTurnError`` family, the original kept as ``__cause__``).
+
+What a stream must be to count as an answer:
+
+- **complete** only once every choice has its ``finish_reason``. ``[DONE]`` is optional: after the finish the
+  stream is read at most ``finish_grace_ms`` more (a trailing usage chunk, ``[DONE]``, the end of the body), then
+  closed, and nothing after the finish can fail the answer;
+- a stream that ends after chunks but before a finish reason is **cut** (:class:`StreamTruncatedError`, a reset:
+  retried only while nothing reached the caller, else ``model_transport_error`` with ``mid_stream`` and reason
+  ``eof_without_finish``); one that ends before any chunk is empty (``model_stream_content``);
+- a ``data:`` line that is not JSON or not UTF-8 (``invalid_json``), or JSON that is not a chunk
+  (``invalid_chunk``), is ``model_stream_content``, never a bug;
+- text is passed on without lone surrogates: halves split across chunks are joined, per channel (answer,
+  reasoning), and a half that stays alone becomes U+FFFD (``_text.py``).
+
+Two ways to consume a turn: :func:`stream_chat`, an async generator, and :func:`run_chat`, which calls back for
+each delta under the attempt's lifetime scope so that ``--stream-max-lifetime-ms`` bounds the time the consumer
+spends on the deltas too (a consumer blocked on backpressure cannot keep a request open past its cap).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import AsyncGenerator, Mapping
+import math
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
 
 from ..provider import missing_version_hint, public_endpoint
 from ..retry_after import retry_after_from_headers
@@ -32,17 +52,19 @@ from ._exceptions import (
     StreamInactivityTimeoutError,
     StreamLifetimeExceededError,
     StreamTimeoutError,
+    StreamTruncatedError,
     ms_text,
     redact,
 )
-from ._retry import RetryBudget, RetryDecision
+from ._retry import RetryBudget
+from ._text import TextJoiner
 from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy
 from ._watchdog import ChunkStream, close_stream, guarded_stream
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["stream_chat"]
+__all__ = ["run_chat", "stream_chat"]
 
 logger = logging.getLogger("acp_server.pipeline")
 
@@ -50,23 +72,138 @@ _PREVIEW_BYTES = 200
 """How much of a non-SSE body is quoted in the error."""
 
 
-class _Attempt:
-    """Progress of one attempt, as the turn-level error mapping needs it."""
+_MISSING = object()
 
-    __slots__ = ("chunks", "content", "finish_reason", "opened", "yielded")
+
+def _invalid_chunk(what: str, chunks: int) -> StreamContentError:
+    return StreamContentError(
+        f"The model stream sent a chunk that is not a chat.completion.chunk ({what})",
+        reason="invalid_chunk",
+        chunks_received=chunks,
+    )
+
+
+class _Attempt:
+    """Progress of one attempt, as the completion rules and the turn-level error mapping need it.
+
+    Invariant: the deltas ``read`` returns carry no lone surrogate (one joiner per channel).
+    """
+
+    __slots__ = ("_finished", "_open", "_reasoning", "_text", "chunks", "finish_reason", "opened", "yielded")
 
     def __init__(self) -> None:
         self.opened = False  # the response headers arrived (a stream object exists)
         self.chunks = 0  # raw chunks received
-        self.yielded = 0  # events handed to the caller
-        self.content = False  # some answer text was seen
+        self.yielded = 0  # deltas handed to the caller
         self.finish_reason: str | None = None
+        self._open: set[int] = set()  # choices seen without their finish reason yet
+        self._finished: set[int] = set()
+        self._text = TextJoiner()
+        self._reasoning = TextJoiner()
 
     @property
     def phase(self) -> Phase:
         if not self.opened:
             return "request"
         return "mid_stream" if self.chunks else "before_first_chunk"
+
+    def complete(self) -> bool:
+        """Every choice seen has its finish reason (and there was one)."""
+        return bool(self._finished) and not self._open
+
+    def read(self, chunk: Any) -> list[Delta]:
+        """The deltas of one raw chunk; raises ``invalid_chunk`` for what is not a chunk (ignored once complete)."""
+        try:
+            return self._read(chunk)
+        except StreamContentError:
+            if self.complete():
+                return []
+            raise
+
+    def _read(self, chunk: Any) -> list[Delta]:
+        choices = getattr(chunk, "choices", _MISSING)
+        if choices is _MISSING:
+            raise _invalid_chunk(f"a JSON {type(chunk).__name__}", self.chunks)
+        if choices is None:  # ``{}``, or a usage-only chunk
+            return []
+        if not isinstance(choices, list):
+            raise _invalid_chunk("'choices' is not a list", self.chunks)
+        out: list[Delta] = []
+        for choice in choices:
+            if not hasattr(choice, "delta"):
+                raise _invalid_chunk("a choice is not an object", self.chunks)
+            index = getattr(choice, "index", None)
+            index = index if isinstance(index, int) else 0
+            finish = getattr(choice, "finish_reason", None)
+            if finish is not None and not isinstance(finish, str):
+                raise _invalid_chunk("'finish_reason' is not a string", self.chunks)
+            delta = choice.delta
+            if delta is not None:
+                text = getattr(delta, "content", None)
+                if text is not None and not isinstance(text, str):
+                    raise _invalid_chunk("'content' is not a string", self.chunks)
+                reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                text = self._text.push(text) if text else ""
+                reasoning = self._reasoning.push(reasoning) if isinstance(reasoning, str) and reasoning else ""
+                if text or reasoning:
+                    out.append(Delta(text=text, reasoning=reasoning))
+            if finish:
+                self.finish_reason = finish
+                self._finished.add(index)
+                self._open.discard(index)
+            elif index not in self._finished:
+                self._open.add(index)
+        return out
+
+    def flush(self) -> Delta | None:
+        """What the joiners still hold (a lone high half each, as U+FFFD), once the answer is complete."""
+        text, reasoning = self._text.flush(), self._reasoning.flush()
+        return Delta(text=text, reasoning=reasoning) if text or reasoning else None
+
+
+class _Decoded:
+    """The SDK stream, with what its SSE decoding raises for a broken ``data:`` line as a content error.
+
+    The SDK decodes each line as UTF-8 and each ``data:`` payload with ``json.loads``; their ``ValueError`` would
+    otherwise look like a bug of ours.
+    """
+
+    __slots__ = ("_secrets", "_stream", "chunks")
+
+    def __init__(self, stream: ChunkStream[Any], secrets: tuple[str | None, ...]) -> None:
+        self._stream = stream
+        self._secrets = secrets
+        self.chunks = 0
+
+    @property
+    def _iterator(self) -> object:  # what ``close_stream`` finalises
+        return getattr(self._stream, "_iterator", None)
+
+    def __aiter__(self) -> _Decoded:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            chunk = await anext(cast("Any", self._stream))
+        except json.JSONDecodeError as exc:
+            quoted = redact(exc.doc[:80], self._secrets)
+            raise StreamContentError(
+                f"The model stream sent a data line that is not JSON ({exc.msg}): {quoted!r}",
+                reason="invalid_json",
+                chunks_received=self.chunks,
+            ) from exc
+        except UnicodeDecodeError as exc:
+            byte = exc.object[exc.start : exc.start + 1]
+            raise StreamContentError(
+                f"The model stream sent a line that is not UTF-8 ({exc.reason}, byte {byte!r})",
+                reason="invalid_json",
+                chunks_received=self.chunks,
+            ) from exc
+        self.chunks += 1
+        return chunk
+
+    async def close(self) -> None:
+        await self._stream.close()
 
 
 def _is_sse(content_type: str | None) -> bool:
@@ -103,7 +240,7 @@ async def _open(
     headers: Mapping[str, str] | None = getattr(response, "headers", None)
     content_type = headers.get("content-type") if headers is not None else None
     if _is_sse(content_type):
-        return stream
+        return _Decoded(stream, secrets)
     try:
         preview = await _first_bytes(response, _PREVIEW_BYTES)
     except Exception:
@@ -116,18 +253,6 @@ async def _open(
         reason="non_sse",
         content_type=content_type,
     )
-
-
-def _delta_of(choice: Any) -> Delta | None:
-    """The text and reasoning of one choice's delta (``reasoning_content`` or ``reasoning``), if any."""
-    delta = choice.delta
-    if delta is None:
-        return None
-    text = delta.content or ""
-    reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-    if not isinstance(reasoning, str):
-        reasoning = ""
-    return Delta(text=text, reasoning=reasoning) if text or reasoning else None
 
 
 def _without_sdk_retries(client: AsyncOpenAI) -> AsyncOpenAI:
@@ -177,15 +302,16 @@ def _final_error(
     attempts: int,
     secrets: tuple[str | None, ...],
     retry_after_s: float | None,
-    retry_after_cap_ms: float,
     target: _Target,
+    note: str = "",
 ) -> ModelTurnError | None:
     """The turn's error for a final failure (None: not a model failure, let it propagate as is).
 
     Every message names the endpoint and model it concerns, and the details carry them as ``endpoint`` /
-    ``model``.
+    ``model``; ``note`` says why a retryable failure was not retried, when that was not the budget.
     """
-    tail = _attempts_text(attempts)
+    tail = note + _attempts_text(attempts)
+    retry_after_ms = None if retry_after_s is None else retry_after_s * 1000
     if isinstance(exc, StreamLifetimeExceededError):
         return ModelStreamTimeoutError(
             f"The model stream from {target.named} exceeded its maximum lifetime of "
@@ -207,6 +333,19 @@ def _final_error(
             endpoint=target.endpoint,
             model=target.model,
         )
+    if isinstance(exc, StreamTruncatedError):
+        return ModelTransportError(
+            f"The model stream from {target.named} ended after {exc.chunks_received} chunk(s) without a finish "
+            f"reason: the answer was cut (ECONNRESET){tail}",
+            attempts=attempts,
+            chunks_received=exc.chunks_received,
+            retryable=True,
+            phase="mid_stream",
+            transport_code=exc.code,
+            reason="eof_without_finish",
+            endpoint=target.endpoint,
+            model=target.model,
+        )
     if isinstance(exc, StreamContentError):
         return ModelStreamContentError(
             f"{exc} (from {target.named}){tail}",
@@ -225,7 +364,7 @@ def _final_error(
             f"{_provider_message(exc, secrets)}{tail}",
             attempts=attempts,
             chunks_received=attempt.chunks,
-            retry_after_ms=None if retry_after_s is None else min(retry_after_s * 1000, retry_after_cap_ms),
+            retry_after_ms=retry_after_ms,
             endpoint=target.endpoint,
             model=target.model,
         )
@@ -254,6 +393,7 @@ def _final_error(
             retryable=classification.diagnosis == "retryable",
             phase=attempt.phase,
             status=classification.status,
+            retry_after_ms=retry_after_ms,
             endpoint=target.endpoint,
             model=target.model,
         )
@@ -295,6 +435,111 @@ def _notify(policy: StreamPolicy, event: RetryEvent) -> None:
             logger.exception("StreamPolicy.on_retry raised; ignored")
 
 
+class _Run:
+    """One turn's attempts: what they share (client, budgets, counters) and what each attempt does."""
+
+    def __init__(self, client: AsyncOpenAI, request: ChatRequest, policy: StreamPolicy | None) -> None:
+        self.policy = policy = policy or StreamPolicy()
+        self.client = _without_sdk_retries(client)
+        self.request = request
+        self.secrets: tuple[str | None, ...] = (getattr(self.client, "api_key", None),)
+        self.target = _target_of(self.client, request)
+        self.close_s = policy.close_timeout_ms / 1000
+        self.budget = RetryBudget(policy)
+        self.attempts = 0
+
+    def next_attempt(self) -> _Attempt:
+        self.attempts += 1
+        return _Attempt()
+
+    async def deltas(self, attempt: _Attempt, *, watchdog_lifetime: bool) -> AsyncGenerator[Delta, None]:
+        """One attempt's deltas; raises the attempt's error (empty, cut, content, timeout, SDK errors)."""
+        policy = self.policy
+
+        async def open_stream() -> ChunkStream[Any]:
+            return await _open(self.client, self.request, attempt, self.secrets, self.close_s)
+
+        async with aclosing(
+            guarded_stream(
+                open_stream,
+                idle_timeout_ms=policy.idle_timeout_ms,
+                max_lifetime_ms=policy.max_lifetime_ms if watchdog_lifetime else 0,
+                close_timeout_ms=policy.close_timeout_ms,
+                complete=attempt.complete,
+                finish_grace_ms=policy.finish_grace_ms,
+            )
+        ) as chunks:
+            async for chunk in chunks:
+                attempt.chunks += 1
+                for delta in attempt.read(chunk):
+                    yield delta
+        if attempt.chunks == 0:
+            raise StreamContentError("The model stream ended without any chunk", reason="empty_stream")
+        if not attempt.complete():
+            raise StreamTruncatedError(attempt.chunks)
+        tail = attempt.flush()
+        if tail is not None:
+            yield tail
+
+    async def deliver(self, attempt: _Attempt, on_delta: Callable[[Delta], Awaitable[None]]) -> None:
+        """One attempt, each delta handed to ``on_delta``, all of it under the attempt's lifetime scope."""
+        max_lifetime_ms = self.policy.max_lifetime_ms
+        started = anyio.current_time()
+        deadline = started + max_lifetime_ms / 1000 if max_lifetime_ms > 0 else math.inf
+        cut = False
+        with anyio.CancelScope(deadline=deadline) as cap:
+            try:
+                async with aclosing(self.deltas(attempt, watchdog_lifetime=False)) as deltas:
+                    async for delta in deltas:
+                        attempt.yielded += 1
+                        await on_delta(delta)
+            except Exception:
+                if not cap.cancel_called:
+                    raise
+                cut = True  # what the request cut by the cap raised instead of a cancellation
+        if not (cut or cap.cancelled_caught):
+            return
+        await checkpoint_if_cancelled()  # W4: the caller's own cancellation wins over the cap
+        if attempt.complete():  # the cap passed during the grace reads: the answer is whole
+            tail = attempt.flush()
+            if tail is not None:
+                attempt.yielded += 1
+                await on_delta(tail)
+            return
+        raise StreamLifetimeExceededError(max_lifetime_ms, attempt.chunks, (anyio.current_time() - started) * 1000)
+
+    def settle(self, exc: Exception, attempt: _Attempt) -> float | ModelTurnError | None:
+        """After a failed attempt: the delay before the next one, the turn's final error, or None (a bug: let
+        ``exc`` propagate as is)."""
+        classification = classify_retry_error(exc)
+        retry_after_s = _retry_after_of(exc) if classification.kind in ("rate_limit", "http") else None
+        budget = self.budget
+        decision = budget.decide(classification, yielded=attempt.yielded > 0, retry_after_s=retry_after_s)
+        note = ""
+        if budget.retry_after_refused and retry_after_s is not None:
+            note = (
+                f"; it asks to retry after {ms_text(round(retry_after_s, 3))}s, longer than this turn may still wait "
+                f"(at most {ms_text(self.policy.retry_after_cap_ms / 1000)}s of Retry-After in all): not retried"
+            )
+        if decision is not None and not _fits_deadline(decision.delay_s):
+            logger.warning("not retrying: a %.2fs wait would outlast the deadline", decision.delay_s)
+            note = f"; the retry (in {ms_text(round(decision.delay_s, 3))}s) would end after the deadline: not retried"
+            decision = None
+        if decision is None:
+            return _final_error(
+                exc, classification, attempt, self.attempts, self.secrets, retry_after_s, self.target, note
+            )
+        _notify(
+            self.policy,
+            RetryEvent(self.attempts, decision.policy, decision.retry, decision.delay_s, classification, exc),
+        )
+        return decision.delay_s
+
+    def recovered(self) -> None:
+        if self.attempts > 1:
+            logger.info("model stream recovered on attempt %d", self.attempts)
+
+
 async def stream_chat(
     client: AsyncOpenAI, request: ChatRequest, policy: StreamPolicy | None = None
 ) -> AsyncGenerator[StreamEvent, None]:
@@ -304,6 +549,7 @@ async def stream_chat(
 
     - every attempt runs under the watchdog in a per-request cancel scope inside the caller's; its HTTP
       response is closed (``stream.close()``) whenever the attempt ends, whatever the reason;
+    - ``Finished`` comes only after a finish reason for every choice (module docstring): a cut stream fails;
     - a failed attempt is retried only within ``policy``'s budgets and only if none of its events was yielded,
       so the caller never sees replayed or duplicated output; a retry is not an event of the stream (it is
       logged, and reported to ``policy.on_retry``);
@@ -312,82 +558,64 @@ async def stream_chat(
     - a retry wait that would outlast the caller's deadline is not started: the final error is raised instead;
     - errors that are not model failures (bugs) propagate unchanged.
 
+    The lifetime cap is checked while the stream is read: time the consumer holds a delta counts, but the cap
+    can only act at the next read. Use :func:`run_chat` when the consumer may block.
+
     Consume it in one task and close it deterministically: ``async with
     contextlib.aclosing(stream_chat(...))``.
     """
-    policy = policy or StreamPolicy()
-    client = _without_sdk_retries(client)
-    secrets: tuple[str | None, ...] = (getattr(client, "api_key", None),)
-    target = _target_of(client, request)
-    close_s = policy.close_timeout_ms / 1000
-    budget = RetryBudget(policy)
-    attempts = 0
+    run = _Run(client, request, policy)
     while True:
-        attempts += 1
-        attempt = _Attempt()
-
-        async def open_stream(attempt: _Attempt = attempt) -> ChunkStream[Any]:
-            return await _open(client, request, attempt, secrets, close_s)
-
+        attempt = run.next_attempt()
         try:
-            async with aclosing(
-                guarded_stream(
-                    open_stream,
-                    idle_timeout_ms=policy.idle_timeout_ms,
-                    max_lifetime_ms=policy.max_lifetime_ms,
-                    close_timeout_ms=policy.close_timeout_ms,
-                )
-            ) as chunks:
-                async for chunk in chunks:
-                    attempt.chunks += 1
-                    for choice in chunk.choices:
-                        delta = _delta_of(choice)
-                        if delta is not None:
-                            attempt.content = attempt.content or bool(delta.text)
-                            attempt.yielded += 1
-                            yield delta
-                        if choice.finish_reason:
-                            attempt.finish_reason = choice.finish_reason
-            if attempt.chunks == 0:
-                raise StreamContentError("The model stream ended without any chunk", reason="empty_stream")
-            if attempt.finish_reason is None and not attempt.content:
-                raise StreamContentError(
-                    "The model stream ended without a finish reason and without any answer text",
-                    reason="no_finish_no_content",
-                    chunks_received=attempt.chunks,
-                )
+            async with aclosing(run.deltas(attempt, watchdog_lifetime=True)) as deltas:
+                async for delta in deltas:
+                    attempt.yielded += 1
+                    yield delta
         except Exception as exc:
-            decision, classification, retry_after_s = _decide(exc, budget, attempt)
-            if decision is not None and not _fits_deadline(decision.delay_s):
-                logger.warning("not retrying: a %.2fs wait would outlast the deadline", decision.delay_s)
-                decision = None
-            if decision is None:
-                final = _final_error(
-                    exc, classification, attempt, attempts, secrets, retry_after_s, policy.retry_after_cap_ms, target
-                )
-                if final is None:
-                    raise
-                raise final from exc
-            _notify(
-                policy,
-                RetryEvent(attempts, decision.policy, decision.retry, decision.delay_s, classification, exc),
-            )
-            delay_s = decision.delay_s
+            outcome = run.settle(exc, attempt)
+            if isinstance(outcome, ModelTurnError):
+                raise outcome from exc
+            if outcome is None:
+                raise
+            delay_s = outcome
         else:
-            if attempts > 1:
-                logger.info("model stream recovered on attempt %d", attempts)
+            run.recovered()
             yield Finished(attempt.finish_reason)
             return
         await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
 
 
-def _decide(
-    exc: Exception, budget: RetryBudget, attempt: _Attempt
-) -> tuple[RetryDecision | None, RetryClassification, float | None]:
-    classification = classify_retry_error(exc)
-    retry_after_s = _retry_after_of(exc) if classification.kind in ("rate_limit", "http") else None
-    decision = budget.decide(classification, yielded=attempt.yielded > 0, retry_after_s=retry_after_s)
-    return decision, classification, retry_after_s
+async def run_chat(
+    client: AsyncOpenAI,
+    request: ChatRequest,
+    policy: StreamPolicy | None,
+    on_delta: Callable[[Delta], Awaitable[None]],
+) -> Finished:
+    """Stream one turn into ``on_delta`` and return its :class:`Finished`, or raise a :class:`ModelTurnError`.
+
+    The invariants of :func:`stream_chat`, plus: each attempt, ``on_delta`` calls included, runs in a cancel
+    scope whose deadline is the attempt's lifetime cap, so the cap holds even while ``on_delta`` is blocked
+    (a consumer that stops reading): ``on_delta`` is then cancelled, the request closed, and the attempt fails
+    with the lifetime error (``model_stream_timeout``, ``maxLifetimeMs``). ``on_delta``'s own errors propagate
+    as they are.
+    """
+    run = _Run(client, request, policy)
+    while True:
+        attempt = run.next_attempt()
+        try:
+            await run.deliver(attempt, on_delta)
+        except Exception as exc:
+            outcome = run.settle(exc, attempt)
+            if isinstance(outcome, ModelTurnError):
+                raise outcome from exc
+            if outcome is None:
+                raise
+            delay_s = outcome
+        else:
+            run.recovered()
+            return Finished(attempt.finish_reason)
+        await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
 
 
 def _fits_deadline(delay_s: float) -> bool:

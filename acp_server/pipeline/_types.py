@@ -43,8 +43,11 @@ class StreamPolicy:
     """Timeouts and retry bounds of one streamed turn. Durations in milliseconds; a timer ``<= 0`` is off.
 
     Watchdog (W1-W3): ``idle_timeout_ms`` bounds the wait for the response headers and then for each raw
-    chunk; ``max_lifetime_ms`` bounds a whole attempt. Retries (``_retry.py``), each budget counted
-    separately:
+    chunk; ``max_lifetime_ms`` bounds a whole attempt (with :func:`run_chat`, including the time the consumer
+    spends handling its deltas). Completion: an attempt is complete once every choice has its finish reason;
+    after that the stream is read at most ``finish_grace_ms`` more (a trailing usage chunk, ``[DONE]``), then
+    closed, never waited for under the idle timer (0 = close at once). Retries (``_retry.py``), each budget
+    counted separately:
 
     - stream transport (W9): ETIMEDOUT / ECONNRESET before anything was yielded → at most
       ``stream_max_retries``, waiting ``stream_retry_delays_ms[i]`` (the last value repeats);
@@ -52,9 +55,10 @@ class StreamPolicy:
       most ``connect_max_retries``, waiting ``connect_retry_delay_ms``: fail fast, a wait will not fix a URL;
     - backoff: 429, retryable 5xx, other transport errors → at most ``backoff_max_retries``, exponential from
       ``backoff_initial_ms`` doubling up to ``backoff_max_ms``, ± ``backoff_jitter``; a ``Retry-After``
-      replaces the computed delay, capped at ``retry_after_cap_ms``;
-    - content: a stream that ended empty, or without finish reason and answer text, before anything was
-      yielded → at most ``content_max_retries``, waiting ``content_retry_delay_ms``.
+      replaces the computed delay; the ``Retry-After`` waits of one turn add up to at most
+      ``retry_after_cap_ms``: one that does not fit is not waited for (the error carries the provider's time);
+    - content: a stream that ended empty, or sent a data line that is not JSON or not a chunk, before anything
+      was yielded → at most ``content_max_retries``, waiting ``content_retry_delay_ms``.
 
     ``jitter_source`` returns floats in [0, 1) (``random.random``; a constant in tests: 0.5 = no jitter).
     ``on_retry`` is called synchronously before each retry wait (its exceptions are logged and ignored).
@@ -75,6 +79,7 @@ class StreamPolicy:
     content_max_retries: int = 1
     content_retry_delay_ms: float = 500
     close_timeout_ms: float = 1_000
+    finish_grace_ms: float = 1_000
     jitter_source: Callable[[], float] = field(default=random.random, repr=False)
     on_retry: Callable[[RetryEvent], None] | None = field(default=None, repr=False)
 
@@ -93,9 +98,10 @@ class StreamPolicy:
             self.backoff_max_ms,
             self.retry_after_cap_ms,
             self.content_retry_delay_ms,
+            self.finish_grace_ms,
         )
         if any(not (0 <= d < math.inf) for d in delays):
-            raise ValueError("retry delays must be finite and >= 0")
+            raise ValueError("retry delays and finish_grace_ms must be finite and >= 0")
         if self.stream_max_retries and not self.stream_retry_delays_ms:
             raise ValueError("stream_retry_delays_ms needs a delay when stream_max_retries > 0")
         if not 0 <= self.backoff_jitter <= 1:
@@ -114,7 +120,8 @@ class Delta:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """The stream ended; ``finish_reason`` as the model reported it (None when it sent none)."""
+    """The stream ended complete; ``finish_reason`` as the model reported it (a stream without one is cut, and
+    fails: the type keeps ``None`` for callers that build their own)."""
 
     finish_reason: str | None
 

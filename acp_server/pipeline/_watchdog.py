@@ -25,6 +25,11 @@ How one attempt runs:
   :class:`StreamLifetimeExceededError`.
 - ``idle <= 0`` and ``lifetime <= 0``: a passthrough (no task, no clock), still closing the stream on exit
   (W1).
+- Completion: once the consumer's ``complete()`` says the answer is whole (every choice has its finish reason),
+  the remaining reads (a trailing usage chunk, ``[DONE]``) share one ``finish_grace_ms`` deadline, in every mode;
+  when it passes, or the stream fails or an idle / lifetime timer fires meanwhile, the stream simply ends: a
+  finished answer is never waited for under the idle timer nor turned into an error (only the caller's own
+  cancellation still propagates).
 
 Invariant for consumers: iterate in one task and close the generator deterministically
 (``contextlib.aclosing`` or run it to the end): the timer's task group lives across the generator's ``yield``.
@@ -37,7 +42,7 @@ import math
 import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar, cast
 
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled, current_token
@@ -155,12 +160,50 @@ async def _timer(
         return
 
 
+def _never() -> bool:
+    return False
+
+
+class _Grace:
+    """The reads after the answer was complete: they share one deadline, and any failure just ends the stream."""
+
+    __slots__ = ("deadline", "grace_s")
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self.deadline: float | None = None  # set at the first read after completion
+
+    def started(self, now: float) -> float:
+        if self.deadline is None:
+            self.deadline = now + self.grace_s
+        return self.deadline
+
+
+_ENDED = object()
+"""What ``_grace_read`` returns when the stream is over (end of body, a failure, the grace deadline)."""
+
+
+async def _grace_read(read: Callable[[], Awaitable[T]], deadline: float) -> T | object:
+    if anyio.current_time() >= deadline:  # a grace of 0, or used up: not even a read that would not block
+        return _ENDED
+    with anyio.CancelScope(deadline=deadline):
+        try:
+            return await read()
+        except StopAsyncIteration:
+            pass
+        except Exception as exc:  # the answer is complete: a reset or garbage after it changes nothing
+            logger.debug("ignoring a model stream failure after the finish reason: %r", exc)
+    return _ENDED
+
+
 async def guarded_stream(
     open_stream: Callable[[], Awaitable[ChunkStream[T]]],
     *,
     idle_timeout_ms: float,
     max_lifetime_ms: float = 0,
     close_timeout_ms: float = 1_000,
+    complete: Callable[[], bool] = _never,
+    finish_grace_ms: float = 0,
 ) -> AsyncGenerator[T, None]:
     """Open a stream with ``open_stream()`` and yield its raw chunks under the watchdog (module docstring).
 
@@ -169,10 +212,15 @@ async def guarded_stream(
     :class:`StreamLifetimeExceededError` (``code == "ETIMEDOUT"``) after closing the stream, unless the caller
     is cancelled: its cancellation then propagates. Errors of ``open_stream()`` and of the stream pass through
     unchanged. The stream returned by ``open_stream()`` is closed on every exit.
+
+    ``complete()`` is asked before each read (the consumer has handled every chunk yielded so far): once it is
+    true, reads end by ``finish_grace_ms`` after the first such read and the stream then ends normally, whatever
+    happens to it (no timeout, no error).
     """
     close_timeout_s = close_timeout_ms / 1000
     idle_s = idle_timeout_ms / 1000 if idle_timeout_ms > 0 else math.inf
     lifetime_s = max_lifetime_ms / 1000 if max_lifetime_ms > 0 else math.inf
+    grace = _Grace(max(finish_grace_ms, 0) / 1000)
     stream: ChunkStream[T] | None = None
 
     if idle_s == math.inf and lifetime_s == math.inf:  # W1: passthrough
@@ -180,6 +228,12 @@ async def guarded_stream(
             stream = await open_stream()
             read = _reader_of(stream)
             while True:
+                if complete():
+                    got = await _grace_read(read, grace.started(anyio.current_time()))
+                    if got is _ENDED:
+                        break
+                    yield cast("T", got)
+                    continue
                 try:
                     chunk = await read()
                 except StopAsyncIteration:
@@ -195,6 +249,7 @@ async def guarded_stream(
     lifetime_deadline = started + lifetime_s
     watch = _Watch(started)
     chunks = 0
+    finishing = False  # the answer is complete: what is left are the grace reads
     error: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
@@ -205,6 +260,20 @@ async def guarded_stream(
                     read = _reader_of(stream)
                     while True:
                         now = clock()
+                        finishing = finishing or complete()
+                        if finishing:
+                            if now >= lifetime_deadline:
+                                break
+                            watch.kick = now
+                            try:
+                                got = await _grace_read(read, grace.started(now))
+                            finally:
+                                watch.kick = _NO_READ
+                            if got is _ENDED or watch.fired is not None:
+                                break
+                            chunks += 1
+                            yield cast("T", got)
+                            continue
                         if now >= lifetime_deadline:
                             watch.fired = "lifetime"
                             break
@@ -228,6 +297,8 @@ async def guarded_stream(
     if watch.fired is not None:
         error = None  # W6: whatever the aborted read raised (cancellation, a transport error) is dropped
         await checkpoint_if_cancelled()  # W4: a cancelled caller gets its cancellation, not ETIMEDOUT
+        if finishing:
+            return  # the timer fired during the grace reads: the answer was complete all the same
         lifetime_ms = (clock() - started) * 1000
         if watch.fired == "idle":
             raise StreamInactivityTimeoutError(idle_timeout_ms, chunks, lifetime_ms)

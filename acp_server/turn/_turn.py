@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,7 +22,7 @@ from ..domain import (
     TextPart,
     ThoughtChunk,
 )
-from ..pipeline import ChatRequest, Delta, StreamPolicy, stream_chat
+from ..pipeline import ChatRequest, Delta, StreamPolicy, run_chat
 from ._exceptions import ModelNotConfiguredError
 
 if TYPE_CHECKING:
@@ -38,8 +37,8 @@ _STOP_REASONS: dict[str | None, StopReason] = {
     "length": "max_tokens",
     "content_filter": "refusal",
     "tool_calls": "end_turn",
-    None: "end_turn",
 }
+"""Finish reasons as stop reasons; any other reason the model gives ends the turn normally (``end_turn``)."""
 
 
 class SessionLike(Protocol):
@@ -139,6 +138,10 @@ class ModelTurn:
 
         The answer is recorded even when the turn is cancelled (shielded); a failure to record it is raised only
         when the turn itself succeeded, so it never hides the turn's own error or cancellation.
+
+        ``emit`` is the prompt's event stream: awaiting it is the reader's backpressure. It runs inside the
+        pipeline's per-attempt lifetime scope (:func:`run_chat`), so a reader that stops reading cannot hold the
+        model request open past ``--stream-max-lifetime-ms``: the turn then fails with the lifetime error.
         """
         client = self._get_client()
         content = user_content(prompt)  # once per turn: what the model gets, and (its text) what is stored
@@ -147,24 +150,22 @@ class ModelTurn:
         answer: list[str] = []
         reasoning: list[str] = []
         stop_reason: StopReason = "end_turn"
+
+        async def on_delta(delta: Delta) -> None:
+            if delta.reasoning:
+                reasoning.append(delta.reasoning)
+                await emit(ThoughtChunk(delta.reasoning))
+            if delta.text:
+                answer.append(delta.text)
+                await emit(TextChunk(delta.text))
+
         try:
             request = ChatRequest(
                 model=self.settings.model,
                 messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), history, content),
             )
-            # aclosing: the stream's watchdog scope must close in this task, even when ``emit`` is cancelled.
-            # ``emit`` is the prompt's event stream: awaiting it is the reader's backpressure.
-            async with aclosing(stream_chat(client, request, self.settings.policy)) as events:
-                async for event in events:
-                    if isinstance(event, Delta):
-                        if event.reasoning:
-                            reasoning.append(event.reasoning)
-                            await emit(ThoughtChunk(event.reasoning))
-                        if event.text:
-                            answer.append(event.text)
-                            await emit(TextChunk(event.text))
-                    else:
-                        stop_reason = _STOP_REASONS.get(event.finish_reason, "end_turn")
+            finished = await run_chat(client, request, self.settings.policy, on_delta)
+            stop_reason = _STOP_REASONS.get(finished.finish_reason, "end_turn")
         except BaseException as exc:
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
             outcome: Outcome = "cancelled" if cancelled else "failed"

@@ -16,7 +16,16 @@ import anyio
 import jsonschema
 import pytest
 
-from acp_server.provider.offline import Answer, ChunksThenSilent, HangAfterHeaders, LoopbackModel, RateLimited
+from acp_server.provider.offline import (
+    Answer,
+    ChunksThenSilent,
+    EndWithoutFinish,
+    FinishThenHold,
+    HangAfterHeaders,
+    LoopbackModel,
+    RateLimited,
+    RawSSE,
+)
 
 from ._agent import AgentProcess, spawn_agent
 
@@ -171,3 +180,72 @@ async def test_start_up_names_the_endpoint_and_model_never_the_key() -> None:
     log = agent.stderr.decode()
     assert f"model: 'm' at {base_url}" in log
     assert "sk-never-shown" not in log
+
+
+def _data(escaped_content: str | None = None, finish: str | None = None) -> str:
+    delta = "{}" if escaped_content is None else '{"content":"%s"}' % escaped_content  # noqa: UP031
+    finish_json = "null" if finish is None else f'"{finish}"'
+    return f'data: {{"choices":[{{"index":0,"delta":{delta},"finish_reason":{finish_json}}}]}}\n\n'
+
+
+async def test_an_emoji_split_into_two_escaped_halves_streams_as_one_character() -> None:
+    parts = (_data("hi \\ud83d"), _data("\\ude00"), _data(finish="stop"), "data: [DONE]\n\n")
+    async with LoopbackModel() as model:
+        model.enqueue(RawSSE(parts))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            response, updates = await _prompt(agent)
+    assert response.get("result") == {"stopReason": "end_turn"}, response
+    assert _texts(updates) == "hi \U0001f600"
+
+
+async def test_a_stream_cut_without_finish_is_a_transport_error_after_what_streamed() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(EndWithoutFinish(3))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            response, updates = await _prompt(agent)
+            assert len(model.requests) == 1
+    assert len([u for u in updates if u["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]) == 3
+    data = response["error"]["data"]
+    assert (data["errorKind"], data["phase"], data["reason"], data["chunksReceived"]) == (
+        "model_transport_error",
+        "mid_stream",
+        "eof_without_finish",
+        3,
+    )
+    jsonschema.validate(data, SCHEMA)
+
+
+async def test_finish_then_a_held_connection_ends_the_turn_without_waiting_for_the_idle_timeout() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(FinishThenHold("complete answer"))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:  # idle: 120 s
+            await agent.initialize()
+            response, updates = await _prompt(agent, timeout=20)
+    assert response.get("result") == {"stopReason": "end_turn"}, response
+    assert _texts(updates) == "complete answer"
+
+
+async def test_invalid_json_in_a_data_line_is_a_structured_content_error() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(RawSSE((_data("kept"), "data: {not json\n\n")))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            response, _ = await _prompt(agent)
+    assert b"Traceback" not in agent.stderr
+    data = response["error"]["data"]
+    assert (data["errorKind"], data["reason"], data["phase"]) == ("model_stream_content", "invalid_json", "mid_stream")
+    jsonschema.validate(data, SCHEMA)
+
+
+async def test_a_retry_after_longer_than_the_cap_fails_fast_with_the_providers_time() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(RateLimited(retry_after="99999"))
+        async with spawn_agent("--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            response, _ = await _prompt(agent, timeout=10)
+            assert len(model.requests) == 1
+    data = response["error"]["data"]
+    assert (data["errorKind"], data["retryAfterMs"], data["retryable"]) == ("model_rate_limited", 99_999_000, True)
+    jsonschema.validate(data, SCHEMA)

@@ -50,7 +50,9 @@ def test_public_surface_is_pinned_and_sorted() -> None:
         "StreamLifetimeExceededError",
         "StreamPolicy",
         "StreamTimeoutError",
+        "StreamTruncatedError",
         "classify_retry_error",
+        "run_chat",
         "stream_chat",
     }
     for name in pipeline.__all__:
@@ -145,6 +147,7 @@ def test_policy_defaults() -> None:
         0.3,
     )
     assert p.retry_after_cap_ms == 300_000
+    assert p.finish_grace_ms == 1_000
     assert (p.content_max_retries, p.content_retry_delay_ms) == (1, 500)
 
 
@@ -161,6 +164,8 @@ def test_policy_defaults() -> None:
         {"backoff_initial_ms": math.inf},
         {"backoff_jitter": 1.5},
         {"close_timeout_ms": 0},
+        {"finish_grace_ms": -1},
+        {"finish_grace_ms": math.inf},
     ],
 )
 def test_policy_rejects_invalid_values(kwargs: dict[str, object]) -> None:
@@ -195,6 +200,12 @@ def test_budget_consumes_and_is_bounded_per_policy() -> None:
     ]
     assert budget.decide(reset, yielded=True) is None
     limited = RetryClassification("rate_limit", "retryable", "r", status=429)
-    assert budget.decide(limited, yielded=False, retry_after_s=1000).delay_s == 300  # type: ignore[union-attr]
+    assert budget.decide(limited, yielded=False, retry_after_s=1000) is None  # longer than the cap: not waited
+    assert budget.retry_after_refused
+    assert budget.decide(limited, yielded=False, retry_after_s=200).delay_s == 200  # type: ignore[union-attr]
+    assert not budget.retry_after_refused
+    assert budget.decide(limited, yielded=False, retry_after_s=101) is None  # 99 s of the 300 s are left
+    assert budget.retry_after_refused
+    assert budget.decide(limited, yielded=False, retry_after_s=99).delay_s == 99  # type: ignore[union-attr]
     assert budget.decide(RetryClassification("abort", "fail-fast", "c"), yielded=False) is None
     assert budget.decide(RetryClassification("unknown", "unknown", "?"), yielded=False) is None

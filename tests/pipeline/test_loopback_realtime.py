@@ -20,13 +20,22 @@ import httpx2
 import pytest
 
 from acp_server.pipeline import (
+    Delta,
     Finished,
     ModelStreamTimeoutError,
     StreamInactivityTimeoutError,
     StreamPolicy,
+    run_chat,
     stream_chat,
 )
-from acp_server.provider.offline import Answer, ChunksThenSilent, HangAfterHeaders, RateLimited
+from acp_server.provider.offline import (
+    Answer,
+    ChunksThenSilent,
+    FinishThenHold,
+    HangAfterHeaders,
+    RateLimited,
+    SlowDrip,
+)
 
 from ._loopback import REQUEST, loopback, run_turn
 from ._mocks import FakeClient, MockStream, chunk, guard_stream
@@ -174,3 +183,37 @@ async def test_caller_cancelled_while_holding_a_chunk_closes_the_request() -> No
         assert scope.cancelled_caught
         assert client.streams[0].closed
     assert errors == []
+
+
+async def test_the_lifetime_cap_closes_the_request_while_the_consumer_is_blocked_on_asyncio() -> None:
+    policy = StreamPolicy(max_lifetime_ms=300, stream_max_retries=0)
+    blocked = anyio.Event()
+
+    async def never_returns(delta: Delta) -> None:
+        blocked.set()
+        await anyio.sleep_forever()
+
+    with loop_errors() as seen:
+        async with loopback() as (model, client):
+            model.enqueue(SlowDrip(interval_s=0.05, text=" ".join(["w"] * 1000)))
+            with anyio.fail_after(10), pytest.raises(ModelStreamTimeoutError) as caught:
+                await run_chat(client, REQUEST, policy, never_returns)
+            with anyio.fail_after(10):
+                await model.wait_for_disconnects(1)
+        gc.collect()
+    assert blocked.is_set()
+    assert caught.value.details()["maxLifetimeMs"] == 300
+    assert seen == []
+
+
+async def test_finish_then_a_held_connection_completes_on_asyncio() -> None:
+    with loop_errors() as seen:
+        async with loopback() as (model, client):
+            model.enqueue(FinishThenHold("done"))
+            with anyio.fail_after(10):
+                outcome = await run_turn(client, StreamPolicy(finish_grace_ms=100))
+            with anyio.fail_after(10):
+                await model.wait_for_disconnects(1)
+        gc.collect()
+    assert outcome.error is None and outcome.finished == [Finished("stop")]
+    assert seen == []

@@ -18,6 +18,7 @@ from acp_server.pipeline import (
     ModelHTTPError,
     ModelStreamContentError,
     ModelStreamTimeoutError,
+    ModelTransportError,
     StreamPolicy,
 )
 from acp_server.provider.offline import (
@@ -164,13 +165,24 @@ async def test_empty_stream_is_retried_once() -> None:
         assert model.requests[1].received_at - model.requests[0].received_at == 0.5
 
 
-async def test_end_without_finish_keeps_the_content() -> None:
+async def test_end_without_finish_keeps_the_content_and_fails_as_a_cut_stream() -> None:
     async with loopback() as (model, client):
-        model.enqueue(EndWithoutFinish(3))
+        model.enqueue(EndWithoutFinish(3), Answer(text="never replayed"))
         outcome = await run_turn(client, DEFAULTS)
-        assert outcome.error is None
         assert len(outcome.deltas) == 3
-        assert outcome.finished == [Finished(None)]
+        assert outcome.finished == []
+        assert isinstance(outcome.error, ModelTransportError)
+        assert outcome.error.details() == {
+            "transportCode": "ECONNRESET",
+            "phase": "mid_stream",
+            "attempts": 1,
+            "chunksReceived": 3,
+            "retryable": True,
+            "reason": "eof_without_finish",
+            "endpoint": model.base_url,
+            "model": "m",
+        }
+        assert len(model.requests) == 1  # what reached the caller is not replayed
 
 
 async def test_user_cancel_mid_stream_disconnects_at_once() -> None:

@@ -113,9 +113,24 @@ async def test_reasoning_only_chunks_keep_a_long_thinking_model_alive() -> None:
     assert anyio.current_time() == pytest.approx(t0 + 49.5)
 
 
-async def test_end_without_finish_but_with_content_is_finished_none_not_retried() -> None:
-    client = FakeClient(MockStream([chunk("a"), chunk("b")], then="end"))
-    assert await run(client) == [Delta(text="a"), Delta(text="b"), Finished(None)]
+async def test_end_without_finish_after_content_is_a_cut_stream_not_retried() -> None:
+    client = FakeClient(MockStream([chunk("a"), chunk("b")], then="end"), answer("never"))
+    events: list[StreamEvent] = []
+    with pytest.raises(ModelTransportError) as caught:
+        async with aclosing(stream_chat(client, REQUEST, NO_JITTER)) as stream:  # type: ignore[arg-type]
+            async for event in stream:
+                events.append(event)
+    assert events == [Delta(text="a"), Delta(text="b")]  # kept, and no Finished
+    assert caught.value.details() == {
+        "transportCode": "ECONNRESET",
+        "phase": "mid_stream",
+        "attempts": 1,
+        "chunksReceived": 2,
+        "retryable": True,
+        "reason": "eof_without_finish",
+        **WHERE,
+    }
+    assert "without a finish reason" in str(caught.value)
     assert len(client.calls) == 1
 
 
@@ -254,11 +269,43 @@ async def test_429_retry_after_http_date_and_ms_forms() -> None:
     assert client.calls[2] - client.calls[1] == pytest.approx(0.25)  # retry-after-ms wins
 
 
-async def test_retry_after_is_capped_at_five_minutes() -> None:
+async def test_a_retry_after_longer_than_the_cap_is_not_waited_and_reported_as_given() -> None:
     t0 = anyio.current_time()
-    client = FakeClient(status_error(429, headers={"retry-after": "86400"}), answer("ok"))
-    await run(client)
-    assert offsets(client, t0) == [0.0, 300.0]
+    client = FakeClient(status_error(429, headers={"retry-after": "99999"}), answer("never"))
+    with pytest.raises(ModelRateLimitedError) as caught:
+        await run(client)
+    assert anyio.current_time() == t0 and len(client.calls) == 1  # failed fast: no 5-minute wait
+    assert caught.value.details()["retryAfterMs"] == 99_999_000  # the provider's time, not the cap
+    assert "retry after 99999s, longer than this turn may still wait (at most 300s" in str(caught.value)
+
+
+async def test_retry_after_waits_of_a_turn_add_up_to_the_cap_at_most() -> None:
+    t0 = anyio.current_time()
+    limited = [status_error(429, headers={"retry-after": "120"}) for _ in range(3)]
+    client = FakeClient(*limited, answer("never"))
+    with pytest.raises(ModelRateLimitedError) as caught:
+        await run(client)
+    assert offsets(client, t0) == [0.0, 120.0, 240.0]  # a third 120 s wait would pass 300 s in all
+    assert caught.value.details()["attempts"] == 3
+    assert caught.value.details()["retryAfterMs"] == 120_000
+
+
+async def test_a_retry_after_ending_after_the_deadline_fails_fast_with_the_providers_time() -> None:
+    t0 = anyio.current_time()
+    client = FakeClient(status_error(429, headers={"retry-after": "200"}), answer("never"))
+    with anyio.fail_after(60), pytest.raises(ModelRateLimitedError) as caught:
+        await run(client)
+    assert anyio.current_time() == t0
+    assert caught.value.details()["retryAfterMs"] == 200_000
+    assert "would end after the deadline" in str(caught.value)
+
+
+async def test_a_503_retry_after_is_in_the_error_too() -> None:
+    client = FakeClient(status_error(503, headers={"retry-after": "99999"}), answer("never"))
+    with pytest.raises(ModelHTTPError) as caught:
+        await run(client)
+    assert len(client.calls) == 1
+    assert (caught.value.details()["status"], caught.value.details()["retryAfterMs"]) == (503, 99_999_000)
 
 
 async def test_5xx_backoff_is_exponential_from_1_5s() -> None:
@@ -489,19 +536,19 @@ async def test_empty_stream_is_retried_once_then_fails() -> None:
     }
 
 
-async def test_no_finish_and_no_content_is_retried() -> None:
+async def test_a_cut_stream_that_yielded_nothing_is_retried_like_a_reset() -> None:
     t0 = anyio.current_time()
     client = FakeClient(MockStream([role_chunk()], then="end"), answer("ok"))
     assert text_of(await run(client)) == "ok"
-    assert offsets(client, t0) == [0.0, 0.5]
+    assert offsets(client, t0) == [0.0, 1.0]  # the stream-transport delay: a cut stream is a reset
 
 
-async def test_reasoning_without_answer_or_finish_is_not_replayed() -> None:
+async def test_reasoning_without_answer_or_finish_is_cut_and_not_replayed() -> None:
     client = FakeClient(MockStream([chunk(reasoning="hmm")], then="end"), answer("never"))
-    with pytest.raises(ModelStreamContentError) as caught:
+    with pytest.raises(ModelTransportError) as caught:
         await run(client)
     assert len(client.calls) == 1
-    assert caught.value.reason == "no_finish_no_content"
+    assert caught.value.details()["reason"] == "eof_without_finish"
 
 
 async def test_non_sse_body_is_a_clear_non_retryable_error_quoting_the_first_bytes() -> None:

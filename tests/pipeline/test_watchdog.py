@@ -276,3 +276,74 @@ async def test_runs_unchanged_with_trio_native_cancellation() -> None:
         await consume(MockStream([]), idle_ms=1_000)
     assert scope.cancelled_caught
     assert anyio.current_time() == t0 + 0.5
+
+
+# --- completion: the reads after the finish ---
+
+
+async def _after_finish(
+    stream: MockStream, *, idle_ms: float, lifetime_ms: float = 0, grace_ms: float = 1_000
+) -> list[float]:
+    """Read with ``complete()`` true once a chunk with a finish reason was seen; the instants of the chunks."""
+    finished = False
+    instants: list[float] = []
+    guarded = guarded_stream(
+        _ready(stream),
+        idle_timeout_ms=idle_ms,
+        max_lifetime_ms=lifetime_ms,
+        complete=lambda: finished,
+        finish_grace_ms=grace_ms,
+    )
+    async with aclosing(guarded) as chunks:
+        async for item in chunks:
+            instants.append(anyio.current_time())
+            finished = finished or any(c.finish_reason for c in item.choices)
+    return instants
+
+
+def _ready(stream: MockStream) -> Any:
+    async def ready() -> MockStream:
+        return stream
+
+    return ready
+
+
+@pytest.mark.parametrize(
+    ("idle_ms", "lifetime_ms", "chunks_at", "ended_at"),
+    [
+        (120_000, 0, [0.2, 0.6], 1.2),  # idle only: the grace (1 s from the first read after the finish) ends it
+        (0, 0, [0.2, 0.6], 1.2),  # passthrough: the grace holds there too
+        (300, 0, [0.2], 0.5),  # the idle timer fires inside the grace: an end, not a timeout
+        (0, 1_000, [0.2, 0.6], 1.0),  # the lifetime passes inside the grace: an end, not a timeout
+    ],
+)
+async def test_a_held_stream_after_the_finish_ends_normally_by_the_grace(
+    idle_ms: float, lifetime_ms: float, chunks_at: list[float], ended_at: float
+) -> None:
+    t0 = anyio.current_time()
+    stream = MockStream([0.2, chunk("a", finish="stop"), 0.4, chunk()])  # then a held connection
+    instants = await _after_finish(stream, idle_ms=idle_ms, lifetime_ms=lifetime_ms)
+    assert [round(t - t0, 6) for t in instants] == chunks_at  # the second: a trailing (usage) chunk
+    assert round(anyio.current_time() - t0, 6) == ended_at
+    assert stream.close_calls == [anyio.current_time()]
+
+
+async def test_a_failure_after_the_finish_ends_the_stream_quietly() -> None:
+    stream = MockStream([chunk("a", finish="stop"), httpx2.ReadError("reset after the finish")])
+    assert len(await _after_finish(stream, idle_ms=1_000)) == 1
+    assert stream.closed
+
+
+async def test_zero_grace_closes_right_after_the_finish() -> None:
+    t0 = anyio.current_time()
+    stream = MockStream([chunk("a", finish="stop"), chunk("never read")])
+    assert len(await _after_finish(stream, idle_ms=1_000, grace_ms=0)) == 1
+    assert stream.close_calls == [t0] and stream.reads == 1
+
+
+async def test_the_callers_cancel_during_the_grace_still_propagates() -> None:
+    t0 = anyio.current_time()
+    stream = MockStream([chunk("a", finish="stop")])
+    with anyio.move_on_after(0.5) as scope:
+        await _after_finish(stream, idle_ms=1_000)
+    assert scope.cancelled_caught and stream.close_calls == [t0 + 0.5]

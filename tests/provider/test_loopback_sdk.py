@@ -18,10 +18,12 @@ from acp_server.provider.offline import (
     EmptyStream,
     EndWithoutFinish,
     ErrorStatus,
+    FinishThenHold,
     HangAfterHeaders,
     LoopbackModel,
     NonSSE,
     RateLimited,
+    RawSSE,
 )
 
 pytestmark = pytest.mark.anyio
@@ -190,6 +192,48 @@ async def test_end_without_finish_ends_the_sdk_stream_without_error(
     chunks = await collect(client)
     assert texts(chunks, "content") == ["You", " said:"]
     assert all(c.choices[0].finish_reason is None for c in chunks)
+
+
+async def test_finish_then_hold_sends_the_finish_and_usage_then_holds_the_connection(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
+    model.enqueue(FinishThenHold("all done"))
+    stream = await client.chat.completions.create(
+        model="m", messages=user("x"), stream=True, stream_options={"include_usage": True}
+    )
+    seen: list[ChatCompletionChunk] = []
+    try:
+        with anyio.fail_after(5):
+            async for chunk in stream:
+                seen.append(chunk)
+                if chunk.usage is not None:
+                    break
+        with anyio.move_on_after(0.2) as held:
+            await stream.__anext__()  # nothing more comes: no [DONE], no end of body
+        assert held.cancelled_caught
+    finally:
+        await stream.close()
+    assert texts(seen, "content") == ["all", " done"]
+    assert [c.choices[0].finish_reason for c in seen if c.choices][-1] == "stop"
+    with anyio.fail_after(5):
+        (disconnect,) = await model.wait_for_disconnects(1)
+    assert disconnect.chunks_sent == 4  # two words, the finish, the usage
+
+
+async def test_raw_sse_parts_are_sent_as_is_and_data_lines_count_as_chunks(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
+    parts = (
+        'data: {"choices":[{"index":0,"delta":{"content":"\\ud83d"}}]}\n\n',
+        ": a comment\n\n",
+        b'data: {"choices":[{"index":0,"delta":{"content":"\\ude00"},"finish_reason":"stop"}]}\n\n',
+        "data: [DONE]\n\n",
+    )
+    model.enqueue(RawSSE(parts), RawSSE(("data: {not json\n\n",), then="reset"))
+    chunks = await collect(client)
+    assert texts(chunks, "content") == ["\ud83d", "\ude00"]  # the SDK passes lone surrogate halves on
+    with pytest.raises(ValueError):  # json.JSONDecodeError, straight out of the SDK
+        await collect(client)
 
 
 async def test_empty_stream_has_no_chunk(model: LoopbackModel, client: openai.AsyncOpenAI) -> None:

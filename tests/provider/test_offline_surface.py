@@ -18,6 +18,7 @@ from acp_server.provider.offline import (
     ErrorStatus,
     KeepAliveOnly,
     LoopbackModel,
+    RawSSE,
     SlowDrip,
 )
 
@@ -38,11 +39,13 @@ def test_exported_members() -> None:
         "EmptyStream",
         "EndWithoutFinish",
         "ErrorStatus",
+        "FinishThenHold",
         "HangAfterHeaders",
         "KeepAliveOnly",
         "LoopbackModel",
         "NonSSE",
         "RateLimited",
+        "RawSSE",
         "RecordedRequest",
         "SlowDrip",
     ]
@@ -83,6 +86,8 @@ def test_client_keeps_an_explicit_key() -> None:
         lambda: ErrorStatus(200),
         lambda: ConnectionReset(-1),
         lambda: EndWithoutFinish(-2),
+        lambda: RawSSE(("data: x\n\n",), then="later"),  # type: ignore[arg-type]
+        lambda: RawSSE((1,)),  # type: ignore[arg-type]
     ],
 )
 def test_behaviours_reject_nonsense(make: object) -> None:

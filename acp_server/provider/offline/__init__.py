@@ -16,10 +16,12 @@ from ._behaviours import (
     EmptyStream,
     EndWithoutFinish,
     ErrorStatus,
+    FinishThenHold,
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
     RateLimited,
+    RawSSE,
     SlowDrip,
 )
 from ._model import LoopbackModel
@@ -34,11 +36,13 @@ __all__ = [
     "EmptyStream",
     "EndWithoutFinish",
     "ErrorStatus",
+    "FinishThenHold",
     "HangAfterHeaders",
     "KeepAliveOnly",
     "LoopbackModel",
     "NonSSE",
     "RateLimited",
+    "RawSSE",
     "RecordedRequest",
     "SlowDrip",
 ]

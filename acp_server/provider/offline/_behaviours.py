@@ -9,6 +9,7 @@ disconnects or the model closes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 def _require(condition: bool, message: str) -> None:
@@ -130,6 +131,33 @@ class EmptyStream:
     """``200`` SSE with ``[DONE]`` at once and no chunk."""
 
 
+@dataclass(frozen=True, slots=True)
+class FinishThenHold:
+    """``text`` word by word, then the finish chunk (and the usage chunk when asked for), then neither
+    ``[DONE]`` nor the end of the body: the connection is held open until the client disconnects."""
+
+    text: str = "complete answer"
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class RawSSE:
+    """``200`` SSE headers, then each of ``parts`` written to the body as is (a ``str`` is UTF-8 encoded), so a
+    test can send what no well-behaved server would: JSON escapes of split surrogate pairs, invalid JSON, bytes
+    that are not UTF-8. Parts starting with ``data:`` (other than ``[DONE]``) count as chunks.
+
+    ``then``: ``"end"`` ends the body cleanly after the parts, ``"hold"`` keeps the connection open until the
+    client disconnects, ``"reset"`` aborts it.
+    """
+
+    parts: tuple[str | bytes, ...]
+    then: Literal["end", "hold", "reset"] = "end"
+
+    def __post_init__(self) -> None:
+        _require(all(isinstance(p, str | bytes) for p in self.parts), "parts must be str or bytes")
+        _require(self.then in ("end", "hold", "reset"), "then must be 'end', 'hold' or 'reset'")
+
+
 Behaviour = (
     Answer
     | HangAfterHeaders
@@ -142,5 +170,7 @@ Behaviour = (
     | NonSSE
     | EndWithoutFinish
     | EmptyStream
+    | FinishThenHold
+    | RawSSE
 )
 """Any scripted behaviour."""

@@ -69,13 +69,24 @@ class Exchange:
 
     async def finish(self, finish_reason: str | None) -> None:
         """The finish chunk (unless None), the usage chunk when asked for, ``[DONE]``, end of body."""
+        await self.send_finish(finish_reason)
+        await self.send_done()
+        await self.end()
+
+    async def send_finish(self, finish_reason: str | None) -> None:
+        """The finish chunk (unless None) and the usage chunk when asked for; nothing after them."""
         if finish_reason is not None:
             await self.send_chunk(finish_reason=finish_reason)
         if self._include_usage:
             usage = _wire.usage(self._prompt_tokens, self._text_chunks)
             await self._send_event(_wire.usage_chunk(self._id, self._model, usage))
-        await self.send_done()
-        await self.end()
+
+    async def send_raw(self, part: str | bytes) -> None:
+        """``part`` as is in the body; one starting with ``data:`` that is not ``[DONE]`` counts as a chunk."""
+        data = part.encode() if isinstance(part, str) else part
+        await self._http.send_body_part(data)
+        if data.startswith(b"data:") and data[5:].strip()[:6] != b"[DONE]":
+            self.chunks_sent += 1
 
     async def send_done(self) -> None:
         await self._http.send_body_part(b"data: [DONE]\n\n")

@@ -17,10 +17,12 @@ from ._behaviours import (
     EmptyStream,
     EndWithoutFinish,
     ErrorStatus,
+    FinishThenHold,
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
     RateLimited,
+    RawSSE,
     SlowDrip,
 )
 from ._exchange import Exchange
@@ -111,5 +113,21 @@ async def play(behaviour: Behaviour, exchange: Exchange) -> None:
             await exchange.start_stream()
             await exchange.send_done()
             await exchange.end()
+        case FinishThenHold(text=text, finish_reason=finish_reason):
+            await exchange.start_stream()
+            for word in _wire.split_words(text):
+                await exchange.send_chunk(content=word)
+            await exchange.send_finish(finish_reason)
+            await anyio.sleep_forever()
+        case RawSSE(parts=parts, then=then):
+            await exchange.start_stream()
+            for part in parts:
+                await exchange.send_raw(part)
+            if then == "hold":
+                await anyio.sleep_forever()
+            elif then == "reset":
+                await exchange.abort()
+            else:
+                await exchange.end()
         case _:
             assert_never(behaviour)
