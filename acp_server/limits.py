@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["validate_count_or_off", "validate_deadline_ms", "validate_max_pending"]
+__all__ = ["MAX_DEADLINE_MS", "validate_count_or_off", "validate_deadline_ms", "validate_max_pending"]
 
 
 def validate_count_or_off(value: object, name: str, *, off: str) -> int | None:
@@ -34,6 +34,14 @@ def validate_max_pending(value: object, name: str = "max_pending_prompts_per_ses
     return validate_count_or_off(value, name, off="0 or infinity = unlimited")
 
 
+MAX_DEADLINE_MS = 2**53 - 1
+"""The longest deadline accepted (JSON's largest safe integer, ~285,000 years): beyond it a clock overflows."""
+
+
 def validate_deadline_ms(value: object, name: str = "prompt_deadline_ms") -> int | None:
-    """A prompt deadline in milliseconds: None = no deadline (from ``None``, ``0`` or ``math.inf``)."""
-    return validate_count_or_off(value, name, off="milliseconds; 0 or infinity = no deadline")
+    """A prompt deadline in milliseconds: None = no deadline (from ``None``, ``0`` or ``math.inf``); at most
+    :data:`MAX_DEADLINE_MS`."""
+    deadline = validate_count_or_off(value, name, off="milliseconds; 0 or infinity = no deadline")
+    if deadline is not None and deadline > MAX_DEADLINE_MS:
+        raise ValueError(f"{name} must be at most {MAX_DEADLINE_MS} milliseconds; got {deadline}")
+    return deadline

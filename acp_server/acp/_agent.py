@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..bridge import PromptHandle, SessionBridge
 from ..domain import PromptEnded
 from ..errors import InvalidInputError
+from ..limits import MAX_DEADLINE_MS
 from ..store import SessionRecord
 from ._convert import prompt_from_blocks, replay_updates, update_from_event
 
@@ -39,8 +40,6 @@ logger = logging.getLogger("acp_server.acp")
 
 PROTOCOL_VERSION = 1
 
-MAX_DEADLINE_MS = 2**53 - 1
-"""The largest per-prompt deadline accepted (JSON's safe integers); larger ones would overflow the clock."""
 
 
 class Peer(Protocol):

@@ -118,3 +118,16 @@ async def test_a_settled_prompt_is_not_kept_until_its_deadline() -> None:
         await anyio.wait_all_tasks_blocked()  # the session's worker has moved on
         gc.collect()
         assert watched() is None, "the deadline watch still holds a prompt that has settled"
+
+
+async def test_a_deadline_beyond_any_clock_is_refused_before_anything_is_counted() -> None:
+    async def answers(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+        return "end_turn"
+
+    async with SessionBridge(answers) as bridge:
+        session = bridge.create_session("/w")
+        with pytest.raises(ValueError, match="at most"):
+            bridge.send_prompt(session.session_id, Prompt((TextPart("x"),)), deadline_ms=10**400)
+        assert session.pending_prompt_count == 0
+    with pytest.raises(ValueError, match="at most"):
+        SessionBridge(answers, prompt_deadline_ms=2**60)
