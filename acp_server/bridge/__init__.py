@@ -19,9 +19,10 @@ from ._exceptions import (
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._prompt import PromptHandle
 from ._session import SessionEntry
-from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
+from ._stream import DEFAULT_COALESCE_BYTES, DEFAULT_STREAM_CAPACITY, PromptStream
 
 __all__ = [
+    "DEFAULT_COALESCE_BYTES",
     "DEFAULT_STREAM_CAPACITY",
     "BridgeClosedError",
     "BridgeError",

@@ -80,10 +80,12 @@ class SessionBridge:
         max_pending_prompts_per_session: int | float | None = 5,
         prompt_deadline_ms: int | None = None,
         stream_capacity: int = DEFAULT_STREAM_CAPACITY,
+        coalesce_bytes: int = 0,
     ) -> None:
         """``store``: where journaled sessions live, opened and closed by the caller; None = a private
         in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
-        buffers before its turn waits for the reader."""
+        buffers before its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for
+        a slow reader may merge into (0: never merge; see :class:`PromptStream`)."""
         self._runner = runner
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
@@ -92,6 +94,9 @@ class SessionBridge:
         if stream_capacity < 1:
             raise ValueError(f"stream_capacity must be >= 1; got {stream_capacity!r}")
         self._stream_capacity = stream_capacity
+        if coalesce_bytes < 0:
+            raise ValueError(f"coalesce_bytes must be >= 0; got {coalesce_bytes!r}")
+        self._coalesce_bytes = coalesce_bytes
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
         self._sessions: dict[str, SessionEntry] = {}
@@ -334,7 +339,7 @@ class SessionBridge:
             key=self._next_key(),
             deadline_ms=effective_ms,
             deadline=deadline,
-            stream=PromptStream(self._stream_capacity),
+            stream=PromptStream(self._stream_capacity, self._coalesce_bytes),
         )
         fifo.admit(job)
         session.updated_at = now()

@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import TypeAlias
 
 import anyio
 
-from ..domain import PromptEnded, PromptEvent, TurnEvent
+from ..domain import PromptEnded, PromptEvent, TextChunk, ThoughtChunk, TurnEvent
 
-__all__ = ["DEFAULT_STREAM_CAPACITY", "PromptStream"]
+__all__ = ["DEFAULT_COALESCE_BYTES", "DEFAULT_STREAM_CAPACITY", "PromptStream"]
 
 DEFAULT_STREAM_CAPACITY = 256
 """Turn events a prompt's stream buffers before its turn waits for the reader."""
+
+DEFAULT_COALESCE_BYTES = 8192
+"""How much text consecutive chunks of one kind may merge into while they wait for a slow reader."""
+
+
+class _Merged:
+    """Consecutive chunks of one kind that waited together: their texts, joined once when the reader takes them."""
+
+    __slots__ = ("kind", "parts", "size")
+
+    def __init__(self, first: TextChunk | ThoughtChunk, second: TextChunk | ThoughtChunk) -> None:
+        self.kind = type(first)
+        self.parts = [first.text, second.text]
+        self.size = len(first.text) + len(second.text)
+
+    def take(self) -> TextChunk | ThoughtChunk:
+        return self.kind("".join(self.parts))
+
+
+_Buffered: TypeAlias = "PromptEvent | _Merged"
 
 
 class PromptStream:
@@ -21,12 +42,18 @@ class PromptStream:
     at most ``capacity`` turn events wait in the buffer, beyond that :meth:`send` waits for the reader (the turn runs
     at its reader's pace); :meth:`end` never waits (the outcome always fits). A reader that leaves (:meth:`close`)
     drops what is buffered, and later sends return at once.
+
+    Coalescing (``coalesce_bytes`` > 0): a text or thought chunk sent while the previous event still waits and is of
+    the same kind joins it (up to ``coalesce_bytes`` of text), so a reader slower than the model gets fewer, larger
+    updates. Nothing is dropped or reordered; a reader that keeps up finds the buffer empty and gets every chunk as
+    it was sent. Memory stays bounded: at most ``capacity`` entries of at most ``coalesce_bytes`` each.
     """
 
     __slots__ = (
         "_buffer",
         "_capacity",
         "_closed",
+        "_coalesce",
         "_delivered",
         "_ended",
         "_reader",
@@ -35,11 +62,12 @@ class PromptStream:
         "_writer",
     )
 
-    def __init__(self, capacity: int = DEFAULT_STREAM_CAPACITY) -> None:
+    def __init__(self, capacity: int = DEFAULT_STREAM_CAPACITY, coalesce_bytes: int = 0) -> None:
         if capacity < 1:
             raise ValueError("a prompt stream needs a capacity of at least 1")
-        self._buffer: deque[PromptEvent] = deque()
+        self._buffer: deque[_Buffered] = deque()
         self._capacity = capacity
+        self._coalesce = coalesce_bytes
         self._ended: PromptEnded | None = None
         self._delivered = False  # the reader has taken the PromptEnded
         self._reading = False  # a reader has asked for an event
@@ -67,8 +95,26 @@ class PromptStream:
             await waiter.wait()
         if self._closed or self._ended is not None:
             return
+        if self._coalesce and self._buffer and self._joined(event):
+            return  # the reader has not taken the previous event yet: it gets both at once
         self._buffer.append(event)
         self._wake_reader()
+
+    def _joined(self, event: TurnEvent) -> bool:
+        """Join ``event`` to the waiting last entry if both are text (or both thought) and the sum fits."""
+        if not isinstance(event, TextChunk | ThoughtChunk):
+            return False
+        last = self._buffer[-1]
+        if isinstance(last, _Merged):
+            if last.kind is type(event) and last.size + len(event.text) <= self._coalesce:
+                last.parts.append(event.text)
+                last.size += len(event.text)
+                return True
+            return False
+        if type(last) is type(event) and len(last.text) + len(event.text) <= self._coalesce:
+            self._buffer[-1] = _Merged(last, event)
+            return True
+        return False
 
     def end(self, ended: PromptEnded) -> None:
         """Queue the outcome (over the capacity if need be); only the first call counts."""
@@ -104,7 +150,8 @@ class PromptStream:
                 raise anyio.EndOfStream
             self._reader = waiter = anyio.Event()
             await waiter.wait()
-        event = self._buffer.popleft()
+        entry = self._buffer.popleft()
+        event = entry.take() if isinstance(entry, _Merged) else entry
         if isinstance(event, PromptEnded):
             self._delivered = True
             self._wake_release()

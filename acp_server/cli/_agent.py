@@ -15,7 +15,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .. import __version__
 from ..acp import AcpAgent, AgentOptions, bind, preload
-from ..bridge import SessionBridge
+from ..bridge import DEFAULT_COALESCE_BYTES, SessionBridge
 from ..config import Settings
 from ..pipeline import StreamPolicy
 from ..provider import public_endpoint
@@ -54,6 +54,7 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
             store=store,
             max_pending_prompts_per_session=settings.max_pending_prompts_per_session,
             prompt_deadline_ms=settings.prompt_deadline_ms,
+            coalesce_bytes=DEFAULT_COALESCE_BYTES,  # a client slower than the model gets fewer, larger updates
         )
         yield await stack.enter_async_context(bridge)
 

@@ -336,3 +336,54 @@ async def test_the_bridge_default_capacity_is_what_its_streams_buffer() -> None:
         assert len(sent) == handle.events.buffered == DEFAULT_STREAM_CAPACITY == 256
         events = await read_all(handle.events)
         assert events == [TextChunk(f"{i}") for i in range(DEFAULT_STREAM_CAPACITY + 10)] + [PromptEnded("end_turn")]
+
+
+# -- coalescing --------------------------------------------------------------------------------------------------
+
+
+async def test_chunks_waiting_for_a_slow_reader_join_in_order_within_the_limit() -> None:
+    from acp_server.domain import TextPart, ThoughtChunk, UserChunk
+
+    stream = PromptStream(capacity=8, coalesce_bytes=6)
+    for event in (
+        TextChunk("ab"),
+        TextChunk("cd"),
+        TextChunk("ef"),  # "abcdef": 6 bytes, the limit
+        TextChunk("g"),  # would be 7: starts a new entry
+        ThoughtChunk("t1"),  # another kind: never joined to text
+        ThoughtChunk("t2"),
+        UserChunk(TextPart("u")),  # not text: never joined
+        TextChunk("h"),
+    ):
+        await stream.send(event)
+    assert stream.buffered == 5
+    stream.end(PromptEnded(stop_reason="end_turn"))
+    with anyio.fail_after(1):
+        got = [event async for event in stream]
+    assert got == [
+        TextChunk("abcdef"),
+        TextChunk("g"),
+        ThoughtChunk("t1t2"),
+        UserChunk(TextPart("u")),
+        TextChunk("h"),
+        PromptEnded(stop_reason="end_turn"),
+    ]
+
+
+async def test_a_reader_that_keeps_up_gets_every_chunk_as_it_was_sent() -> None:
+    stream = PromptStream(capacity=8, coalesce_bytes=1024)
+    got: list[object] = []
+    for text in ("a", "b", "c"):
+        await stream.send(TextChunk(text))
+        got.append(await stream.receive())  # the reader takes each before the next is sent
+    assert got == [TextChunk("a"), TextChunk("b"), TextChunk("c")]
+
+
+async def test_coalescing_keeps_memory_bounded_and_still_holds_the_writer_back() -> None:
+    stream = PromptStream(capacity=2, coalesce_bytes=4)
+    await stream.send(TextChunk("aaaa"))
+    await stream.send(TextChunk("bbbb"))  # full entries: nothing more can join
+    with anyio.move_on_after(1) as waited:
+        await stream.send(TextChunk("c"))
+    assert waited.cancelled_caught  # at capacity: the writer waits although the text is tiny
+    assert stream.buffered == 2

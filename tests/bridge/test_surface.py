@@ -34,6 +34,7 @@ def _isort_style(name: str) -> tuple[int, str]:
 
 def test_exported_members() -> None:
     assert bridge_pkg.__all__ == [
+        "DEFAULT_COALESCE_BYTES",
         "DEFAULT_STREAM_CAPACITY",
         "BridgeClosedError",
         "BridgeError",

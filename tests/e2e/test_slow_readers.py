@@ -152,3 +152,44 @@ async def test_a_paused_stdout_reader_loses_nothing_and_the_agent_stays_bounded(
                 final = await lines.next()
             assert final == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
             assert received == expected
+
+
+async def test_chunks_waiting_for_a_paused_reader_arrive_joined_whole_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the reader is away (its stdout pipe and the agent's outbox full of large chunks), 3,000 one-word chunks
+    wait in the prompt's stream and join into a few updates: their text is exactly what the model sent."""
+    large = words()[:80]  # 1.3 MiB: over the outbox's high-water mark, so the relay waits for the reader
+    small = [f" s{i}" for i in range(3000)]
+    everything_sent = anyio.Event()
+    sent = 0
+    original = Exchange.send_chunk
+
+    async def counting(self: Exchange, **kwargs: Any) -> None:
+        nonlocal sent
+        await original(self, **kwargs)
+        sent += 1
+        if sent == len(large) + len(small):
+            everything_sent.set()
+
+    monkeypatch.setattr(Exchange, "send_chunk", counting)
+    async with LoopbackModel() as model:
+        model.enqueue(Answer(text="".join(large + small), reasoning=""))
+        async with agent(model) as (process, lines):
+            with anyio.fail_after(20):
+                await request(process, 1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+                assert (await lines.next())["id"] == 1
+                await request(process, 2, "session/new", {"cwd": "/tmp", "mcpServers": []})
+                session_id = (await lines.next())["result"]["sessionId"]
+                await request(
+                    process, 3, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+                )
+                await everything_sent.wait()  # the reader has been away all along
+                texts: list[str] = []
+                while "method" in (message := await lines.next()):
+                    texts.append(message["params"]["update"]["content"]["text"])
+            assert message == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
+    assert texts[: len(large)] == large  # chunks over the joining limit pass as they are
+    joined = texts[len(large) :]
+    assert "".join(joined) == "".join(small)  # nothing dropped, nothing reordered
+    assert len(joined) <= 10  # 3,000 chunks that waited became a few updates
