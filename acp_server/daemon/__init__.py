@@ -1,7 +1,8 @@
 """The HTTP daemon (``acp-server serve``): REST + SSE over the same session bridge as stdio.
 
 ``create_app(Daemon(bridge, options))`` is the Starlette app; ``open_daemon`` serves it with uvicorn on a bound
-socket; ``run_daemon`` is the command's runner (signals, URL line). Admission stays the bridge's (Q3, Q8).
+socket; ``run_daemon`` is the command's runner (signals, URL line). Admission stays the bridge's (Q3, Q8: the
+queue requirements written out in ``docs/requirements.md``).
 """
 
 from ._app import create_app
