@@ -4,6 +4,7 @@
 task on its asyncio loop: a 1 ms sleep, again and again, whose lateness (how much later than asked it woke) is the
 longest stall of the loop meanwhile. Every 100 ms it appends ``<CLOCK_MONOTONIC seconds> <max lateness ms>`` (the
 window's worst) to the file, so a bench can take the worst over the instants it measured.
+``ACP_BENCH_PROFILE=<file>`` (also opt-in) profiles the whole run with cProfile and dumps the stats there at exit.
 """
 
 from __future__ import annotations
@@ -45,4 +46,12 @@ if __name__ == "__main__":
         asyncio.set_event_loop_policy(ProbedPolicy())
     from acp_server.cli import main
 
-    sys.exit(main(sys.argv[1:]))
+    profile_to = os.environ.get("ACP_BENCH_PROFILE")  # opt-in too: cProfile of the whole run, dumped at exit
+    if not profile_to:
+        sys.exit(main(sys.argv[1:]))
+    import cProfile
+
+    profiler = cProfile.Profile()
+    code = profiler.runcall(main, sys.argv[1:])
+    profiler.dump_stats(profile_to)
+    sys.exit(code)
