@@ -1,4 +1,4 @@
-"""Streaming pipeline: one chat request through the openai SDK, guarded and retried.
+"""Streaming pipeline: one chat request over the openai SDK's client, guarded and retried.
 
 Knows nothing of ACP or sessions. ``stream_chat(client, request, policy)`` (an async generator) and
 ``run_chat(client, request, policy, on_delta)`` (a callback per delta, the lifetime cap covering the callbacks)
@@ -24,7 +24,7 @@ from ._exceptions import (
     StreamTruncatedError,
 )
 from ._stream import run_chat, stream_chat
-from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy
+from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy, ToolCallFragment
 
 __all__ = [
     "ChatRequest",
@@ -47,6 +47,7 @@ __all__ = [
     "StreamPolicy",
     "StreamTimeoutError",
     "StreamTruncatedError",
+    "ToolCallFragment",
     "classify_retry_error",
     "run_chat",
     "stream_chat",

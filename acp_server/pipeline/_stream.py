@@ -1,5 +1,11 @@
 """Execute one streamed chat request, guarded and retried, and deliver its deltas.
 
+The fast path: the request body is built once per turn with one ``json.dumps`` of plain values and posted
+through the SDK's client (``client.post``: its base URL, auth, headers, timeouts, and its exception classes for
+an error status or a failed connection), skipping the SDK's parameter transform; the response's SSE body is read
+here (``_sse.py``) and each ``data:`` event decoded with one ``json.loads`` into plain dicts, then deltas,
+without the SDK's per-chunk model objects.
+
 One *turn* = up to a few *attempts* (HTTP requests). Each attempt runs under the watchdog (``_watchdog.py``)
 in its own per-request cancel scope, a child of the caller's; failures are classified (``_classify.py``) and
 retried or not by the policies (``_retry.py``). This module is the one place where openai / httpx2 failures
@@ -25,16 +31,18 @@ spends on the deltas too (a consumer blocked on backpressure cannot keep a reque
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from anyio.lowlevel import checkpoint_if_cancelled
+from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from ..provider import missing_version_hint, public_endpoint
 from ..retry_after import retry_after_from_headers
@@ -57,14 +65,17 @@ from ._exceptions import (
     redact,
 )
 from ._retry import RetryBudget
+from ._sse import split_events
 from ._text import TextJoiner
-from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy
-from ._watchdog import ChunkStream, close_stream, guarded_stream
+from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy, ToolCallFragment
+from ._watchdog import ChunkStream, guarded_stream
 
 if TYPE_CHECKING:
+    import httpx2
+    import openai
     from openai import AsyncOpenAI
 
-__all__ = ["run_chat", "stream_chat"]
+__all__ = ["request_body", "run_chat", "stream_chat"]
 
 logger = logging.getLogger("acp_server.pipeline")
 
@@ -72,7 +83,25 @@ _PREVIEW_BYTES = 200
 """How much of a non-SSE body is quoted in the error."""
 
 
-_MISSING = object()
+_DRAIN_S = 0.1
+"""After ``[DONE]`` the rest of an HTTP/1.1 body is read for at most this long (as the SDK's own stream does), so
+that the connection goes back to the pool instead of being closed."""
+
+_CHAT_PATH = "/chat/completions"
+_POST_OPTIONS: Any = {"security": {"bearer_auth": True}}
+"""What the SDK's ``chat.completions.create`` asks of its client besides the body: the bearer key."""
+
+
+def request_body(request: ChatRequest) -> bytes:
+    """The JSON body of ``request``'s streamed chat completion: one ``json.dumps`` of plain values, no SDK transform.
+
+    UTF-8 as is; a lone surrogate (which UTF-8 cannot carry) is sent as its JSON escape instead of failing.
+    """
+    body = {"model": request.model, "messages": request.messages, "stream": True, **request.extra}
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _invalid_chunk(what: str, chunks: int) -> StreamContentError:
@@ -83,19 +112,52 @@ def _invalid_chunk(what: str, chunks: int) -> StreamContentError:
     )
 
 
+def _tool_calls(calls: object, chunks: int) -> tuple[ToolCallFragment, ...]:
+    """The fragments of a delta's ``tool_calls``; ``invalid_chunk`` for what is not a list of tool call pieces."""
+    if not isinstance(calls, list):
+        raise _invalid_chunk("'tool_calls' is not a list", chunks)
+    out: list[ToolCallFragment] = []
+    for position, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise _invalid_chunk("a tool call is not an object", chunks)
+        function = call.get("function")
+        if function is None:
+            function = {}
+        elif not isinstance(function, dict):
+            raise _invalid_chunk("a tool call's 'function' is not an object", chunks)
+        index, call_id = call.get("index"), call.get("id")
+        name, arguments = function.get("name"), function.get("arguments")
+        if any(v is not None and not isinstance(v, str) for v in (call_id, name, arguments)):
+            raise _invalid_chunk("a tool call's 'id', 'name' or 'arguments' is not a string", chunks)
+        index = index if isinstance(index, int) and not isinstance(index, bool) else position
+        out.append(ToolCallFragment(index, call_id, name, arguments or ""))
+    return tuple(out)
+
+
 class _Attempt:
     """Progress of one attempt, as the completion rules and the turn-level error mapping need it.
 
     Invariant: the deltas ``read`` returns carry no lone surrogate (one joiner per channel).
     """
 
-    __slots__ = ("_finished", "_open", "_reasoning", "_text", "chunks", "finish_reason", "opened", "yielded")
+    __slots__ = (
+        "_finished",
+        "_open",
+        "_reasoning",
+        "_text",
+        "chunks",
+        "finish_reason",
+        "opened",
+        "usage",
+        "yielded",
+    )
 
     def __init__(self) -> None:
         self.opened = False  # the response headers arrived (a stream object exists)
         self.chunks = 0  # raw chunks received
         self.yielded = 0  # deltas handed to the caller
         self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None  # the last ``usage`` a chunk carried
         self._open: set[int] = set()  # choices seen without their finish reason yet
         self._finished: set[int] = set()
         self._text = TextJoiner()
@@ -112,7 +174,8 @@ class _Attempt:
         return bool(self._finished) and not self._open
 
     def read(self, chunk: Any) -> list[Delta]:
-        """The deltas of one raw chunk; raises ``invalid_chunk`` for what is not a chunk (ignored once complete)."""
+        """The deltas of one decoded ``data:`` event; raises ``invalid_chunk`` for what is not a chunk (ignored once
+        complete)."""
         try:
             return self._read(chunk)
         except StreamContentError:
@@ -121,32 +184,39 @@ class _Attempt:
             raise
 
     def _read(self, chunk: Any) -> list[Delta]:
-        choices = getattr(chunk, "choices", _MISSING)
-        if choices is _MISSING:
+        if not isinstance(chunk, dict):
             raise _invalid_chunk(f"a JSON {type(chunk).__name__}", self.chunks)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        choices = chunk.get("choices")
         if choices is None:  # ``{}``, or a usage-only chunk
             return []
         if not isinstance(choices, list):
             raise _invalid_chunk("'choices' is not a list", self.chunks)
         out: list[Delta] = []
         for choice in choices:
-            if not hasattr(choice, "delta"):
+            if not isinstance(choice, dict):
                 raise _invalid_chunk("a choice is not an object", self.chunks)
-            index = getattr(choice, "index", None)
+            index = choice.get("index", 0)
             index = index if isinstance(index, int) else 0
-            finish = getattr(choice, "finish_reason", None)
+            finish = choice.get("finish_reason")
             if finish is not None and not isinstance(finish, str):
                 raise _invalid_chunk("'finish_reason' is not a string", self.chunks)
-            delta = choice.delta
+            delta = choice.get("delta")
             if delta is not None:
-                text = getattr(delta, "content", None)
+                if not isinstance(delta, dict):
+                    raise _invalid_chunk("'delta' is not an object", self.chunks)
+                text = delta.get("content")
                 if text is not None and not isinstance(text, str):
                     raise _invalid_chunk("'content' is not a string", self.chunks)
-                reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                calls = delta.get("tool_calls")
+                tool_calls = _tool_calls(calls, self.chunks) if calls else ()
                 text = self._text.push(text) if text else ""
                 reasoning = self._reasoning.push(reasoning) if isinstance(reasoning, str) and reasoning else ""
-                if text or reasoning:
-                    out.append(Delta(text=text, reasoning=reasoning))
+                if text or reasoning or tool_calls:
+                    out.append(Delta(text, reasoning, tool_calls))
             if finish:
                 self.finish_reason = finish
                 self._finished.add(index)
@@ -161,30 +231,70 @@ class _Attempt:
         return Delta(text=text, reasoning=reasoning) if text or reasoning else None
 
 
-class _Decoded:
-    """The SDK stream, with what its SSE decoding raises for a broken ``data:`` line as a content error.
+@dataclass(frozen=True, slots=True)
+class _SDKErrors:
+    """The SDK's exception classes, and the transport failures its stream wraps in them (found once, lazily)."""
 
-    The SDK decodes each line as UTF-8 and each ``data:`` payload with ``json.loads``; their ``ValueError`` would
-    otherwise look like a bug of ours.
+    timeouts: tuple[type[BaseException], ...]
+    connection: tuple[type[BaseException], ...]
+    api_error: type[openai.APIError]
+    api_timeout: type[openai.APITimeoutError]
+    api_connection: type[openai.APIConnectionError]
+
+
+@functools.cache
+def _sdk_errors() -> _SDKErrors:
+    import ssl
+
+    import httpx2
+    import openai
+
+    return _SDKErrors(
+        timeouts=(httpx2.TimeoutException,),
+        connection=(httpx2.RequestError, ssl.SSLError, anyio.EndOfStream),
+        api_error=openai.APIError,
+        api_timeout=openai.APITimeoutError,
+        api_connection=openai.APIConnectionError,
+    )
+
+
+class _Events:
+    """The ``data:`` events of one SSE response body, each decoded with one ``json.loads``: what the watchdog reads.
+
+    Invariants: one value per ``data:`` event (comments, keep-alives and empty lines never reach the watchdog, so
+    they never reset its timer); ``[DONE]`` ends the stream; a payload that is not JSON or not UTF-8 is
+    ``invalid_json``; an ``{"error": ...}`` event is the SDK's ``APIError``; the body's transport failures are the
+    SDK's ``APITimeoutError`` / ``APIConnectionError`` (the original as ``__cause__``), as its own stream raised
+    them. ``close()`` releases the response.
     """
 
-    __slots__ = ("_secrets", "_stream", "chunks")
+    __slots__ = ("_body", "_ended", "_errors", "_pending", "_ready", "_response", "_secrets", "chunks")
 
-    def __init__(self, stream: ChunkStream[Any], secrets: tuple[str | None, ...]) -> None:
-        self._stream = stream
+    def __init__(self, response: httpx2.Response, secrets: tuple[str | None, ...]) -> None:
+        self._response = response
+        self._body: AsyncGenerator[bytes, None] = response.aiter_bytes()
+        self._errors = _sdk_errors()
         self._secrets = secrets
-        self.chunks = 0
+        self._pending = b""
+        self._ready: deque[bytes] = deque()
+        self._ended = False
+        self.chunks = 0  # events decoded
 
-    @property
-    def _iterator(self) -> object:  # what ``close_stream`` finalises
-        return getattr(self._stream, "_iterator", None)
-
-    def __aiter__(self) -> _Decoded:
+    def __aiter__(self) -> _Events:
         return self
 
     async def __anext__(self) -> Any:
+        ready = self._ready
+        while not ready:
+            if self._ended:
+                raise StopAsyncIteration
+            await self._receive()
+        data = ready.popleft()
+        if data.startswith(b"[DONE]"):
+            await self._finish()
+            raise StopAsyncIteration
         try:
-            chunk = await anext(cast("Any", self._stream))
+            value = json.loads(data)
         except json.JSONDecodeError as exc:
             quoted = redact(exc.doc[:80], self._secrets)
             raise StreamContentError(
@@ -199,11 +309,51 @@ class _Decoded:
                 reason="invalid_json",
                 chunks_received=self.chunks,
             ) from exc
+        if isinstance(value, dict) and value.get("error"):
+            raise self._error_event(value["error"])
         self.chunks += 1
-        return chunk
+        return value
+
+    async def _receive(self) -> None:
+        """Read the next piece of the body and queue the events it completes."""
+        errors = self._errors
+        try:
+            piece = await self._body.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            events, self._pending = split_events(self._pending, b"", final=True)
+        except errors.timeouts as exc:
+            raise errors.api_timeout(request=self._response.request) from exc
+        except errors.connection as exc:
+            raise errors.api_connection(request=self._response.request) from exc
+        else:
+            events, self._pending = split_events(self._pending, piece)
+        self._ready.extend(events)
+
+    def _error_event(self, error: Any) -> openai.APIError:
+        message = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(message, str) or not message:
+            message = "An error occurred during streaming"
+        return self._errors.api_error(message, self._response.request, body=error)
+
+    async def _finish(self) -> None:
+        """After ``[DONE]``: nothing more is an event; the rest of an HTTP/1.1 body is drained, briefly."""
+        self._ended = True
+        self._ready.clear()
+        if self._response.http_version != "HTTP/1.1":
+            return
+        with anyio.move_on_after(_DRAIN_S):
+            try:
+                async for _ in self._body:
+                    await checkpoint()  # the deadline holds even over data that is already buffered
+            except Exception as exc:  # the answer is over: a failing drain only costs the connection
+                logger.debug("ignoring an error while draining a model stream after [DONE]: %r", exc)
 
     async def close(self) -> None:
-        await self._stream.close()
+        try:
+            await self._response.aclose()
+        finally:
+            await self._body.aclose()
 
 
 def _is_sse(content_type: str | None) -> bool:
@@ -223,30 +373,42 @@ async def _first_bytes(response: Any, limit: int) -> bytes:
 
 async def _open(
     client: AsyncOpenAI,
-    request: ChatRequest,
+    body: bytes,
     attempt: _Attempt,
     secrets: tuple[str | None, ...],
     close_s: float,
 ) -> ChunkStream[Any]:
-    """The SDK call up to the response headers; a 200 that is not SSE is a non-retryable content error."""
-    stream = cast(
-        "ChunkStream[Any]",
-        await client.chat.completions.create(
-            model=request.model, messages=cast(Any, request.messages), stream=True, **request.extra
+    """The request, sent through the SDK's client (its auth, headers, base URL, timeouts, and its exceptions for an
+    error status or a failed connection), up to the response headers; a 200 that is not SSE is a non-retryable
+    content error."""
+    import httpx2
+    import openai
+
+    response = cast(
+        "httpx2.Response",
+        await client.post(
+            _CHAT_PATH,
+            cast_to=httpx2.Response,  # the response as it is, its body not read yet (``stream=True``)
+            content=body,
+            options=_POST_OPTIONS,
+            stream=True,
+            stream_cls=openai.AsyncStream[Any],  # never used: a ``cast_to`` of ``httpx2.Response`` wins
         ),
     )
     attempt.opened = True
-    response = getattr(stream, "response", None)
-    headers: Mapping[str, str] | None = getattr(response, "headers", None)
-    content_type = headers.get("content-type") if headers is not None else None
+    content_type = response.headers.get("content-type")
     if _is_sse(content_type):
-        return _Decoded(stream, secrets)
+        return _Events(response, secrets)
     try:
         preview = await _first_bytes(response, _PREVIEW_BYTES)
     except Exception:
         preview = b""
     finally:
-        await close_stream(stream, close_s)
+        with anyio.move_on_after(close_s, shield=True):
+            try:
+                await response.aclose()
+            except Exception as exc:
+                logger.debug("ignoring an error while closing a model response: %r", exc)
     quoted = redact(preview.decode("utf-8", "replace"), secrets)
     raise StreamContentError(
         f"The model endpoint answered {content_type!r} instead of an SSE stream; first bytes: {quoted!r}",
@@ -442,6 +604,7 @@ class _Run:
         self.policy = policy = policy or StreamPolicy()
         self.client = _without_sdk_retries(client)
         self.request = request
+        self.body = request_body(request)  # once per turn, sent as is by every attempt
         self.secrets: tuple[str | None, ...] = (getattr(self.client, "api_key", None),)
         self.target = _target_of(self.client, request)
         self.close_s = policy.close_timeout_ms / 1000
@@ -457,7 +620,7 @@ class _Run:
         policy = self.policy
 
         async def open_stream() -> ChunkStream[Any]:
-            return await _open(self.client, self.request, attempt, self.secrets, self.close_s)
+            return await _open(self.client, self.body, attempt, self.secrets, self.close_s)
 
         async with aclosing(
             guarded_stream(
@@ -581,7 +744,7 @@ async def stream_chat(
             delay_s = outcome
         else:
             run.recovered()
-            yield Finished(attempt.finish_reason)
+            yield Finished(attempt.finish_reason, attempt.usage)
             return
         await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
 
@@ -614,7 +777,7 @@ async def run_chat(
             delay_s = outcome
         else:
             run.recovered()
-            return Finished(attempt.finish_reason)
+            return Finished(attempt.finish_reason, attempt.usage)
         await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
 
 

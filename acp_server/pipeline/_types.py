@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -15,7 +15,11 @@ RetryPolicyName: TypeAlias = Literal["stream_transport", "connect", "backoff", "
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """One streamed chat completion, in OpenAI terms."""
+    """One streamed chat completion, in OpenAI terms: plain JSON values, sent as they are (no SDK transform).
+
+    ``extra`` holds further top-level fields of the request body (``temperature``, ``tools`` ...); ``model``,
+    ``messages`` and ``stream`` are the pipeline's.
+    """
 
     model: str
     messages: list[dict[str, Any]]
@@ -111,19 +115,39 @@ class StreamPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallFragment:
+    """One piece of a streamed tool call, as the chunk had it: the call's ``index`` among the answer's calls, its
+    ``id`` and function ``name`` (usually only in the first piece) and the next piece of its JSON ``arguments``."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
 class Delta:
-    """A piece of streamed output: answer text and/or reasoning text."""
+    """A piece of streamed output: answer text, reasoning text and/or tool call fragments (in chunk order).
+
+    Invariant: ``text`` and ``reasoning`` never carry a lone surrogate; a delta the pipeline yields is never empty.
+    """
 
     text: str = ""
     reasoning: str = ""
+    tool_calls: tuple[ToolCallFragment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Finished:
     """The stream ended complete; ``finish_reason`` as the model reported it (a stream without one is cut, and
-    fails: the type keeps ``None`` for callers that build their own)."""
+    fails: the type keeps ``None`` for callers that build their own).
+
+    ``usage`` is the last ``usage`` object the stream sent (token counts), if any: accounting, not part of the
+    outcome, so it takes no part in equality.
+    """
 
     finish_reason: str | None
+    usage: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 StreamEvent: TypeAlias = Delta | Finished

@@ -1,4 +1,5 @@
-"""The stream watchdog: an idle timeout (and a lifetime cap) on the raw SDK chunk stream of one request.
+"""The stream watchdog: an idle timeout (and a lifetime cap) on the raw chunk stream of one request (one raw chunk =
+one SSE ``data:`` event: comments and keep-alives are not chunks).
 
 The transport bounds connect and headers, not the gaps between chunks (keep-alive comments even reset its read
 timeout). :func:`guarded_stream` adds that bound and synthesizes the ``ETIMEDOUT`` the transport failed to
@@ -58,7 +59,8 @@ logger = logging.getLogger("acp_server.pipeline")
 
 
 class ChunkStream(Protocol[T_co]):
-    """What the watchdog needs of a stream: ``openai.AsyncStream`` satisfies it."""
+    """What the watchdog needs of a stream: the pipeline's SSE event reader (``_stream._Events``: one raw chunk per
+    ``data:`` event) satisfies it, as ``openai.AsyncStream`` does."""
 
     def __aiter__(self) -> AsyncIterator[T_co]: ...
 

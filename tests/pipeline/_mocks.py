@@ -1,11 +1,13 @@
-"""In-memory doubles of the openai SDK for pipeline tests: chunks, an ``AsyncStream`` look-alike, a client, and
-:func:`guard_stream` (the watchdog over an already open stream).
+"""In-memory doubles for pipeline tests: chunks, a stream of them (for the watchdog) that is also an SSE response
+body (for the pipeline, which reads the body itself), a client, and :func:`guard_stream` (the watchdog over an
+already open stream).
 
 Everything runs on anyio (virtual time under trio's ``MockClock``); nothing touches the network.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -46,18 +48,59 @@ def role_chunk() -> FakeChunk:
     return FakeChunk([FakeChoice(FakeDelta(role="assistant"))])
 
 
+def sse(event: FakeChunk | dict[str, Any] | bytes) -> bytes:
+    """A chunk (or any JSON value) as the ``data:`` event a server writes; bytes are written as they are."""
+    if isinstance(event, bytes):
+        return event
+    if isinstance(event, FakeChunk):
+        event = {
+            "object": "chat.completion.chunk",
+            "choices": [
+                {
+                    "index": c.index,
+                    "delta": {k: v for k, v in vars(c.delta).items() if v is not None},
+                    "finish_reason": c.finish_reason,
+                }
+                for c in event.choices
+            ],
+        }
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+_REQUEST = httpx2.Request("POST", "http://model.test/v1/chat/completions")
+
+
 @dataclass
 class FakeResponse:
+    """The ``httpx2.Response`` the pipeline gets from ``client.post``: its body is its stream's script, as SSE."""
+
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
     body: bytes = b""
+    stream: MockStream | None = None
+    request: httpx2.Request = _REQUEST
+    http_version: str = "HTTP/1.1"
 
     async def aiter_raw(self) -> Any:
         for i in range(0, len(self.body), 16):
             yield self.body[i : i + 16]
 
+    async def aiter_bytes(self) -> AsyncGenerator[bytes, None]:
+        assert self.stream is not None
+        while True:
+            try:
+                step = await self.stream.__anext__()
+            except StopAsyncIteration:
+                return
+            yield sse(step)
 
-Step = FakeChunk | float | BaseException
-"""A script step: a chunk to yield, seconds to sleep before the next step, or an exception to raise."""
+    async def aclose(self) -> None:
+        if self.stream is not None:
+            await self.stream.close()
+
+
+Step = FakeChunk | dict[str, Any] | bytes | float | BaseException
+"""A script step: a chunk to yield (or a JSON event, or raw body bytes, for the pipeline), seconds to sleep
+before the next step, or an exception to raise."""
 
 
 class MockStream:
@@ -83,7 +126,7 @@ class MockStream:
         self._on_abort = on_abort
         self._on_close = on_close
         headers = {} if content_type is None else {"content-type": content_type}
-        self.response = FakeResponse(headers, body)
+        self.response = FakeResponse(headers, body, self)
         self.yielded_at: list[float] = []
         self.close_calls: list[float] = []
         self.orphan_raised = False
@@ -92,7 +135,7 @@ class MockStream:
     def __aiter__(self) -> MockStream:
         return self
 
-    async def __anext__(self) -> FakeChunk:
+    async def __anext__(self) -> Any:
         self.reads += 1
         if self.close_calls:
             raise httpx2.StreamClosed()
@@ -134,9 +177,6 @@ def drip(n: int, every_s: float, *, text: str = "w", reasoning: bool = False) ->
     return steps
 
 
-_REQUEST = httpx2.Request("POST", "http://model.test/v1/chat/completions")
-
-
 def status_error(
     status: int, *, headers: dict[str, str] | None = None, message: str = "boom"
 ) -> openai.APIStatusError:
@@ -162,34 +202,10 @@ def timeout_error() -> openai.APITimeoutError:
         return exc
 
 
-class _Completions:
-    def __init__(self, client: FakeClient) -> None:
-        self._client = client
-
-    async def create(self, **kwargs: Any) -> MockStream:
-        client = self._client
-        client.calls.append(anyio.current_time())
-        client.kwargs.append(kwargs)
-        if not client.outcomes:
-            raise AssertionError("no scripted outcome left")
-        outcome = client.outcomes.pop(0)
-        if isinstance(outcome, (int, float)):  # seconds the headers take, then the next outcome
-            delay, outcome = outcome, client.outcomes.pop(0)
-            await anyio.sleep(delay)
-        if isinstance(outcome, BaseException):
-            raise outcome
-        client.streams.append(outcome)
-        return outcome
-
-
-class _Chat:
-    def __init__(self, client: FakeClient) -> None:
-        self.completions = _Completions(client)
-
-
 class FakeClient:
-    """Stands in for ``AsyncOpenAI``: ``chat.completions.create`` plays ``outcomes`` in order (a stream, an
-    exception to raise, or seconds to wait before the next outcome) and records call instants."""
+    """Stands in for ``AsyncOpenAI``: ``post`` (what the pipeline sends its request with) plays ``outcomes`` in
+    order (a stream, whose response it returns; an exception to raise; or seconds to wait before the next outcome)
+    and records call instants and the request bodies, decoded (``kwargs``)."""
 
     def __init__(
         self, *outcomes: MockStream | BaseException | float, api_key: str = "sk-secret-123456"
@@ -198,10 +214,24 @@ class FakeClient:
         self.calls: list[float] = []
         self.kwargs: list[dict[str, Any]] = []
         self.streams: list[MockStream] = []
-        self.chat = _Chat(self)
         self.api_key = api_key
         self.base_url = "http://model.test/v1/"  # as the SDK keeps it: with a trailing slash
         self.max_retries = 0
+
+    async def post(self, path: str, *, cast_to: type, content: bytes, **_: Any) -> FakeResponse:
+        assert (path, cast_to) == ("/chat/completions", httpx2.Response)
+        self.calls.append(anyio.current_time())
+        self.kwargs.append(json.loads(content))
+        if not self.outcomes:
+            raise AssertionError("no scripted outcome left")
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, (int, float)):  # seconds the headers take, then the next outcome
+            delay, outcome = outcome, self.outcomes.pop(0)
+            await anyio.sleep(delay)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        self.streams.append(outcome)
+        return outcome.response
 
 
 # --- the watchdog over an already open stream ---

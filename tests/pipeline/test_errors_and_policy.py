@@ -51,6 +51,7 @@ def test_public_surface_is_pinned_and_sorted() -> None:
         "StreamPolicy",
         "StreamTimeoutError",
         "StreamTruncatedError",
+        "ToolCallFragment",
         "classify_retry_error",
         "run_chat",
         "stream_chat",

@@ -38,8 +38,9 @@ from ._loopback import loopback, run_turn
 
 pytestmark = [
     pytest.mark.anyio,
-    # openai's AsyncStream leaves its inner SSE generators to the garbage collector after ``[DONE]``; on trio
-    # their collection warns (asyncio closes abandoned generators silently). Not the pipeline's generators.
+    # A response closed before the end of its body leaves httpcore2's byte generator to the garbage collector
+    # (httpx2's transport stream does not close it); on trio its collection warns (asyncio closes abandoned
+    # generators silently). Not the pipeline's generators.
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
 ]
 

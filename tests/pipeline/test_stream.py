@@ -34,6 +34,7 @@ from acp_server.pipeline import (
     RetryEvent,
     StreamEvent,
     StreamPolicy,
+    ToolCallFragment,
     stream_chat,
 )
 
@@ -587,6 +588,39 @@ async def test_error_event_inside_the_stream_is_a_provider_error() -> None:
         await run(client)
     assert len(client.calls) == 1
     assert caught.value.error_kind == "model_provider_error"
+
+
+async def test_an_error_event_is_the_providers_message_and_nothing_else_is_read() -> None:
+    event = {"error": {"message": "overloaded, try later", "type": "server_error"}}
+    stream = MockStream([event, chunk("never seen"), chunk(finish="stop")], then="end")
+    client = FakeClient(stream, answer("never"))
+    with pytest.raises(ModelProviderError) as caught:
+        await run(client)
+    assert "overloaded, try later" in str(caught.value)
+    assert len(client.calls) == 1 and stream.closed
+
+
+@pytest.mark.parametrize(
+    ("event", "what"),
+    [
+        ({"choices": [{"delta": "text"}]}, "'delta' is not an object"),
+        ({"choices": [{"delta": {"tool_calls": {"index": 0}}}]}, "'tool_calls' is not a list"),
+        ({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": 1}}]}}]}, "is not a string"),
+        ({"choices": [{"delta": {"tool_calls": [{"function": []}]}}]}, "'function' is not an object"),
+    ],
+)
+async def test_a_malformed_delta_is_an_invalid_chunk(event: dict[str, Any], what: str) -> None:
+    client = FakeClient(MockStream([event], then="end"), MockStream([event], then="end"))
+    with pytest.raises(ModelStreamContentError) as caught:
+        await run(client)
+    assert caught.value.details()["reason"] == "invalid_chunk" and what in str(caught.value)
+
+
+async def test_a_finish_without_a_delta_and_a_tool_call_without_its_index_are_accepted() -> None:
+    call = {"id": "c", "function": {"name": "f", "arguments": "{}"}}
+    events = [{"choices": [{"delta": {"tool_calls": [call]}}]}, {"choices": [{"finish_reason": "tool_calls"}]}]
+    got = await run(FakeClient(MockStream(events, then="end")))
+    assert got == [Delta(tool_calls=(ToolCallFragment(0, "c", "f", "{}"),)), Finished("tool_calls")]
 
 
 async def test_bugs_propagate_unchanged() -> None:

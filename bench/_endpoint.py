@@ -1,0 +1,61 @@
+"""``bench/_model_server.py`` as a child process: its base URL, and the arrival of each chat request it reports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio.abc import Process
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_model_server.py")
+
+
+class ModelProcess:
+    """The endpoint's process: ``base_url``, ``pid``, and ``next_request()`` (arrival instant, message count)."""
+
+    def __init__(self, process: Process) -> None:
+        assert process.stdout is not None
+        self.process = process
+        self.pid = process.pid
+        self._stdout = process.stdout
+        self._buffer = b""
+        self.base_url = ""
+
+    async def _line(self) -> str:
+        while b"\n" not in self._buffer:
+            self._buffer += await self._stdout.receive()
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
+
+    async def start(self) -> None:
+        with anyio.fail_after(30):
+            kind, url = (await self._line()).split()
+        assert kind == "url", kind
+        self.base_url = url
+
+    async def next_request(self) -> tuple[float, int]:
+        kind, at, messages = (await self._line()).split()
+        assert kind == "request", kind
+        return float(at), int(messages)
+
+
+@asynccontextmanager
+async def model_process(*args: str) -> AsyncIterator[ModelProcess]:
+    """Start the endpoint (``args`` as for ``_model_server.py``); stop it by closing its stdin on exit."""
+    command = [sys.executable, SERVER, *args]
+    async with await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None) as proc:
+        model = ModelProcess(proc)
+        await model.start()
+        try:
+            yield model
+        finally:
+            assert proc.stdin is not None
+            await proc.stdin.aclose()
+            with anyio.move_on_after(10):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()

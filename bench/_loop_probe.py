@@ -1,0 +1,57 @@
+"""``acp-server`` with an opt-in event-loop stall probe, for benchmarks (nothing of it is in the server itself).
+
+``ACP_BENCH_LOOP_PROBE=<file> python bench/_loop_probe.py serve ...`` runs ``acp-server serve ...`` with one extra
+task on its asyncio loop: a 1 ms sleep, again and again, whose lateness (how much later than asked it woke) is the
+longest stall of the loop meanwhile. Every 100 ms it appends ``<CLOCK_MONOTONIC seconds> <max lateness ms>`` (the
+window's worst) to the file, so a bench can take the worst over the instants it measured.
+``ACP_BENCH_PROFILE=<file>`` (also opt-in) profiles the whole run with cProfile and dumps the stats there at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+PERIOD_S = 0.001
+WINDOW_S = 0.1
+
+
+async def probe(path: str) -> None:
+    with open(path, "a", buffering=1) as out:  # noqa: ASYNC230 (once, before the loop it measures)
+        worst, window_end = 0.0, time.monotonic() + WINDOW_S
+        while True:
+            asked = time.monotonic()
+            await asyncio.sleep(PERIOD_S)
+            woke = time.monotonic()
+            worst = max(worst, woke - asked - PERIOD_S)
+            if woke >= window_end:
+                out.write(f"{woke:.6f} {worst * 1000:.3f}\n")
+                worst, window_end = 0.0, woke + WINDOW_S
+
+
+class ProbedPolicy(asyncio.DefaultEventLoopPolicy):
+    """Every new event loop starts the probe as soon as it runs."""
+
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        loop = super().new_event_loop()
+        path = os.environ["ACP_BENCH_LOOP_PROBE"]
+        loop.call_soon(lambda: setattr(loop, "_acp_bench_probe", loop.create_task(probe(path))))
+        return loop
+
+
+if __name__ == "__main__":
+    if os.environ.get("ACP_BENCH_LOOP_PROBE"):
+        asyncio.set_event_loop_policy(ProbedPolicy())
+    from acp_server.cli import main
+
+    profile_to = os.environ.get("ACP_BENCH_PROFILE")  # opt-in too: cProfile of the whole run, dumped at exit
+    if not profile_to:
+        sys.exit(main(sys.argv[1:]))
+    import cProfile
+
+    profiler = cProfile.Profile()
+    code = profiler.runcall(main, sys.argv[1:])
+    profiler.dump_stats(profile_to)
+    sys.exit(code)

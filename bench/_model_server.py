@@ -1,0 +1,62 @@
+"""The loopback model as a process of its own, for benchmarks that measure the agent apart from its endpoint.
+
+``python bench/_model_server.py [--words N] [--chunk-delay-s S] [--stamp]`` prints ``url <base_url>`` once it
+listens, then one line per chat request: ``request <CLOCK_MONOTONIC seconds at arrival> <messages in the body>``.
+Every chat request gets the same answer: ``N`` content words (``w0 w1 ...``), no reasoning, one chunk per word,
+``S`` seconds before each chunk; ``--stamp`` makes each word the ``CLOCK_MONOTONIC`` instant the model wrote it
+(the clock is system-wide, so a reader in another process can compute the delay). Stops when stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import anyio
+
+from acp_server.provider.offline import Answer, LoopbackModel, _exchange, _model
+
+
+def _patch(stamp: bool) -> None:
+    record = _model.LoopbackModel._record
+
+    def recorded(self: LoopbackModel, request: Any, connection: int) -> tuple[int, Any]:
+        arrived = time.monotonic()
+        index, body = record(self, request, connection)
+        if request.target.startswith("/v1/chat"):
+            messages = body.get("messages") if isinstance(body, dict) else None
+            print(f"request {arrived:.6f} {len(messages) if isinstance(messages, list) else -1}", flush=True)
+        return index, body
+
+    _model.LoopbackModel._record = recorded  # type: ignore[method-assign]
+    if not stamp:
+        return
+    send_chunk = _exchange.Exchange.send_chunk
+
+    async def stamped(self: _exchange.Exchange, *, content: str | None = None, **kwargs: Any) -> None:
+        if content is not None and content.strip() == "@":
+            content = f" {time.monotonic():.6f}"
+        await send_chunk(self, content=content, **kwargs)
+
+    _exchange.Exchange.send_chunk = stamped  # type: ignore[method-assign]
+
+
+async def main(words: int, delay_s: float, stamp: bool) -> None:
+    _patch(stamp)
+    text = " ".join("@" if stamp else f"w{i}" for i in range(words))
+    answer = Answer(text=text, reasoning="", chunk_delay_s=delay_s)
+    async with LoopbackModel() as model:
+        model.enqueue(*(answer for _ in range(100_000)))
+        print(f"url {model.base_url}", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.read)  # until the bench closes our stdin
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--words", type=int, default=5000)
+    parser.add_argument("--chunk-delay-s", type=float, default=0.0)
+    parser.add_argument("--stamp", action="store_true")
+    args = parser.parse_args()
+    anyio.run(main, args.words, args.chunk_delay_s, args.stamp)

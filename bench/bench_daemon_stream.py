@@ -1,0 +1,203 @@
+"""The daemon streaming many answers at once: ``--sessions`` sessions, each answer ``--rate`` chunks/s for
+``--seconds``, all at the same time, through ``acp-server serve`` to one SSE subscriber per session.
+
+Three processes: the endpoint (``bench/_model_server.py --stamp``: each chunk's text is the ``CLOCK_MONOTONIC``
+instant the endpoint wrote it), the daemon (``bench/_loop_probe.py serve``: ``acp-server serve`` plus an opt-in
+probe task that logs the worst lateness of a 1 ms sleep loop, i.e. the event loop's longest stall), and this script
+(the subscribers, raw sockets: far cheaper than the daemon they measure). Figures: chunks delivered per second
+against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay from the endpoint's write to the
+subscriber's read (p50 / p99 / max), and the loop's longest stall during the run.
+
+Targets (2-core box): every offered chunk delivered (10,000 chunks/s at 200 × 50), p99 ≤ 50 ms, stall ≤ 10 ms.
+
+Run: ``python bench/bench_daemon_stream.py [--sessions 200] [--rate 50] [--seconds 10] [--repeat 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+
+import anyio
+from _endpoint import model_process
+from bench_daemon import cpu_s, percentile, raw_post
+
+from acp_server.daemon import ANNOUNCE_PREFIX
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STAMP = re.compile(rb"(\d+\.\d{6})")
+TEXT = [{"type": "text", "text": "stream please"}]
+
+
+class Subscriber:
+    """One session's event stream over a raw socket: the delay of every stamped chunk, and the turn's end."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.delays: list[float] = []
+        self.stamps: list[float] = []
+        self.last_read = 0.0
+        self.ended = anyio.Event()
+
+    async def run(self, host: str, port: int, connected: anyio.Event) -> None:
+        async with await anyio.connect_tcp(host, port) as stream:
+            request = f"GET /session/{self.session_id}/events HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+            await stream.send(request.encode())
+            connected.set()
+            pending = b""
+            while not self.ended.is_set():
+                data = await stream.receive()
+                now = time.monotonic()
+                pending += data
+                cut = pending.rfind(b"\n\n")
+                if cut < 0:
+                    continue
+                frames, pending = pending[:cut], pending[cut + 2 :]
+                for frame in frames.split(b"\n\n"):
+                    if b"event: session_update" in frame:
+                        for stamp in STAMP.findall(frame):
+                            at = float(stamp)
+                            self.stamps.append(at)
+                            self.delays.append(now - at)
+                        self.last_read = now
+                    elif b"event: turn_complete" in frame or b"event: turn_error" in frame:
+                        self.ended.set()
+
+
+async def start_daemon(base_url: str, probe_file: str) -> tuple[anyio.abc.Process, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    env["ACP_BENCH_LOOP_PROBE"] = probe_file  # ACP_BENCH_PROFILE, when set, passes through: see _loop_probe.py
+    env["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="acp-bench-")
+    command = [
+        *(sys.executable, os.path.join(HERE, "_loop_probe.py"), "serve", "--base-url", base_url, "--model", "m"),
+        *("--port", "0", "--log-level", "WARNING"),
+    ]
+    process = await anyio.open_process(command, env=env, stdin=None, stdout=None)
+    assert process.stderr is not None
+    stderr = b""
+    with anyio.fail_after(20):
+        async for chunk in process.stderr:
+            stderr += chunk
+            match = re.search(re.escape(ANNOUNCE_PREFIX.encode()) + rb"(\S+)\n", stderr)
+            if match:
+                return process, match.group(1).decode()
+    raise RuntimeError(f"the daemon did not announce its address: {stderr!r}")
+
+
+def worst_stall(probe_file: str, start: float, end: float) -> tuple[float, float]:
+    """(worst lateness in the window [start, end], the median window's worst) in ms."""
+    values = []
+    with open(probe_file) as lines:
+        for line in lines:
+            at, late = line.split()
+            if start <= float(at) <= end + 0.1:
+                values.append(float(late))
+    return (max(values), statistics.median(values)) if values else (float("nan"), float("nan"))
+
+
+async def one_round(sessions: int, rate: float, seconds: float) -> None:
+    words = int(rate * seconds)
+    probe_file = tempfile.mktemp(prefix="acp-bench-probe-")
+    async with model_process("--words", str(words), "--chunk-delay-s", str(1 / rate), "--stamp") as model:
+        process, url = await start_daemon(model.base_url, probe_file)
+        host, port_text = url.removeprefix("http://").rsplit(":", 1)
+        port = int(port_text)
+        try:
+            # a warm-up turn: imports, the SDK client, the platform probe
+            status, _, body = await raw_post(url, "/session", {"cwd": "/tmp"})
+            assert status == 201, (status, body)
+            warm = Subscriber(body["sessionId"])
+            async with anyio.create_task_group() as tg:
+                connected = anyio.Event()
+                tg.start_soon(warm.run, host, port, connected)
+                await connected.wait()
+                await raw_post(url, f"/session/{warm.session_id}/prompt", {"prompt": TEXT})
+                with anyio.fail_after(seconds * 3 + 30):
+                    await warm.ended.wait()
+            ids = []
+            for _ in range(sessions):
+                status, _, body = await raw_post(url, "/session", {"cwd": "/tmp"})
+                assert status == 201, (status, body)
+                ids.append(body["sessionId"])
+            subscribers = [Subscriber(sid) for sid in ids]
+            async with anyio.create_task_group() as tg:
+                for subscriber in subscribers:
+                    connected = anyio.Event()
+                    tg.start_soon(subscriber.run, host, port, connected)
+                    await connected.wait()
+                await anyio.sleep(0.5)
+                cpu_before, model_before, own_before = cpu_s(process.pid), cpu_s(model.pid), time.process_time()
+                started = time.monotonic()
+                async with anyio.create_task_group() as posts:
+                    for sid in ids:
+                        posts.start_soon(raw_post, url, f"/session/{sid}/prompt", {"prompt": TEXT})
+                with anyio.fail_after(seconds * 5 + 60):
+                    for subscriber in subscribers:
+                        await subscriber.ended.wait()
+                ended = time.monotonic()
+                cpu = cpu_s(process.pid) - cpu_before
+                model_cpu, own_cpu = cpu_s(model.pid) - model_before, time.process_time() - own_before
+                tg.cancel_scope.cancel()
+        finally:
+            process.terminate()
+            with anyio.move_on_after(15):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+            await process.aclose()
+    delays = [d * 1000 for s in subscribers for d in s.delays]
+    received = len(delays)
+    expected = sessions * words
+    stamps = [t for s in subscribers for t in s.stamps]
+    written_s = max(stamps) - min(stamps) if stamps else float("nan")
+    delivered_s = max(s.last_read for s in subscribers) - min(stamps) if stamps else float("nan")
+    stall, typical = worst_stall(probe_file, started, ended)
+    os.unlink(probe_file)
+    offered = expected / written_s
+    delivered = received / delivered_s
+    print(f"  chunks: {received:,} of {expected:,} received ({sessions} sessions × {words}), {ended - started:.1f}s")
+    verdict = "met" if received == expected and delivered >= 0.98 * sessions * rate else "MISSED"
+    print(
+        f"  offered by the endpoint {offered:,.0f} chunks/s; delivered {delivered:,.0f} chunks/s "
+        f"(target: all, {sessions * rate:,.0f}/s): {verdict}"
+    )
+    print(
+        f"  daemon CPU {cpu:.2f}s: {cpu / (received / 1000):.3f} CPU-s per 1,000 chunks; over the "
+        f"{ended - started:.1f}s the endpoint used {model_cpu:.2f} CPU-s, the subscribers (this script) {own_cpu:.2f}"
+    )
+    p99 = percentile(delays, 0.99)
+    print(
+        f"  endpoint write → subscriber read: p50 {statistics.median(delays):.1f} ms, p99 {p99:.1f} ms, "
+        f"max {max(delays):.1f} ms (target p99 <= 50 ms): {'met' if p99 <= 50 else 'MISSED'}"
+    )
+    print(
+        f"  event loop's longest stall (1 ms sleep probe): {stall:.1f} ms, typical 100 ms window's worst "
+        f"{typical:.1f} ms (target <= 10 ms): {'met' if stall <= 10 else 'MISSED'}"
+    )
+
+
+async def main(sessions: int, rate: float, seconds: float, repeat: int) -> None:
+    print(
+        f"command: python bench/bench_daemon_stream.py --sessions {sessions} --rate {rate:g} "
+        f"--seconds {seconds:g} --repeat {repeat}"
+    )
+    print("targets: all chunks delivered, p99 write → read <= 50 ms, event loop stall <= 10 ms")
+    print(f"machine: {os.cpu_count()} CPUs (shared), Python {sys.version.split()[0]}")
+    for round_ in range(1, repeat + 1):
+        print(f"round {round_}:")
+        await one_round(sessions, rate, seconds)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=50)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    anyio.run(main, args.sessions, args.rate, args.seconds, args.repeat)
