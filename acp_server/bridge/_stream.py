@@ -43,10 +43,11 @@ class PromptStream:
     at its reader's pace); :meth:`end` never waits (the outcome always fits). A reader that leaves (:meth:`close`)
     drops what is buffered, and later sends return at once.
 
-    Coalescing (``coalesce_bytes`` > 0): a text or thought chunk sent while the previous event still waits and is of
-    the same kind joins it (up to ``coalesce_bytes`` of text), so a reader slower than the model gets fewer, larger
-    updates. Nothing is dropped or reordered; a reader that keeps up finds the buffer empty and gets every chunk as
-    it was sent. Memory stays bounded: at most ``capacity`` entries of at most ``coalesce_bytes`` each.
+    Coalescing (``coalesce_bytes`` > 0): a text or thought chunk sent while the previous event still waits, of the
+    same kind, and the reader is busy elsewhere (not waiting for an event) joins it, up to ``coalesce_bytes`` of
+    text, so a reader slower than the model gets fewer, larger updates. Nothing is dropped or reordered; a reader
+    that keeps up (waiting in :meth:`receive` when the chunk comes) gets every chunk as it was sent. Memory stays
+    bounded: at most ``capacity`` entries of at most ``coalesce_bytes`` each.
     """
 
     __slots__ = (
@@ -57,6 +58,7 @@ class PromptStream:
         "_delivered",
         "_ended",
         "_reader",
+        "_reader_woken",
         "_reading",
         "_release",
         "_writer",
@@ -74,6 +76,7 @@ class PromptStream:
         self._release: anyio.Event | None = None  # set when the reader has its outcome or left
         self._closed = False
         self._reader: anyio.Event | None = None  # set when the reader may proceed
+        self._reader_woken = False  # the reader was waiting for an event and has not run since it was woken
         self._writer: anyio.Event | None = None  # set when the writer may proceed
 
     @property
@@ -95,8 +98,8 @@ class PromptStream:
             await waiter.wait()
         if self._closed or self._ended is not None:
             return
-        if self._coalesce and self._buffer and self._joined(event):
-            return  # the reader has not taken the previous event yet: it gets both at once
+        if self._coalesce and self._buffer and not self._reader_woken and self._joined(event):
+            return  # the reader is busy elsewhere (a slow client): it will get both at once
         self._buffer.append(event)
         self._wake_reader()
 
@@ -151,6 +154,7 @@ class PromptStream:
             self._reader = waiter = anyio.Event()
             await waiter.wait()
         entry = self._buffer.popleft()
+        self._reader_woken = False
         event = entry.take() if isinstance(entry, _Merged) else entry
         if isinstance(event, PromptEnded):
             self._delivered = True
@@ -182,6 +186,7 @@ class PromptStream:
         if self._reader is not None:
             self._reader.set()
             self._reader = None
+            self._reader_woken = True  # it keeps up: what comes before it runs is not joined
 
     def _wake_release(self) -> None:
         if self._release is not None:
