@@ -18,9 +18,10 @@ Routing (by the request, never guessed from a message body): a request that name
 ``Acp-Session-Id`` equal to that id, and its response and every notification its handler sends go on the session's
 stream. Everything else — ``session/new``, ``session/load`` and ``session/resume`` (a load's history replay comes
 first, then its response), ``session/fork``, ``session/list`` — goes on the connection stream. A session becomes
-known to the connection when ``session/new`` / ``session/fork`` answer with it, or when ``session/load`` /
-``session/resume`` for it is accepted (forgotten again if that fails); ``session/close`` ends its stream after its
-answer.
+known to the connection when ``session/new`` / ``session/fork`` answer with it, when ``session/load`` /
+``session/resume`` for it is accepted (forgotten again if that fails), or when the client opens its stream and the
+session exists (open in the bridge, or stored: clients open a session's stream before they load it);
+``session/close`` ends its stream after its answer.
 
 Statuses: ``415`` POST not ``application/json``; ``406`` GET without ``text/event-stream`` in ``Accept``; ``501``
 a batch; ``400`` not a JSON-RPC message, a missing ``Acp-Connection-Id``, a session-scoped message without (or with
@@ -53,6 +54,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..acp import AcpAgent, AgentOptions, bind
 from ..bridge import SessionBridge
+from ..errors import ServerError
 from ..rpc import Channel, RoutedConnection, RpcError, check_envelope, decode_line, encode_json
 from ._events import encode_frame
 from ._sse import HEARTBEAT
@@ -372,8 +374,11 @@ class AcpOverHttp:
             return connection
         session_id = request.headers.get(SESSION_HEADER)
         channel = connection.channels.get(session_id)
+        if channel is None and session_id is not None and await self._session_exists(session_id):
+            connection.add_session(session_id)  # a client about to load or resume it opens its stream first
+            channel = connection.channels[session_id]
         if channel is None:
-            return _refusal(404, RpcError.invalid_request(f"unknown {SESSION_HEADER} on this connection"))
+            return _refusal(404, RpcError.invalid_request(f"unknown {SESSION_HEADER}"))
         if channel.attached:
             return _refusal(409, RpcError.invalid_request("this stream already has a reader"))
         connection.attach(channel)
@@ -382,6 +387,18 @@ class AcpOverHttp:
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
+
+    async def _session_exists(self, session_id: str) -> bool:
+        """The session is open in the bridge or stored (a store that fails counts as no)."""
+        try:
+            self.bridge.get(session_id)
+            return True
+        except ServerError:
+            pass
+        try:
+            return await self.bridge.store.read_session(session_id) is not None
+        except ServerError:
+            return False
 
     async def _stream(self, connection: _Connection, channel: Channel, request: Request) -> AsyncIterator[bytes]:
         """Yield the channel's messages as SSE (a comment when idle) until it ends or the reader leaves."""
