@@ -1,172 +1,483 @@
-"""``POST /acp`` / ``DELETE /acp``: ACP JSON-RPC over HTTP, after the MCP "streamable HTTP" convention.
+"""``/acp``: ACP's remote transport — Streamable HTTP (``POST`` / ``GET`` / ``DELETE``) and WebSocket, one endpoint.
 
-Each ``Acp-Connection-Id`` is one JSON-RPC connection: the *same* pygls dispatcher and ACP handlers as stdio
+Each connection is one JSON-RPC connection: the *same* pygls dispatcher and ACP handlers as stdio
 (:class:`~acp_server.rpc.RoutedConnection` + :class:`~acp_server.acp.AcpAgent`) over the daemon's bridge. This
-module adds framing only: one message per request body; the reply is JSON, or ``text/event-stream`` for a request
-that streams (each ``session/update``, then the response as the last event).
+module adds framing and routing only.
 
-Statuses: 200 for every JSON-RPC reply (result or error; a queue-full refusal adds ``Retry-After: 5``); 202 for a
-notification or a response; 400 with a JSON-RPC error body when the body is not a JSON-RPC message or the
-connection header is missing or unknown.
+Streamable HTTP (ACP RFD "Streamable HTTP & WebSocket Transport"):
+
+- ``POST`` carries one JSON-RPC message. ``initialize`` without ``Acp-Connection-Id`` opens a connection: ``200``,
+  the JSON response (its result also names ``connectionId``) and the ``Acp-Connection-Id`` header. Every other
+  accepted message gets ``202`` with an empty body; the response comes later, on a stream, by JSON-RPC ``id``.
+- ``GET`` (``Accept: text/event-stream``) with ``Acp-Connection-Id`` opens the connection stream; with
+  ``Acp-Session-Id`` too, that session's stream. One reader per stream at a time (a second one gets ``409``).
+- ``DELETE`` with ``Acp-Connection-Id`` ends the connection (``202``): its prompts are cancelled, its streams end.
+
+Routing (by the request, never guessed from a message body): a request that names a session in
+``params.sessionId`` (``session/prompt``, ``session/close``, ``session/cancel``…) is *session-scoped*: it must carry
+``Acp-Session-Id`` equal to that id, and its response and every notification its handler sends go on the session's
+stream. Everything else — ``session/new``, ``session/load`` and ``session/resume`` (a load's history replay comes
+first, then its response), ``session/fork``, ``session/list`` — goes on the connection stream. A session becomes
+known to the connection when ``session/new`` / ``session/fork`` answer with it, when ``session/load`` /
+``session/resume`` for it is accepted (forgotten again if that fails), or when the client opens its stream and the
+session exists (open in the bridge, or stored: clients open a session's stream before they load it);
+``session/close`` ends its stream after its answer.
+
+Statuses: ``415`` POST not ``application/json``; ``406`` GET without ``text/event-stream`` in ``Accept``; ``501``
+a batch; ``400`` not a JSON-RPC message, a missing ``Acp-Connection-Id``, a session-scoped message without (or with
+a different) ``Acp-Session-Id``; ``404`` an unknown connection, or a session unknown to it. These bodies are
+JSON-RPC error objects (``id`` kept when readable).
+
+Delivery: nothing is lost silently. A stream's messages wait for its reader — a notification's sender waits while
+``capacity`` are unread (backpressure up to the turn); when no reader is attached while messages wait (or the
+connection stream has none), the connection is dropped after ``stream_timeout_s`` (its prompts cancelled), and a
+stream past its hard limit drops it at once.
+
+WebSocket (``GET`` with ``Upgrade: websocket``): ``101`` with ``Acp-Connection-Id``; text frames are JSON-RPC
+messages both ways (``initialize`` first; binary frames ignored); every message of the connection goes on the one
+socket, with the same backpressure; a disconnect ends the connection and cancels its prompts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..acp import AcpAgent, AgentOptions, bind
 from ..bridge import SessionBridge
-from ..rpc import Exchange, RoutedConnection, RpcError, check_envelope, decode_line, encode_json
-from ._errors import RETRY_AFTER_S
+from ..errors import ServerError
+from ..rpc import Channel, RoutedConnection, RpcError, check_envelope, decode_line, encode_json
 from ._events import encode_frame
+from ._sse import HEARTBEAT
 
-__all__ = ["CONNECTION_HEADER", "AcpOverHttp"]
+__all__ = ["CONNECTION_HEADER", "SESSION_HEADER", "AcpOverHttp"]
 
 logger = logging.getLogger("acp_server.daemon")
 
 CONNECTION_HEADER = "Acp-Connection-Id"
-STREAMING_METHODS = frozenset({"session/prompt", "session/load"})
+SESSION_HEADER = "Acp-Session-Id"
+STREAM_TIMEOUT_S = 30.0
+"""How long a stream's messages (or a connection stream) wait for a reader before the connection is dropped."""
+INITIALIZE_TIMEOUT_S = 30.0
+"""How long ``POST initialize`` waits for its answer."""
+
+_CONNECTION_METHODS = frozenset(
+    {"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/fork", "session/list"}
+)
+"""Requests answered on the connection stream even when their params name a session."""
+_ATTACHING_METHODS = frozenset({"session/load", "session/resume"})
+"""Requests that make their ``params.sessionId`` known to the connection."""
+_OPENING_METHODS = frozenset({"session/new", "session/fork"})
+"""Requests whose answer (``result.sessionId``) makes a session known to the connection."""
 
 
-@dataclass
-class _Connection:
-    routed: RoutedConnection
-    agent: AcpAgent
+def _json(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
+    """A JSON body, encoded by the rpc layer (a lone surrogate in an echoed id is escaped)."""
+    return Response(encode_json(body), status_code=status, headers=headers, media_type="application/json")
 
 
-def _json(message: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """A JSON-RPC message as a JSON body, encoded by the rpc layer (a lone surrogate in an echoed id is escaped)."""
-    return Response(encode_json(message), status_code=status, headers=headers, media_type="application/json")
-
-
-def _rpc_error(msg_id: Any, error: RpcError, status: int = 400) -> Response:
+def _refusal(status: int, error: RpcError, msg_id: Any = None) -> Response:
     return _json({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}, status)
 
 
+def _params_session(message: dict[str, Any]) -> str | None:
+    params = message.get("params")
+    session_id = params.get("sessionId") if isinstance(params, dict) else None
+    return session_id if isinstance(session_id, str) else None
+
+
+def _result_session(message: dict[str, Any]) -> str | None:
+    result = message.get("result")
+    session_id = result.get("sessionId") if isinstance(result, dict) else None
+    return session_id if isinstance(session_id, str) else None
+
+
+class _Connection:
+    """One ``/acp`` connection: its dispatcher and agent, its channels, and (HTTP) the timers of unread channels.
+
+    Invariants: ``channels[None]`` is the connection stream; ``channels[sid]`` exists exactly while ``sid`` is
+    known to the connection; a timer runs for a channel exactly while it has no reader and (it holds messages, or it
+    is the connection stream of an HTTP connection).
+    """
+
+    def __init__(self, owner: AcpOverHttp, connection_id: str, *, websocket: bool) -> None:
+        self.owner = owner
+        self.id = connection_id
+        self.websocket = websocket
+        self.closed = False
+        self._timers: dict[Channel, asyncio.TimerHandle] = {}
+        stream = self._channel("connection")
+        self.channels: dict[str | None, Channel] = {None: stream}
+        self._pending: dict[Any, tuple[str, str | None, bool]] = {}  # id → (method, session, created by it)
+        self.routed = RoutedConnection(stream, on_answer=self._answered)
+        self.agent = AcpAgent(owner.bridge, owner.agent_options)
+        self.routed.dispatcher.register(*bind(self.agent))
+        if not websocket:
+            self._arm(stream)
+
+    # -- channels and their timers --------------------------------------------------------------------------
+
+    def _channel(self, name: str) -> Channel:
+        return Channel(
+            f"{self.id[:8]}/{name}",
+            capacity=self.owner.capacity,
+            on_queued=None if self.websocket else self._arm,
+            on_overflow=self._overflowed,
+        )
+
+    def _arm(self, channel: Channel) -> None:
+        if channel in self._timers or channel.attached or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        self._timers[channel] = loop.call_later(self.owner.stream_timeout_s, self._expired, channel)
+
+    def attach(self, channel: Channel) -> None:
+        channel.attached = True
+        timer = self._timers.pop(channel, None)
+        if timer is not None:
+            timer.cancel()
+
+    def detach(self, channel: Channel) -> None:
+        channel.attached = False
+        if not channel.closed and (len(channel) or channel is self.channels[None]):
+            self._arm(channel)
+
+    def _expired(self, channel: Channel) -> None:
+        self._timers.pop(channel, None)
+        if channel.attached or self.closed:
+            return
+        logger.warning(
+            "/acp connection %s dropped: stream %s had no reader for %.0fs",
+            self.id,
+            channel.name,
+            self.owner.stream_timeout_s,
+        )
+        self.owner.drop(self)
+
+    def _overflowed(self, channel: Channel) -> None:
+        logger.warning(
+            "/acp connection %s dropped: stream %s fell %d messages behind", self.id, channel.name, channel.hard_limit
+        )
+        self.owner.drop(self)
+
+    def add_session(self, session_id: str) -> bool:
+        """Make ``session_id`` known (its stream exists); False when it already was."""
+        if session_id in self.channels:
+            return False
+        self.channels[session_id] = self._channel(session_id)
+        return True
+
+    def _forget_session(self, session_id: str) -> None:
+        channel = self.channels.pop(session_id, None)
+        if channel is not None:
+            channel.close()
+            timer = self._timers.pop(channel, None)
+            if timer is not None:
+                timer.cancel()
+
+    # -- messages in and out --------------------------------------------------------------------------------
+
+    def submit(self, message: dict[str, Any], channel: Channel, session_id: str | None = None) -> None:
+        """Dispatch a checked message; a request's answer and notifications go to ``channel``."""
+        method = message.get("method")
+        if method is not None and "id" in message:
+            created = False
+            if method in _ATTACHING_METHODS and session_id is not None:
+                created = self.add_session(session_id)
+            self._pending[message["id"]] = (method, session_id, created)
+        self.routed.submit(message, channel)
+
+    def _answered(self, msg_id: Any, message: dict[str, Any]) -> None:
+        """Keep the known sessions in step with the answers (runs before the answer is queued)."""
+        pending = self._pending.pop(msg_id, None) if isinstance(msg_id, (str, int)) else None
+        if pending is None:
+            return
+        method, session_id, created = pending
+        ok = "result" in message
+        if method in _OPENING_METHODS and ok:
+            opened = _result_session(message)
+            if opened is not None:
+                self.add_session(opened)
+        elif method in _ATTACHING_METHODS and not ok and created and session_id is not None:
+            self._forget_session(session_id)
+        elif method == "session/close" and ok and session_id is not None:
+            channel = self.channels.pop(session_id, None)
+            if channel is not None:  # the answer still goes out on it, then the stream ends
+                asyncio.get_running_loop().call_soon(channel.close)
+
+    async def aclose(self, *, deliver: bool) -> None:
+        """End the connection: cancel its prompts, let handlers answer (``deliver``: on the streams, else nowhere),
+        then end every stream."""
+        if self.closed:
+            return
+        self.closed = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        channels = list(self.channels.values())
+        if not deliver:
+            for channel in channels:
+                channel.close()
+        self.agent.cancel_all()
+        await self.routed.dispatcher.aclose()
+        for channel in channels:
+            channel.close()
+
+
 class AcpOverHttp:
-    """The registry of ``/acp`` connections: each one a routed dispatcher plus its own :class:`AcpAgent`."""
+    """The registry of ``/acp`` connections (Streamable HTTP and WebSocket) over one bridge."""
 
-    def __init__(self, bridge: SessionBridge, agent_options: AgentOptions) -> None:
-        self._bridge = bridge
-        self._agent_options = agent_options
+    def __init__(
+        self,
+        bridge: SessionBridge,
+        agent_options: AgentOptions,
+        *,
+        stream_timeout_s: float = STREAM_TIMEOUT_S,
+        heartbeat_s: float = 15.0,
+        capacity: int = 256,
+    ) -> None:
+        self.bridge = bridge
+        self.heartbeat_s = heartbeat_s
+        self.closing = False
+        self.agent_options = agent_options
+        self.stream_timeout_s = stream_timeout_s
+        self.capacity = capacity
         self._connections: dict[str, _Connection] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
-    def _open(self) -> tuple[str, _Connection]:
-        connection_id = uuid.uuid4().hex
-        routed = RoutedConnection()
-        agent = AcpAgent(self._bridge, self._agent_options)
-        routed.dispatcher.register(*bind(agent))
-        connection = _Connection(routed, agent)
-        self._connections[connection_id] = connection
-        return connection_id, connection
+    def _open(self, *, websocket: bool) -> _Connection:
+        connection = _Connection(self, uuid.uuid4().hex, websocket=websocket)
+        self._connections[connection.id] = connection
+        return connection
 
-    async def _close(self, connection: _Connection) -> None:
-        connection.agent.cancel_all()
-        await connection.routed.dispatcher.aclose()
+    def drop(self, connection: _Connection) -> None:
+        """End a connection from a callback (a timer, an overflow): nothing more is delivered on it."""
+        if self._connections.get(connection.id) is connection:
+            del self._connections[connection.id]
+        task = asyncio.get_running_loop().create_task(connection.aclose(deliver=False))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def aclose(self) -> None:
-        """End every connection: in-flight prompts are cancelled and answered."""
+        """End every connection: in-flight prompts are cancelled and answered on their streams."""
+        self.closing = True
         connections, self._connections = list(self._connections.values()), {}
         for connection in connections:
-            await self._close(connection)
+            await connection.aclose(deliver=True)
+        if self._closing:
+            await asyncio.wait(list(self._closing))
+
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def _http_connection(self, request: Request, msg_id: Any = None) -> _Connection | Response:
+        header = request.headers.get(CONNECTION_HEADER)
+        if header is None:
+            return _refusal(400, RpcError.invalid_request(f"missing {CONNECTION_HEADER} header"), msg_id)
+        connection = self._connections.get(header)
+        if connection is None or connection.websocket:
+            return _refusal(404, RpcError.invalid_request(f"unknown {CONNECTION_HEADER}"), msg_id)
+        return connection
+
+    # -- DELETE ----------------------------------------------------------------------------------------------
 
     async def delete(self, request: Request) -> Response:
-        connection = self._connections.pop(request.headers.get(CONNECTION_HEADER, ""), None)
-        if connection is None:
-            return _rpc_error(None, RpcError.invalid_request(f"unknown or missing {CONNECTION_HEADER} header"))
-        await self._close(connection)
-        return Response(status_code=204)
+        connection = self._http_connection(request)
+        if isinstance(connection, Response):
+            return connection
+        del self._connections[connection.id]
+        await connection.aclose(deliver=True)
+        return Response(status_code=202)
+
+    # -- POST ------------------------------------------------------------------------------------------------
 
     async def post(self, request: Request) -> Response:
+        media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media_type != "application/json":
+            return _refusal(415, RpcError.invalid_request("Content-Type must be application/json"))
         try:
             message = decode_line(await request.body())
         except RpcError as error:
-            return _rpc_error(None, error)
+            return _refusal(400, error)
+        if isinstance(message, list):
+            return _refusal(501, RpcError.invalid_request("batch requests are not supported"))
         checked, invalid, reply_id = check_envelope(message)
         if invalid is not None:
-            return _rpc_error(reply_id, invalid)
+            return _refusal(400, invalid, reply_id)
         assert checked is not None
         method = checked.get("method")
-        header = request.headers.get(CONNECTION_HEADER)
-        headers: dict[str, str] = {}
-        if method == "initialize" and header is None:
-            header, connection = self._open()
-            headers[CONNECTION_HEADER] = header
-        elif header is None or header not in self._connections:
-            return _rpc_error(reply_id, RpcError.invalid_request(f"unknown or missing {CONNECTION_HEADER} header"))
-        else:
-            connection = self._connections[header]
-        routed = connection.routed
-        if "id" not in checked or method is None:  # a notification, or a response to one of our requests
-            routed.dispatcher.feed(checked)
-            return Response(status_code=202, headers=headers)
+        if method == "initialize" and "id" in checked and CONNECTION_HEADER not in request.headers:
+            return await self._initialize(checked)
+        connection = self._http_connection(request, reply_id)
+        if isinstance(connection, Response):
+            return connection
+        session_header = request.headers.get(SESSION_HEADER)
+        session_id = _params_session(checked) if method is not None else None
+        if method is not None and session_id is not None and method not in _CONNECTION_METHODS:
+            if session_header is None:
+                return _refusal(400, RpcError.invalid_request(f"{method} needs the {SESSION_HEADER} header"), reply_id)
+            if session_header != session_id:
+                return _refusal(
+                    400, RpcError.invalid_request(f"{SESSION_HEADER} differs from params.sessionId"), reply_id
+                )
+            channel = connection.channels.get(session_id)
+            if channel is None:
+                return _refusal(404, RpcError.invalid_request(f"unknown {SESSION_HEADER} on this connection"), reply_id)
+            connection.submit(checked, channel, session_id)
+            return Response(status_code=202)
+        if session_header is not None:
+            if method in _ATTACHING_METHODS:
+                if session_header != session_id:
+                    return _refusal(
+                        400, RpcError.invalid_request(f"{SESSION_HEADER} differs from params.sessionId"), reply_id
+                    )
+            elif session_header not in connection.channels:
+                return _refusal(404, RpcError.invalid_request(f"unknown {SESSION_HEADER} on this connection"), reply_id)
+        connection.submit(checked, connection.channels[None], session_id)
+        return Response(status_code=202)
 
-        msg_id = checked["id"]
-        try:
-            exchange = routed.open_exchange(msg_id)
-        except KeyError:
-            return _rpc_error(msg_id, RpcError.invalid_request(f"request id {msg_id!r} is already in flight"))
-        routed.dispatcher.feed(checked)
+    async def _initialize(self, message: dict[str, Any]) -> Response:
+        connection = self._open(websocket=False)
+        answer = Channel("initialize")
+        connection.routed.submit(message, answer)
+        reply: dict[str, Any] | None = None
+        with anyio.move_on_after(INITIALIZE_TIMEOUT_S):
+            reply = await answer.receive()
+        if reply is None or "result" not in reply:
+            self._connections.pop(connection.id, None)
+            await connection.aclose(deliver=False)
+            if reply is None:
+                timed_out = RpcError(-32603, "initialize timed out", {"errorKind": "timeout"})
+                return _refusal(504, timed_out, message.get("id"))
+            return _json(reply, 400)
+        if isinstance(reply["result"], dict):
+            reply = {**reply, "result": {**reply["result"], "connectionId": connection.id}}
+        return _json(reply, 200, {CONNECTION_HEADER: connection.id})
 
-        first: dict[str, Any] | None = None
-        try:
-            if method in STREAMING_METHODS:
-                async with anyio.create_task_group() as race:
+    # -- GET: a stream -----------------------------------------------------------------------------------------
 
-                    async def admitted() -> None:
-                        await exchange.admitted.wait()
-                        race.cancel_scope.cancel()
-
-                    async def first_message() -> None:
-                        nonlocal first
-                        first = await exchange.receive()
-                        race.cancel_scope.cancel()
-
-                    race.start_soon(admitted)
-                    race.start_soon(first_message)
-            else:
-                first = await exchange.receive()
-        except BaseException:
-            routed.forget(exchange)
-            raise
-        if first is not None and "method" not in first:  # answered at once: plain JSON
-            routed.forget(exchange)
-            data = (first.get("error") or {}).get("data") or {}
-            if data.get("errorKind") == "prompt_queue_full":
-                headers["Retry-After"] = str(RETRY_AFTER_S)
-            return _json(first, headers=headers)
+    async def get(self, request: Request) -> Response:
+        accept = request.headers.get("accept", "")
+        if "text/event-stream" not in accept.lower():
+            return _refusal(406, RpcError.invalid_request("Accept must include text/event-stream"))
+        connection = self._http_connection(request)
+        if isinstance(connection, Response):
+            return connection
+        session_id = request.headers.get(SESSION_HEADER)
+        channel = connection.channels.get(session_id)
+        if channel is None and session_id is not None and await self._session_exists(session_id):
+            connection.add_session(session_id)  # a client about to load or resume it opens its stream first
+            channel = connection.channels[session_id]
+        if channel is None:
+            return _refusal(404, RpcError.invalid_request(f"unknown {SESSION_HEADER}"))
+        if channel.attached:
+            return _refusal(409, RpcError.invalid_request("this stream already has a reader"))
+        connection.attach(channel)
         return StreamingResponse(
-            self._stream(connection, exchange, first),
+            self._stream(connection, channel, request),
             media_type="text/event-stream",
-            headers={**headers, "Cache-Control": "no-store"},
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(
-        self, connection: _Connection, exchange: Exchange, first: dict[str, Any] | None
-    ) -> AsyncIterator[bytes]:
-        """Yield the exchange's messages as SSE until its response; a client that leaves early cancels the request."""
-        answered = False
+    async def _session_exists(self, session_id: str) -> bool:
+        """The session is open in the bridge or stored (a store that fails counts as no)."""
         try:
-            if first is not None:
-                yield encode_frame("message", first)
-                answered = "method" not in first
-            if not answered:
-                async for message in exchange:
-                    yield encode_frame("message", message)
-                    if "method" not in message:
-                        answered = True
-                        break
+            self.bridge.get(session_id)
+            return True
+        except ServerError:
+            pass
+        try:
+            return await self.bridge.store.read_session(session_id) is not None
+        except ServerError:
+            return False
+
+    async def _stream(self, connection: _Connection, channel: Channel, request: Request) -> AsyncIterator[bytes]:
+        """Yield the channel's messages as SSE (a comment when idle) until it ends or the reader leaves."""
+        heartbeat_s = self.heartbeat_s
+        try:
+            while True:
+                message: dict[str, Any] | None = None
+                with anyio.move_on_after(heartbeat_s):
+                    try:
+                        message = await channel.receive()
+                    except anyio.EndOfStream:
+                        return
+                yield HEARTBEAT if message is None else encode_frame("message", message)
         finally:
-            connection.routed.forget(exchange)
-            if not answered:
-                logger.info("/acp client left before the answer to %r: cancelling it", exchange.msg_id)
-                if not connection.agent.cancel_prompt(exchange.msg_id):
-                    connection.routed.dispatcher.cancel_request(exchange.msg_id)
+            connection.detach(channel)
+
+    # -- WebSocket ---------------------------------------------------------------------------------------------
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        connection = self._open(websocket=True)
+        await websocket.accept(headers=[(CONNECTION_HEADER.lower().encode(), connection.id.encode())])
+        stream = connection.channels[None]
+        connection.attach(stream)
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def write() -> None:
+                    while True:
+                        try:
+                            message = await stream.receive()
+                        except anyio.EndOfStream:
+                            break
+                        await websocket.send_text(encode_json(message).decode())
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(write)
+                await self._read_frames(connection, websocket)
+                tg.cancel_scope.cancel()
+        finally:
+            self._connections.pop(connection.id, None)
+            with anyio.CancelScope(shield=True):
+                await connection.aclose(deliver=False)
+                with contextlib.suppress(Exception):
+                    await websocket.close(1001 if self.closing else 1000)
+
+    async def _read_frames(self, connection: _Connection, websocket: WebSocket) -> None:
+        """Submit each text frame until the client leaves; ``initialize`` must come first."""
+        stream = connection.channels[None]
+        initialized = False
+        while True:
+            try:
+                frame = await websocket.receive()
+            except WebSocketDisconnect:
+                return
+            if frame["type"] == "websocket.disconnect":
+                return
+            text = frame.get("text")
+            if text is None:
+                continue  # a binary frame: ignored
+            try:
+                message = decode_line(text.encode("utf-8", "surrogatepass"))
+            except RpcError as unreadable:
+                stream.put({"jsonrpc": "2.0", "id": None, "error": unreadable.to_wire()})
+                continue
+            if isinstance(message, list):
+                batch = RpcError.invalid_request("batch requests are not supported")
+                stream.put({"jsonrpc": "2.0", "id": None, "error": batch.to_wire()})
+                continue
+            checked, invalid, reply_id = check_envelope(message)
+            if invalid is not None:
+                stream.put({"jsonrpc": "2.0", "id": reply_id, "error": invalid.to_wire()})
+                continue
+            assert checked is not None
+            if not initialized:
+                if checked.get("method") != "initialize" or "id" not in checked:
+                    if "id" in checked and "method" in checked:
+                        first = RpcError.invalid_request("send initialize first")
+                        stream.put({"jsonrpc": "2.0", "id": checked["id"], "error": first.to_wire()})
+                    continue
+                initialized = True
+            session_id = _params_session(checked) if "method" in checked else None
+            connection.submit(checked, stream, session_id)

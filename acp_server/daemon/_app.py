@@ -11,7 +11,8 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
                                        ?wait=true → 200 {promptId, stopReason}; full queue → 503 + Retry-After
     POST   /session/{id}/cancel        204 (the running prompt only)
     GET    /session/{id}/events        text/event-stream, ``Last-Event-ID`` replay
-    POST   /acp, DELETE /acp           ACP JSON-RPC over HTTP (``_acp_http.py``)
+    POST   /acp, GET /acp, DELETE /acp ACP's remote transport: Streamable HTTP (+ SSE streams) and, on a GET with
+                                       ``Upgrade: websocket``, WebSocket (``_acp_http.py``)
 
 Invariant: one ``Route`` per path, listing every method it serves, so a 405's ``Allow`` header is complete.
 """
@@ -29,13 +30,15 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from ..acp import model, prompt_from_blocks, validate
 from ..bridge import BridgeClosedError
 from ..domain import Prompt, StopReason
 from ..errors import ServerError
 from ..rpc import lone_surrogate_at
+from ._acp_http import CONNECTION_HEADER, SESSION_HEADER
 from ._daemon import Daemon
 from ._disconnect import wait_disconnected
 from ._errors import error_response
@@ -50,6 +53,8 @@ from ._security import BodyLimit, RequestGuard
 from ._sse import EventStreamResponse
 
 __all__ = ["create_app"]
+
+ACP_HEADERS = (CONNECTION_HEADER, SESSION_HEADER)
 
 _PROMPT_FIELDS = frozenset({"prompt", "deadlineMs"})
 _SESSION_FIELDS = frozenset({"cwd"})
@@ -148,7 +153,7 @@ def _last_event_id(request: Request) -> int | None:
 # -- routes ----------------------------------------------------------------------------------------------------
 
 
-def _routes(daemon: Daemon) -> list[Route]:
+def _routes(daemon: Daemon) -> list[BaseRoute]:
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -213,7 +218,15 @@ def _routes(daemon: Daemon) -> list[Route]:
             raise BridgeClosedError("The daemon is shutting down")
         if request.method == "DELETE":
             return await daemon.acp.delete(request)
+        if request.method in ("GET", "HEAD"):
+            return await daemon.acp.get(request)
         return await daemon.acp.post(request)
+
+    async def acp_websocket(websocket: WebSocket) -> None:
+        if daemon.acp is None or daemon.closing:
+            await websocket.close(1013)  # try again later: the daemon is shutting down
+            return
+        await daemon.acp.websocket(websocket)
 
     async def events(request: Request) -> Response:
         session_id: str = request.path_params["session_id"]
@@ -230,7 +243,8 @@ def _routes(daemon: Daemon) -> list[Route]:
         Route("/session/{session_id}/cancel", cancel, methods=["POST"]),
         Route("/session/{session_id}/prompt/{promptId}/cancel", cancel_prompt, methods=["POST"]),
         Route("/session/{session_id}/events", events, methods=["GET"]),
-        Route("/acp", acp, methods=["POST", "DELETE"]),
+        Route("/acp", acp, methods=["GET", "POST", "DELETE"]),
+        WebSocketRoute("/acp", acp_websocket),
     ]
 
 
@@ -268,8 +282,8 @@ def create_app(daemon: Daemon) -> Starlette:
                 CORSMiddleware,
                 allow_origins=list(options.allow_origins),
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
-                expose_headers=["Retry-After"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", *ACP_HEADERS],
+                expose_headers=["Retry-After", *ACP_HEADERS],
             )
         )
     middleware += [

@@ -166,7 +166,9 @@ class Daemon:
         if self._life is not Lifecycle.UNOPENED:
             raise RuntimeError(f"a Daemon can be opened only once (this one is {self._life.value})")
         await self._tasks.enter()
-        self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__))
+        self.acp = AcpOverHttp(
+            self.bridge, AgentOptions(version=__version__), heartbeat_s=self.options.heartbeat_s
+        )
         self._remove_close_listener = self.bridge.add_close_listener(self._detached)
         self._life = Lifecycle.OPEN
         return self

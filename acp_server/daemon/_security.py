@@ -1,7 +1,8 @@
 """Request guards as plain ASGI middleware (no ``BaseHTTPMiddleware``): each answers through the one error mapper.
 
 Order, outermost first: CORS (only with ``--allow-origin``) → :class:`RequestGuard` (Origin, Host, bearer
-token) → :class:`BodyLimit` (size and time of the body). ``/health`` needs no token.
+token; HTTP requests and WebSocket upgrades alike) → :class:`BodyLimit` (size and time of the body). ``/health``
+needs no token.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hmac
 import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from ..errors import ServerError
 from ._errors import error_response
@@ -68,12 +70,25 @@ class RequestGuard:
         return hmac.compare_digest(credentials.strip().encode(), self._token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):
             refusal = self._refusal(scope)
             if refusal is not None:
-                await error_response(refusal)(scope, receive, send)
+                if scope["type"] == "http":
+                    await error_response(refusal)(scope, receive, send)
+                else:
+                    await _deny_websocket(refusal, scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+async def _deny_websocket(refusal: ServerError, scope: Scope, receive: Receive, send: Send) -> None:
+    """Refuse a WebSocket upgrade with the same status and body as HTTP (the ASGI denial-response extension), or,
+    where the server lacks it, by closing before the handshake (the server answers 403)."""
+    websocket = WebSocket(scope, receive, send)
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await websocket.send_denial_response(error_response(refusal))
+    else:
+        await websocket.close(1008)
 
 
 class BodyLimit:

@@ -99,7 +99,8 @@ async def open_daemon(
         config = uvicorn.Config(
             create_app(daemon),
             http=protocol,
-            ws="none",
+            ws="websockets-sansio",  # /acp over WebSocket; the sans-I/O one waits for the socket (backpressure)
+            ws_max_size=options.max_body_bytes,
             lifespan="off",
             log_config=None,
             access_log=False,

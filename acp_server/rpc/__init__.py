@@ -1,16 +1,17 @@
 """JSON-RPC 2.0 plumbing: NDJSON framing, the pygls-based dispatcher (messages out, not bytes), the stdio
-transport and its ordered outbox, the routed connection of request/response transports, the error mapper."""
+transport and its ordered outbox, the routed connection of remote transports (messages to per-stream channels),
+the error mapper."""
 
 from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer
 from ._errors import RpcError, to_rpc_error
 from ._framing import OversizedLine, check_envelope, decode_line, iter_lines, lone_surrogate_at
 from ._outbox import Outbox, encode_json, encode_line
-from ._routed import Exchange, RoutedConnection
+from ._routed import Channel, RoutedConnection
 from ._stdio import StdioStreams, open_stdio
 
 __all__ = [
+    "Channel",
     "Dispatcher",
-    "Exchange",
     "MessageSink",
     "NotificationHandler",
     "Outbox",

@@ -1,129 +1,171 @@
-"""A JSON-RPC connection whose outgoing messages are routed to per-request exchanges (request/response transports
-such as HTTP), instead of being written to one byte stream.
+"""A JSON-RPC connection whose outgoing messages are routed to long-lived :class:`Channel` s (one per stream of a
+remote transport: ACP's Streamable HTTP has a connection stream and one stream per session; a WebSocket has one).
 
-Routing rule: a response goes to the exchange opened for its id; a notification goes to the exchange of the request
-whose handler sent it (``origin``: a prompt's updates to that prompt's exchange, a load's replay to the load's),
-never by session, so a prompt still being drained can't receive its successor's updates; anything else has no
-recipient and is dropped with a debug log.
+Routing rule: the transport names the channel of each request when it submits it; that request's response *and*
+every notification its handler sends (``origin``: a prompt's updates, a load's replay) go to that channel, so they
+stay in order with each other on one stream. A message with no known request (a reply to a malformed message, a
+notification sent on behalf of no request) goes to the ``fallback`` channel.
 
-Nothing is dropped for a slow reader: an exchange holds at most ``capacity`` notifications, and the handler that
-sends the next one waits until the reader has taken one (backpressure up to the turn). A reader that leaves closes
-its exchange; what is sent to it afterwards is discarded.
+Nothing is dropped for a slow reader: a channel holds ``capacity`` messages before the handler sending the next
+notification waits for its reader (backpressure up to the turn). Replies never wait (pygls answers from plain
+callbacks): they are queued even over ``capacity``, up to ``hard_limit``, past which the channel reports overflow
+(its owner drops the connection: loud, never a silent loss). A closed channel discards what is sent to it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._dispatcher import Dispatcher, Message
+from ._errors import RpcError
 
-__all__ = ["Exchange", "RoutedConnection"]
+__all__ = ["Channel", "RoutedConnection"]
 
 logger = logging.getLogger("acp_server.rpc")
 
-EXCHANGE_CAPACITY = 256
-"""Notifications an exchange holds before the sender waits for its reader."""
+CHANNEL_CAPACITY = 256
+"""Messages a channel holds before a notification's sender waits for the reader."""
+CHANNEL_HARD_LIMIT = 4096
+"""Messages (replies included) past which a channel overflows: its owner drops the connection."""
 
 
-class Exchange:
-    """The messages for one request: zero or more notifications, then exactly one response, then the end.
+class _Waiters:
+    """A set of one-shot events woken together (anyio events cannot be reset)."""
 
-    Iterate it (one reader) to get them in that order.
+    def __init__(self) -> None:
+        self._events: list[anyio.Event] = []
+
+    async def wait(self) -> None:
+        event = anyio.Event()
+        self._events.append(event)
+        await event.wait()
+
+    def wake(self) -> None:
+        events, self._events = self._events, []
+        for event in events:
+            event.set()
+
+
+class Channel:
+    """An ordered, bounded queue of outgoing messages for at most one reader at a time.
+
+    Invariants: messages leave in the order they were queued; ``len(self) <= capacity`` after every
+    :meth:`send` returns (a :meth:`put` may exceed it, up to ``hard_limit``); after :meth:`close` the reader gets
+    what was queued, then the end, and new messages are discarded. ``on_queued`` runs after a message is queued
+    while no reader is attached; ``on_overflow`` once, when ``hard_limit`` is crossed.
     """
 
-    def __init__(self, msg_id: str | int, capacity: int = EXCHANGE_CAPACITY) -> None:
-        self.msg_id = msg_id
-        self.admitted = anyio.Event()
-        self.response: Message | None = None
-        self._send: MemoryObjectSendStream[Message]
-        self._receive: MemoryObjectReceiveStream[Message]
-        self._send, self._receive = anyio.create_memory_object_stream[Message](capacity)
-        self._answered = False
+    def __init__(
+        self,
+        name: str,
+        *,
+        capacity: int = CHANNEL_CAPACITY,
+        hard_limit: int = CHANNEL_HARD_LIMIT,
+        on_queued: Callable[[Channel], None] | None = None,
+        on_overflow: Callable[[Channel], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.capacity = capacity
+        self.hard_limit = hard_limit
+        self.on_queued = on_queued
+        self.on_overflow = on_overflow
+        self.closed = False
+        self.attached = False
+        self._queue: deque[Message] = deque()
+        self._readable = _Waiters()
+        self._writable = _Waiters()
 
-    async def deliver(self, message: Message) -> None:
-        """Queue a notification; waits while the reader is ``capacity`` behind. Discarded once closed."""
-        try:
-            await self._send.send(message)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.debug("the reader of request %r left: a notification is discarded", self.msg_id)
+    def __len__(self) -> int:
+        return len(self._queue)
 
-    def answer(self, response: Message) -> None:
-        """The response: it follows every notification already queued; no more messages after it."""
-        self.response = response
-        self._send.close()
+    def __bool__(self) -> bool:  # a channel is a channel even when empty
+        return True
+
+    def _append(self, message: Message) -> None:
+        self._queue.append(message)
+        self._readable.wake()
+        if len(self._queue) > self.hard_limit and self.on_overflow is not None:
+            overflow, self.on_overflow = self.on_overflow, None
+            overflow(self)
+        if not self.attached and self.on_queued is not None:
+            self.on_queued(self)
+
+    def put(self, message: Message) -> None:
+        """Queue a reply now (never waits)."""
+        if self.closed:
+            logger.debug("channel %s is closed: reply %r discarded", self.name, message.get("id"))
+            return
+        self._append(message)
+
+    async def send(self, message: Message) -> None:
+        """Queue a notification; waits while ``capacity`` messages are unread."""
+        while not self.closed and len(self._queue) >= self.capacity:
+            await self._writable.wait()
+        if self.closed:
+            logger.debug("channel %s is closed: %s discarded", self.name, message.get("method"))
+            return
+        self._append(message)
 
     async def receive(self) -> Message:
-        """The next message (the response last); ``anyio.EndOfStream`` after it."""
-        try:
-            return await self._receive.receive()
-        except anyio.EndOfStream:
-            if self.response is None or self._answered:
-                raise
-            self._answered = True
-            return self.response
-
-    def __aiter__(self) -> Exchange:
-        return self
-
-    async def __anext__(self) -> Message:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
+        """The next message; ``anyio.EndOfStream`` once closed and drained."""
+        while not self._queue:
+            if self.closed:
+                raise anyio.EndOfStream
+            await self._readable.wait()
+        message = self._queue.popleft()
+        self._writable.wake()
+        return message
 
     def close(self) -> None:
-        """The HTTP side is done with this exchange (answered, or the client went away)."""
-        self._send.close()
-        self._receive.close()
+        """No more messages: the reader drains what is queued, then ends; waiting senders return."""
+        self.closed = True
+        self._readable.wake()
+        self._writable.wake()
 
 
 class RoutedConnection:
-    """One dispatcher plus the router of its outgoing messages (it is the dispatcher's sink)."""
+    """One dispatcher plus the router of its outgoing messages to channels (it is the dispatcher's sink).
 
-    def __init__(self) -> None:
-        self.dispatcher = Dispatcher(self, on_admitted=self._admitted)
-        self._by_id: dict[str | int, Exchange] = {}
+    ``on_answer(msg_id, message)`` runs for each response before it is queued (a transport registers the session a
+    ``session/new`` answer names, so the stream can be opened as soon as the client reads the answer).
+    """
 
-    def open_exchange(self, msg_id: str | int) -> Exchange:
-        """Register a waiter for ``msg_id``: its response, and the notifications its handler sends.
+    def __init__(self, fallback: Channel, on_answer: Callable[[Any, Message], None] | None = None) -> None:
+        self.fallback = fallback
+        self.on_answer = on_answer
+        self.dispatcher = Dispatcher(self)
+        self._routes: dict[str | int, Channel] = {}
 
-        Raises ``KeyError`` when a request with this id is still open on the connection.
+    def submit(self, message: Message, channel: Channel) -> None:
+        """Dispatch one checked message; a request's response and notifications go to ``channel``.
+
+        A request whose id is still in flight is refused on ``channel`` (answering it would misroute the first).
         """
-        if msg_id in self._by_id:
-            raise KeyError(msg_id)
-        exchange = self._by_id[msg_id] = Exchange(msg_id)
-        return exchange
-
-    def _admitted(self, msg_id: str | int) -> None:
-        exchange = self._by_id.get(msg_id)
-        if exchange is not None:
-            exchange.admitted.set()
-
-    def forget(self, exchange: Exchange) -> None:
-        exchange.close()
-        if self._by_id.get(exchange.msg_id) is exchange:
-            del self._by_id[exchange.msg_id]
+        if "method" in message and "id" in message:
+            msg_id = message["id"]
+            if msg_id in self._routes:
+                error = RpcError.invalid_request(f"request id {msg_id!r} is already in flight")
+                channel.put({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
+                return
+            self._routes[msg_id] = channel
+        self.dispatcher.feed(message)
 
     # -- the dispatcher's sink ---------------------------------------------------------------------------------
 
     def put(self, message: Message) -> None:
-        """A response (or error) goes to its exchange, which then ends."""
-        if "method" in message:
-            logger.debug("no immediate recipient for %s", message["method"])
-            return
-        exchange = self._by_id.pop(message.get("id"), None)  # type: ignore[arg-type]
-        if exchange is None:
-            logger.debug("no exchange waits for response %r", message.get("id"))
-            return
-        exchange.answer(message)
+        """A response (or error) goes to the channel of its request."""
+        msg_id = message.get("id")
+        channel = self._routes.pop(msg_id, None) if isinstance(msg_id, (str, int)) else None
+        if self.on_answer is not None:
+            self.on_answer(msg_id, message)
+        (self.fallback if channel is None else channel).put(message)
 
     async def send(self, message: Message, origin: str | int | None = None) -> None:
-        """A notification goes to the exchange of the request that sent it, waiting while that one is full."""
-        exchange = self._by_id.get(origin) if origin is not None else None
-        if exchange is None:
-            logger.debug("no recipient for %s (from request %r)", message.get("method"), origin)
-            return
-        await exchange.deliver(message)
+        """A notification goes to the channel of the request that sent it, waiting while that one is full."""
+        channel = self._routes.get(origin) if origin is not None else None
+        await (self.fallback if channel is None else channel).send(message)

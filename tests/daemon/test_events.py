@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
 from acp_server.config import Settings
@@ -217,9 +219,18 @@ async def test_a_session_closed_through_acp_ends_its_rest_streams_with_session_c
                 await model.wait_for_requests(1)
                 init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
                 connection = (await served.client.post("/acp", json=init)).headers["Acp-Connection-Id"]
-                close = {"jsonrpc": "2.0", "id": 2, "method": "session/close", "params": {"sessionId": session_id}}
-                answer = await served.client.post("/acp", json=close, headers={"Acp-Connection-Id": connection})
-                assert answer.status_code == 200 and "result" in answer.json(), answer.text
+                headers = {"Acp-Connection-Id": connection, "Acp-Session-Id": session_id}
+                params = {"sessionId": session_id, "cwd": "/tmp"}
+                resume = {"jsonrpc": "2.0", "id": 2, "method": "session/resume", "params": params}
+                close = {"jsonrpc": "2.0", "id": 3, "method": "session/close", "params": {"sessionId": session_id}}
+                # the session becomes known to the connection (resume), then /acp closes it: 202, answer on its stream
+                assert (await served.client.post("/acp", json=resume, headers=headers)).status_code == 202
+                async with served.client.stream(
+                    "GET", "/acp", headers={**headers, "accept": "text/event-stream"}
+                ) as stream:
+                    assert (await served.client.post("/acp", json=close, headers=headers)).status_code == 202
+                    answer = json.loads((await httpx2.EventSource(stream).__aiter__().__anext__()).data)
+                    assert answer == {"jsonrpc": "2.0", "id": 3, "result": {}}, answer
                 seen = await events.until_ended()
         assert [e.event for e in seen[-2:]] == ["turn_error", "session_closed"]
         assert seen[-2].data["promptId"] == running and seen[-2].data["code"] == "session_closed"

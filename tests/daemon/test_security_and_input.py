@@ -196,10 +196,10 @@ async def test_unknown_routes_and_methods() -> None:
         assert wrong.status_code == 405
         assert wrong.json()["code"] == "method_not_allowed" and wrong.json()["allowed"] == ["POST"]
         assert wrong.headers["Allow"] == "POST"
-        acp = await served.client.get("/acp")  # /acp serves POST and DELETE: a 405 must say both
+        acp = await served.client.put("/acp")  # /acp serves GET (and HEAD), POST and DELETE: a 405 says them all
         assert acp.status_code == 405
-        assert sorted(m.strip() for m in acp.headers["Allow"].split(",")) == ["DELETE", "POST"]
-        assert sorted(acp.json()["allowed"]) == ["DELETE", "POST"]
+        assert sorted(m.strip() for m in acp.headers["Allow"].split(",")) == ["DELETE", "GET", "HEAD", "POST"]
+        assert sorted(acp.json()["allowed"]) == ["DELETE", "GET", "HEAD", "POST"]
 
 
 BAD_EVENT_IDS: list[tuple[str, str, str]] = [

@@ -2,8 +2,9 @@
 
 - REST SSE: a subscriber that stops reading is dropped once it lags; it then gets every event (replayed from the ring
   on reconnect with ``Last-Event-ID``) or an explicit ``resync_required`` — never a silent gap;
-- ``/acp``: a streamed ``session/prompt`` whose reader pauses gets every update and then the response; nothing is
-  dropped because the routed exchange holds the turn back (the prompt's event stream fills up and the turn waits).
+- ``/acp``: a ``session/prompt`` whose session-stream reader pauses gets every update and then the response; nothing
+  is dropped because the stream's channel holds the turn back (the prompt's event stream fills up and the turn
+  waits).
 """
 
 from __future__ import annotations
@@ -148,8 +149,12 @@ ACP_CHUNKS = 1600  # 25 MiB: more than the sockets, the exchange and the prompt'
 HEADER = "Acp-Connection-Id"
 
 
-async def acp_post(served: Served, connection: str | None, message: dict[str, Any]) -> httpx2.Response:
+async def acp_post(
+    served: Served, connection: str | None, message: dict[str, Any], session: str | None = None
+) -> httpx2.Response:
     headers = {"content-type": "application/json", **({HEADER: connection} if connection else {})}
+    if session is not None:
+        headers["Acp-Session-Id"] = session
     return await served.client.post("/acp", content=json.dumps(message).encode(), headers=headers)
 
 
@@ -171,21 +176,21 @@ async def test_a_paused_acp_reader_gets_every_update_then_the_response(monkeypat
                 served, None, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
             )
             connection = init.headers[HEADER]
-            new = await acp_post(
-                served,
-                connection,
-                {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}},
-            )
-            session_id = new.json()["result"]["sessionId"]
+            sse = {"accept": "text/event-stream", HEADER: connection}
+            async with served.client.stream("GET", "/acp", headers=sse) as connection_stream:
+                new = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+                assert (await acp_post(served, connection, new)).status_code == 202
+                answer = await httpx2.EventSource(connection_stream).__aiter__().__anext__()
+                session_id = json.loads(answer.data)["result"]["sessionId"]
             prompt = {
                 "jsonrpc": "2.0",
                 "id": 3,
                 "method": "session/prompt",
                 "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]},
             }
-            body = json.dumps(prompt).encode()
-            headers = {"content-type": "application/json", HEADER: connection}
-            async with served.client.stream("POST", "/acp", content=body, headers=headers) as response:
+            headers = {**sse, "Acp-Session-Id": session_id}
+            async with served.client.stream("GET", "/acp", headers=headers) as response:
+                assert (await acp_post(served, connection, prompt, session_id)).status_code == 202
                 assert response.headers["content-type"].startswith("text/event-stream")
                 [handle] = handles
                 events = httpx2.EventSource(response).__aiter__()
@@ -207,6 +212,8 @@ async def test_a_paused_acp_reader_gets_every_update_then_the_response(monkeypat
                 with anyio.fail_after(20):
                     async for sse in events:
                         messages.append(json.loads(sse.data))
+                        if "method" not in messages[-1]:
+                            break  # the response: the last message of this prompt
     *updates, final = messages
     assert final == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
     assert all(m["method"] == "session/update" and m["params"]["sessionId"] == session_id for m in updates)

@@ -1,12 +1,15 @@
-"""The routed connection of request/response transports: a notification reaches the exchange of the request whose
-handler sent it — never another request's, even of the same session, even while an earlier one is still open."""
+"""The routed connection of remote transports: a request's response and the notifications its handler sends go to
+the channel named when it was submitted — never another request's channel, even of the same session; channels keep
+order, hold back senders when full (replies never wait), and report overflow and unread messages."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import anyio
 import pytest
 
-from acp_server.rpc import RoutedConnection
+from acp_server.rpc import Channel, RoutedConnection
 
 pytestmark = pytest.mark.anyio
 
@@ -17,31 +20,86 @@ def update(session_id: str, text: str) -> dict[str, object]:
     return {"jsonrpc": "2.0", "method": "session/update", "params": params}
 
 
-async def test_updates_go_to_the_request_that_sent_them_not_to_the_oldest_open_one() -> None:
-    routed = RoutedConnection()
-    first = routed.open_exchange(1)  # a prompt whose reader is still draining it
-    second = routed.open_exchange(2)  # the next prompt of the same session
+def drain(channel: Channel) -> list[dict[str, Any]]:
+    got = []
+    while len(channel):
+        got.append(channel._queue.popleft())
+    return got
+
+
+async def test_answers_and_updates_go_to_the_channel_of_their_request() -> None:
+    fallback, first, second = Channel("connection"), Channel("a"), Channel("b")
+    routed = RoutedConnection(fallback)
+    routed._routes.update({1: first, 2: second})  # two in-flight requests (submit() would dispatch them)
     await routed.send(update("s", "from the second"), origin=2)
     routed.put({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}})
     routed.put({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})
-    with anyio.fail_after(1):
-        got_second = [message async for message in second]
-        got_first = [message async for message in first]
-    routed.forget(first)
-    routed.forget(second)
+    routed.put({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "x"}})
+    await routed.send(update("s", "on behalf of nobody"))
     done = {"stopReason": "end_turn"}
-    assert got_second == [update("s", "from the second"), {"jsonrpc": "2.0", "id": 2, "result": done}]
-    assert got_first == [{"jsonrpc": "2.0", "id": 1, "result": done}]
+    assert drain(second) == [update("s", "from the second"), {"jsonrpc": "2.0", "id": 2, "result": done}]
+    assert drain(first) == [{"jsonrpc": "2.0", "id": 1, "result": done}]
+    assert [m.get("id", "update") for m in drain(fallback)] == [None, "update"]
 
 
-async def test_a_notification_for_a_request_that_left_is_dropped_not_misrouted() -> None:
-    routed = RoutedConnection()
-    left = routed.open_exchange(1)
-    other = routed.open_exchange(2)
-    routed.forget(left)  # its HTTP client went away
-    await routed.send(update("s", "for the one that left"), origin=1)
-    routed.put({"jsonrpc": "2.0", "id": 2, "result": {}})
-    with anyio.fail_after(1):
-        got = [message async for message in other]
-    routed.forget(other)
-    assert got == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+async def test_a_request_id_in_flight_is_refused_on_the_new_channel() -> None:
+    fallback, first, second = Channel("connection"), Channel("a"), Channel("b")
+    routed = RoutedConnection(fallback)
+    routed._routes[7] = first
+    routed.submit({"jsonrpc": "2.0", "id": 7, "method": "x", "params": {}}, second)
+    (refusal,) = drain(second)
+    assert refusal["id"] == 7 and refusal["error"]["code"] == -32600
+    assert routed._routes[7] is first
+
+
+async def test_a_full_channel_holds_the_sender_until_the_reader_takes_one_replies_never_wait() -> None:
+    channel = Channel("s", capacity=2)
+    await channel.send(update("s", "1"))
+    await channel.send(update("s", "2"))
+    channel.put({"jsonrpc": "2.0", "id": 1, "result": {}})  # over capacity: a reply is queued anyway
+    assert len(channel) == 3
+    sent = anyio.Event()
+
+    async def third() -> None:
+        await channel.send(update("s", "3"))
+        sent.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(third)
+        await anyio.wait_all_tasks_blocked()
+        assert not sent.is_set()
+        assert (await channel.receive())["params"]["update"]["content"]["text"] == "1"
+        assert (await channel.receive())["params"]["update"]["content"]["text"] == "2"
+        await sent.wait()
+    assert (await channel.receive())["id"] == 1
+    assert (await channel.receive())["params"]["update"]["content"]["text"] == "3"
+
+
+async def test_close_drains_then_ends_and_discards_what_comes_after() -> None:
+    channel = Channel("s")
+    await channel.send(update("s", "kept"))
+    channel.close()
+    await channel.send(update("s", "discarded"))
+    channel.put({"jsonrpc": "2.0", "id": 1, "result": {}})
+    assert (await channel.receive())["params"]["update"]["content"]["text"] == "kept"
+    with pytest.raises(anyio.EndOfStream):
+        await channel.receive()
+
+
+async def test_unread_messages_and_overflow_are_reported() -> None:
+    queued: list[int] = []
+    overflowed: list[str] = []
+    channel = Channel(
+        "s",
+        capacity=1,
+        hard_limit=2,
+        on_queued=lambda c: queued.append(len(c)),
+        on_overflow=lambda c: overflowed.append(c.name),
+    )
+    for i in range(4):
+        channel.put({"jsonrpc": "2.0", "id": i, "result": {}})
+    assert queued == [1, 2, 3, 4]  # no reader attached: the owner hears of each
+    assert overflowed == ["s"]  # once
+    channel.attached = True
+    channel.put({"jsonrpc": "2.0", "id": 9, "result": {}})
+    assert queued == [1, 2, 3, 4]
