@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["model", "preload", "schema", "validate"]
 
 M = TypeVar("M", bound="BaseModel")
+
+logger = logging.getLogger("acp_server.acp")
 
 _lock = threading.Lock()
 
@@ -38,9 +41,16 @@ def model(name: str) -> type[BaseModel]:
 
 
 def preload() -> None:
-    """Import the schema and the model client ahead of the first request that needs them (run in a thread)."""
-    schema()
-    importlib.import_module("openai")
+    """Import the schema and the model client ahead of the first request that needs them (run in a thread).
+
+    Best effort: a warm-up that fails (no file descriptors left under a connection flood, say) is logged and the
+    import happens again on first use; it never takes the process down.
+    """
+    try:
+        schema()
+        importlib.import_module("openai")
+    except Exception as exc:
+        logger.warning("could not preload the ACP schema and the model client (%s): they load on first use", exc)
 
 
 def validate(model: type[M], params: Any, method: str) -> M:

@@ -258,6 +258,11 @@ class AcceptErrorLog:
             )
             self.suppressed = 0
             return
+        if isinstance(exc, ValueError) and "_start_serving" in str(context.get("message", "")):
+            # After a descriptor shortage asyncio resumes accepting from a timer; when the server closed meanwhile
+            # (shutdown), that timer finds its socket gone (fd -1). Nothing is wrong: the server is closed.
+            logger.debug("accepting stopped: the server closed while accept() was paused")
+            return
         if self._previous is not None:
             self._previous(loop, context)
         else:
