@@ -30,7 +30,7 @@ messages are built from our own text plus provider text passed through :func:`re
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import ClassVar, Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias, TypedDict, Unpack
 
 from ..errors import ServerError
 from ._text import clean_text
@@ -208,6 +208,22 @@ class StreamContentError(PipelineError):
         return out
 
 
+class _TurnErrorCounts(TypedDict):
+    attempts: int
+    chunks_received: int
+    retryable: bool
+
+
+class TurnErrorFields(_TurnErrorCounts, total=False):
+    """The keyword arguments every :class:`ModelTurnError` takes (subclasses with nothing fixed pass them on)."""
+
+    phase: Phase | None
+    transport_code: str | None
+    status: int | None
+    endpoint: str | None
+    model: str | None
+
+
 class ModelTurnError(PipelineError):
     """The turn's model request failed for good: no permitted attempt is left, or retrying cannot help.
 
@@ -308,27 +324,10 @@ class ModelTransportError(ModelTurnError):
         self,
         message: str,
         *,
-        attempts: int,
-        chunks_received: int,
-        retryable: bool,
-        phase: Phase | None = None,
-        transport_code: str | None = None,
-        status: int | None = None,
-        endpoint: str | None = None,
-        model: str | None = None,
         reason: TransportReason | None = None,
+        **fields: Unpack[TurnErrorFields],
     ) -> None:
-        super().__init__(
-            message,
-            attempts=attempts,
-            chunks_received=chunks_received,
-            retryable=retryable,
-            phase=phase,
-            transport_code=transport_code,
-            status=status,
-            endpoint=endpoint,
-            model=model,
-        )
+        super().__init__(message, **fields)
         self.reason: TransportReason | None = reason
 
     def details(self) -> Mapping[str, object]:
@@ -385,27 +384,10 @@ class ModelHTTPError(ModelTurnError):
         self,
         message: str,
         *,
-        attempts: int,
-        chunks_received: int,
-        retryable: bool,
-        phase: Phase | None = None,
-        transport_code: str | None = None,
-        status: int | None = None,
-        endpoint: str | None = None,
-        model: str | None = None,
         retry_after_ms: float | None = None,
+        **fields: Unpack[TurnErrorFields],
     ) -> None:
-        super().__init__(
-            message,
-            attempts=attempts,
-            chunks_received=chunks_received,
-            retryable=retryable,
-            phase=phase,
-            transport_code=transport_code,
-            status=status,
-            endpoint=endpoint,
-            model=model,
-        )
+        super().__init__(message, **fields)
         self.retry_after_ms = retry_after_ms
 
     def details(self) -> Mapping[str, object]:

@@ -736,12 +736,7 @@ async def stream_chat(
                     attempt.yielded += 1
                     yield delta
         except Exception as exc:
-            outcome = run.settle(exc, attempt)
-            if isinstance(outcome, ModelTurnError):
-                raise outcome from exc
-            if outcome is None:
-                raise
-            delay_s = outcome
+            delay_s = _retry_delay_or_raise(run, exc, attempt)
         else:
             run.recovered()
             yield Finished(attempt.finish_reason, attempt.usage)
@@ -769,16 +764,22 @@ async def run_chat(
         try:
             await run.deliver(attempt, on_delta)
         except Exception as exc:
-            outcome = run.settle(exc, attempt)
-            if isinstance(outcome, ModelTurnError):
-                raise outcome from exc
-            if outcome is None:
-                raise
-            delay_s = outcome
+            delay_s = _retry_delay_or_raise(run, exc, attempt)
         else:
             run.recovered()
             return Finished(attempt.finish_reason, attempt.usage)
         await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
+
+
+def _retry_delay_or_raise(run: _Run, exc: Exception, attempt: _Attempt) -> float:
+    """The wait before the next attempt after ``exc``; raises the turn's error (or ``exc`` itself: not ours to
+    map) when no attempt is left. Call it from the ``except`` block of the failed attempt."""
+    outcome = run.settle(exc, attempt)
+    if isinstance(outcome, ModelTurnError):
+        raise outcome from exc
+    if outcome is None:
+        raise exc
+    return outcome
 
 
 def _fits_deadline(delay_s: float) -> bool:
