@@ -14,9 +14,11 @@ from typing import Literal, TypeAlias
 
 __all__ = [
     "Conversation",
+    "DiffContent",
     "Emit",
     "ImagePart",
     "Message",
+    "ModelStep",
     "Outcome",
     "Prompt",
     "PromptEnded",
@@ -25,9 +27,18 @@ __all__ = [
     "ResourceLinkPart",
     "ResourcePart",
     "StopReason",
+    "TerminalContent",
     "TextChunk",
+    "TextContent",
     "TextPart",
     "ThoughtChunk",
+    "ToolCallRecord",
+    "ToolCallStarted",
+    "ToolCallUpdated",
+    "ToolContent",
+    "ToolKind",
+    "ToolLocation",
+    "ToolStatus",
     "TurnEvent",
     "UserChunk",
 ]
@@ -99,7 +110,75 @@ class UserChunk:
     part: PromptPart
 
 
-TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk
+ToolKind: TypeAlias = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLocation:
+    """A file a tool call touches: an absolute path, and a 1-based line when one is known."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextContent:
+    """Plain text shown in a tool call (its output, or why it failed)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiffContent:
+    """A file change shown as a diff: ``old_text`` None for a new file."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalContent:
+    """A terminal the client runs for the call (live output in the editor)."""
+
+    terminal_id: str
+
+
+ToolContent: TypeAlias = TextContent | DiffContent | TerminalContent
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool call the model asked for, announced before it runs (status ``pending``).
+
+    ``call_id`` is the model's id of the call; ``raw_input`` its parsed arguments (None when they were not JSON);
+    ``content`` what the user should see before deciding (an edit's diff).
+    """
+
+    call_id: str
+    title: str
+    kind: ToolKind
+    raw_input: object = None
+    locations: tuple[ToolLocation, ...] = ()
+    content: tuple[ToolContent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallUpdated:
+    """A change to an announced tool call: only the fields that are not None changed."""
+
+    call_id: str
+    status: ToolStatus | None = None
+    title: str | None = None
+    content: tuple[ToolContent, ...] | None = None
+    locations: tuple[ToolLocation, ...] | None = None
+    raw_output: object = None
+
+
+TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk | ToolCallStarted | ToolCallUpdated
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""
 
@@ -128,15 +207,48 @@ Outcome: TypeAlias = Literal["complete", "failed", "cancelled", "interrupted", "
 mid-turn reads ``interrupted``, one still being streamed by another process ``running``."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call of a turn as it ended: what the model asked (``name``, raw JSON ``arguments``), what it got
+    back (``output``, the ``tool`` message), and what the editor was shown (title, kind, locations, content)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    output: str
+    status: Literal["completed", "failed"]
+    title: str
+    kind: ToolKind
+    locations: tuple[ToolLocation, ...] = ()
+    content: tuple[ToolContent, ...] = ()
+    raw_output: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStep:
+    """One model request of a turn that ended asking for tools: what it streamed, then its calls, in order.
+
+    Only calls that ended are recorded (a process killed mid-call loses that call, nothing before it).
+    """
+
+    text: str
+    reasoning: str
+    calls: tuple[ToolCallRecord, ...]
+
+
 @dataclass(slots=True)
 class Message:
-    """One entry of a conversation, in the model's terms."""
+    """One entry of a conversation, in the model's terms.
+
+    An answer's ``steps`` are its tool-calling model requests, in order, before its final ``content``.
+    """
 
     role: Literal["user", "assistant"]
     content: str
     reasoning: str = ""
     stop_reason: StopReason | None = None
     outcome: Outcome = "complete"
+    steps: tuple[ModelStep, ...] = ()
 
 
 @dataclass(slots=True)
@@ -146,4 +258,6 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
 
     def fork(self) -> Conversation:
-        return Conversation([Message(m.role, m.content, m.reasoning, m.stop_reason, m.outcome) for m in self.messages])
+        return Conversation(
+            [Message(m.role, m.content, m.reasoning, m.stop_reason, m.outcome, m.steps) for m in self.messages]
+        )

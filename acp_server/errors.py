@@ -6,7 +6,8 @@ all of them derive from :class:`ServerError`, so each face (JSON-RPC, HTTP) maps
     ServerError
      ├── bridge:   SessionNotFoundError, PromptQueueFullError, PromptDeadlineExceededError, ...
      ├── turn:     ModelNotConfiguredError
-     └── pipeline: PipelineError (StreamInactivityTimeoutError, ModelTransportError, ...)
+     ├── pipeline: PipelineError (StreamInactivityTimeoutError, ModelTransportError, ...)
+     └── RemoteError: a request this server sent to its client failed
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-__all__ = ["InvalidInputError", "ServerError"]
+__all__ = ["InvalidInputError", "RemoteError", "ServerError"]
 
 
 class ServerError(Exception):
@@ -41,3 +42,18 @@ class InvalidInputError(ServerError):
 
     def details(self) -> Mapping[str, object]:
         return {"errors": self.errors} if self.errors else {}
+
+
+class RemoteError(ServerError):
+    """A request this server sent to its client failed: the client answered a JSON-RPC error (``code``, its
+    ``message``), or the connection closed before an answer (``code`` None)."""
+
+    error_kind: ClassVar[str] = "client_error"
+
+    def __init__(self, message: str, code: int | None = None, data: object = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+    def details(self) -> Mapping[str, object]:
+        return {} if self.code is None else {"clientCode": self.code}

@@ -31,6 +31,7 @@ RANKS: dict[str, int] = {
     "retry_after": 0,
     "provider": 1,
     "pipeline": 2,
+    "tools": 2,
     "turn": 3,
     "store": 3,
     "bridge": 4,

@@ -1,0 +1,107 @@
+"""What a tool call is made of, and what the tools need of the client (the editor) that asked for the prompt.
+
+The tools layer knows nothing of ACP's wire: :class:`ToolClient` is implemented by the ACP handlers over the
+connection (``fs/*``, ``terminal/*``, ``session/request_permission``); with no client, or a client that does not
+offer a capability, a tool runs locally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+from ..domain import ToolCallStarted, ToolContent, ToolKind, ToolLocation
+
+__all__ = [
+    "ContentSink",
+    "PermissionChoice",
+    "PreparedCall",
+    "TerminalExit",
+    "TerminalOutput",
+    "ToolClient",
+    "ToolResult",
+]
+
+PermissionChoice: TypeAlias = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+"""The kind of the option the user picked; anything else the client answers (an error, an unknown option,
+``cancelled``) is read as ``reject_once``."""
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalExit:
+    exit_code: int | None
+    signal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalOutput:
+    output: str
+    truncated: bool
+    exit: TerminalExit | None
+
+
+class ToolClient(Protocol):
+    """The client's side of tool calls. Capabilities are fixed for the connection; every method may raise
+    :class:`~acp_server.errors.RemoteError` (the client answered an error, or the connection closed) and is
+    cancelled with the prompt. Paths are absolute."""
+
+    @property
+    def can_read_files(self) -> bool: ...
+
+    @property
+    def can_write_files(self) -> bool: ...
+
+    @property
+    def has_terminal(self) -> bool: ...
+
+    async def request_permission(self, call: ToolCallStarted) -> PermissionChoice: ...
+
+    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str: ...
+
+    async def write_text_file(self, path: str, content: str) -> None: ...
+
+    async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
+        """Start ``command`` (a shell command line) in a new terminal; returns its id."""
+        ...
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit: ...
+
+    async def terminal_output(self, terminal_id: str) -> TerminalOutput: ...
+
+    async def kill_terminal(self, terminal_id: str) -> None: ...
+
+    async def release_terminal(self, terminal_id: str) -> None: ...
+
+
+ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]
+"""Where a running tool shows content before it ends (a terminal, embedded in the call as soon as it exists)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """How a call ended: ``output`` is what the model gets (capped), ``content`` what the editor shows,
+    ``raw_output`` a JSON value for ``rawOutput``, ``failed`` whether the call ends ``failed``."""
+
+    output: str
+    content: tuple[ToolContent, ...] = ()
+    raw_output: object = None
+    failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCall:
+    """A validated tool call, ready to be shown, asked about and run.
+
+    ``title``/``kind``/``locations``/``preview`` are the announcement (``preview``: an edit's diff, computed before
+    permission so the user sees what will change); ``needs_permission`` is the tool's nature (edits and commands),
+    the mode decides whether to ask; ``run`` executes it (cancelled with the prompt; kills what it started).
+    """
+
+    name: str
+    title: str
+    kind: ToolKind
+    locations: tuple[ToolLocation, ...]
+    preview: tuple[ToolContent, ...]
+    needs_permission: bool
+    run: Callable[[ContentSink], Awaitable[ToolResult]]
