@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .modes import BYPASS_MODE, MODES
+
 __all__ = [
     "LOG_LEVELS",
     "OPTIONS",
@@ -44,6 +46,9 @@ class Settings:
     log_file: str | None = None
     state_dir: str | None = None
     no_persist: bool = False
+    max_turn_requests: int = 50
+    default_mode: str = "default"
+    allow_bypass_permissions: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,13 @@ def _log_level(text: str) -> str:
     if level not in LOG_LEVELS:
         raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
     return level
+
+
+def _mode(text: str) -> str:
+    mode = text.strip()
+    if mode not in MODES:
+        raise ValueError(f"must be one of {', '.join(MODES)}")
+    return mode
 
 
 def _log_file(text: str) -> str:
@@ -214,6 +226,31 @@ OPTIONS: tuple[Option, ...] = (
         "DIR",
     ),
     Option("no_persist", "--no-persist", None, None, "keep sessions in memory only: nothing is read or written"),
+    Option(
+        "max_turn_requests",
+        "--max-turn-requests",
+        "ACP_SERVER_MAX_TURN_REQUESTS",
+        _positive_int,
+        "model requests one prompt may make (each answer that calls tools is one); past it the prompt ends "
+        "max_turn_requests (default 50)",
+        "N",
+    ),
+    Option(
+        "default_mode",
+        "--default-mode",
+        "ACP_SERVER_DEFAULT_MODE",
+        _mode,
+        "mode of a new session: default (ask before edits and commands), accept-edits, read-only, or "
+        "bypass-permissions (needs --allow-bypass-permissions) (default: default)",
+        "MODE",
+    ),
+    Option(
+        "allow_bypass_permissions",
+        "--allow-bypass-permissions",
+        None,
+        None,
+        "offer the bypass-permissions mode (edits and commands without asking)",
+    ),
 )
 
 
@@ -348,6 +385,8 @@ def settings_from_args(
         values["log_level"] = "DEBUG"
     if values.get("max_pending_prompts_per_session") == 0:
         values["max_pending_prompts_per_session"] = None
+    if values.get("default_mode") == BYPASS_MODE and not values.get("allow_bypass_permissions"):
+        parser.error(f"--default-mode {BYPASS_MODE} needs --allow-bypass-permissions")
     return Settings(**values)
 
 

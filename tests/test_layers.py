@@ -29,6 +29,7 @@ RANKS: dict[str, int] = {
     "tasks": 0,
     "limits": 0,
     "retry_after": 0,
+    "modes": 0,
     "provider": 1,
     "pipeline": 2,
     "tools": 2,

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..bridge import PromptHandle, SessionBridge
+from ..bridge import PromptHandle, SessionBridge, SessionEntry
 from ..domain import PromptEnded
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
+from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
+from ._client import AcpToolClient, ClientCapabilities
 from ._convert import prompt_from_blocks, replay_updates, update_from_event
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
         NewSessionRequest,
         PromptRequest,
         ResumeSessionRequest,
+        SetSessionConfigOptionSelectRequest,
+        SetSessionModeRequest,
     )
 
 __all__ = ["PROTOCOL_VERSION", "AcpAgent", "AgentOptions", "Peer"]
@@ -133,6 +137,8 @@ class AcpAgent:
         self._bridge = bridge
         self._options = options
         self._prompts: dict[str | int, PromptHandle] = {}  # by request id: the prompts this connection awaits
+        self._client_caps = ClientCapabilities()  # what the client advertised in ``initialize``
+        self._modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
 
     # -- capabilities -------------------------------------------------------------------------------------------
 
@@ -161,6 +167,7 @@ class AcpAgent:
 
     async def initialize(self, params: Any, peer: Peer) -> dict[str, Any]:
         _check_initialize(params)
+        self._client_caps = ClientCapabilities(params.get("clientCapabilities"))
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": self._capabilities(),
@@ -177,22 +184,22 @@ class AcpAgent:
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.open_session(request.cwd)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
-        return {"sessionId": entry.session_id}
+        return {"sessionId": entry.session_id, **self._mode_state(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session, replay its whole stored history as ``session/update``, then answer."""
         session_id = request.session_id
-        _, history = await self._bridge.load_session(session_id, cwd=request.cwd)
+        entry, history = await self._bridge.load_session(session_id, cwd=request.cwd)
         for update in replay_updates(session_id, history):
             await peer.notify("session/update", update)
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
-        return {}
+        return self._mode_state(entry)
 
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
-        await self._bridge.resume_session(request.session_id, cwd=request.cwd)
+        entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd)
         logger.info("session %s resumed", request.session_id)
-        return {}
+        return self._mode_state(entry)
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
         page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
@@ -222,7 +229,9 @@ class AcpAgent:
         prompt = prompt_from_blocks(request.prompt)
         deadline_ms = _deadline_from_meta(request.field_meta)
         session_id = request.session_id
-        handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms)
+        client = AcpToolClient(peer, self._client_caps, session_id)
+        handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client)
+        client.stream = handle.events
         request_id = peer.request_id
         if request_id is not None:
             self._prompts[request_id] = handle
@@ -241,6 +250,68 @@ class AcpAgent:
             handle.events.close()
             if request_id is not None:
                 self._prompts.pop(request_id, None)
+
+    # -- modes ---------------------------------------------------------------------------------------------------
+
+    def _current_mode(self, entry: SessionEntry) -> str:
+        """The session's mode as offered here (a stored mode this server does not offer reads as the default)."""
+        return entry.mode if any(mode.id == entry.mode for mode in self._modes) else DEFAULT_MODE
+
+    def _config_options(self, entry: SessionEntry) -> list[dict[str, Any]]:
+        options = [{"value": m.id, "name": m.name, "description": m.description} for m in self._modes]
+        return [
+            {
+                "type": "select",
+                "id": "mode",
+                "name": "Mode",
+                "description": "When the agent asks before editing files and running commands",
+                "category": "mode",
+                "currentValue": self._current_mode(entry),
+                "options": options,
+            }
+        ]
+
+    def _mode_state(self, entry: SessionEntry) -> dict[str, Any]:
+        """``modes`` and ``configOptions`` of a session answer: two views of one mode, always in agreement."""
+        available = [{"id": m.id, "name": m.name, "description": m.description} for m in self._modes]
+        return {
+            "modes": {"currentModeId": self._current_mode(entry), "availableModes": available},
+            "configOptions": self._config_options(entry),
+        }
+
+    async def _change_mode(self, entry: SessionEntry, mode_id: str, field: str, method: str, peer: Peer) -> None:
+        if not any(mode.id == mode_id for mode in self._modes):
+            offered = ", ".join(mode.id for mode in self._modes)
+            problem = f"unknown mode {mode_id!r}; available: {offered}"
+            message = f"Invalid params for {method}: {field}: {problem}"
+            raise InvalidInputError(message, [{"field": field, "message": problem}])
+        await entry.set_mode(mode_id)
+        logger.info("session %s: mode %s", entry.session_id, mode_id)
+        session_id = entry.session_id
+        await peer.notify(
+            "session/update",
+            {"sessionId": session_id, "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}},
+        )
+        update = {"sessionUpdate": "config_option_update", "configOptions": self._config_options(entry)}
+        await peer.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def set_mode(self, request: SetSessionModeRequest, peer: Peer) -> dict[str, Any]:
+        """Switch the session's mode (it applies from the next tool call, also mid-prompt); -32602 for an unknown id."""
+        entry = self._bridge.get(request.session_id)
+        await self._change_mode(entry, request.mode_id, "modeId", "session/set_mode", peer)
+        return {}
+
+    async def set_config_option(self, request: SetSessionConfigOptionSelectRequest, peer: Peer) -> dict[str, Any]:
+        """Set a session config option (only ``mode`` exists); answers every option's new state."""
+        entry = self._bridge.get(request.session_id)
+        if request.config_id != "mode":
+            problem = f"unknown config option {request.config_id!r}; available: mode"
+            raise InvalidInputError(
+                f"Invalid params for session/set_config_option: configId: {problem}",
+                [{"field": "configId", "message": problem}],
+            )
+        await self._change_mode(entry, request.value, "value", "session/set_config_option", peer)
+        return {"configOptions": self._config_options(entry)}
 
     # -- notifications ------------------------------------------------------------------------------------------
 

@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..domain import (
+    DiffContent,
     ImagePart,
     Prompt,
     PromptPart,
     ResourceLinkPart,
     ResourcePart,
+    TerminalContent,
     TextChunk,
+    TextContent,
     TextPart,
     ThoughtChunk,
+    ToolCallRecord,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolContent,
+    ToolLocation,
     TurnEvent,
 )
 from ..errors import InvalidInputError
 from ..store import StoredMessage
 
-__all__ = ["prompt_from_blocks", "replay_updates", "update_from_event", "wire_block"]
+__all__ = ["prompt_from_blocks", "replay_updates", "tool_call_fields", "update_from_event", "wire_block"]
 
 
 def prompt_from_blocks(blocks: list[Any]) -> Prompt:
@@ -66,6 +75,10 @@ def wire_block(part: PromptPart) -> dict[str, Any]:
     return {"type": "image", "data": part.data, "mimeType": part.mime_type}
 
 
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
 def _notification(
     session_id: str,
     kind: str,
@@ -83,18 +96,105 @@ def _notification(
     return {"sessionId": session_id, "update": update}
 
 
+def _tool_content(content: ToolContent, *, live: bool = True) -> dict[str, Any]:
+    """A tool call content block; a terminal is only live (replayed, it is gone: shown as a note)."""
+    if isinstance(content, TextContent):
+        return {"type": "content", "content": {"type": "text", "text": content.text}}
+    if isinstance(content, DiffContent):
+        diff: dict[str, Any] = {"type": "diff", "path": content.path, "newText": content.new_text}
+        if content.old_text is not None:
+            diff["oldText"] = content.old_text
+        return diff
+    if live:
+        return {"type": "terminal", "terminalId": content.terminal_id}
+    return {"type": "content", "content": {"type": "text", "text": "(ran in the editor's terminal)"}}
+
+
+def _locations(locations: tuple[ToolLocation, ...]) -> list[dict[str, Any]]:
+    return [{"path": loc.path} if loc.line is None else {"path": loc.path, "line": loc.line} for loc in locations]
+
+
+def tool_call_fields(event: ToolCallStarted) -> dict[str, Any]:
+    """The ``ToolCall`` fields of an announced call (``tool_call`` updates and permission requests share them)."""
+    fields: dict[str, Any] = {"toolCallId": event.call_id, "title": event.title, "kind": event.kind}
+    fields["status"] = "pending"
+    if event.raw_input is not None:
+        fields["rawInput"] = event.raw_input
+    if event.locations:
+        fields["locations"] = _locations(event.locations)
+    if event.content:
+        fields["content"] = [_tool_content(c) for c in event.content]
+    return fields
+
+
+def _tool_update(session_id: str, update: dict[str, Any]) -> dict[str, Any]:
+    return {"sessionId": session_id, "update": update}
+
+
+def _progress(event: ToolCallUpdated) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": event.call_id}
+    if event.status is not None:
+        update["status"] = event.status
+    if event.title is not None:
+        update["title"] = event.title
+    if event.content is not None:
+        update["content"] = [_tool_content(c) for c in event.content]
+    if event.locations is not None:
+        update["locations"] = _locations(event.locations)
+    if event.raw_output is not None:
+        update["rawOutput"] = event.raw_output
+    return update
+
+
 def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     """The ``session/update`` params for one live turn event."""
     if isinstance(event, TextChunk):
         return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
     if isinstance(event, ThoughtChunk):
         return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text})
+    if isinstance(event, ToolCallStarted):
+        return _tool_update(session_id, {"sessionUpdate": "tool_call", **tool_call_fields(event)})
+    if isinstance(event, ToolCallUpdated):
+        return _tool_update(session_id, _progress(event))
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
+
+
+def _replayed_call(session_id: str, call: ToolCallRecord) -> Iterator[dict[str, Any]]:
+    """A stored call as one ``tool_call`` (as announced) and its final ``tool_call_update``."""
+    start: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call.call_id, "title": call.title}
+    start["kind"] = call.kind
+    start["status"] = "pending"
+    raw_input = _raw_arguments(call.arguments)
+    if raw_input is not None:
+        start["rawInput"] = raw_input
+    if call.locations:
+        start["locations"] = _locations(call.locations)
+    yield _tool_update(session_id, start)
+    end: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.call_id, "status": call.status}
+    if call.content:
+        end["content"] = [_tool_content(c, live=False) for c in call.content if not _is_terminal(c)] or [
+            _tool_content(TextContent(call.output))
+        ]
+    if call.raw_output is not None:
+        end["rawOutput"] = call.raw_output
+    yield _tool_update(session_id, end)
+
+
+def _is_terminal(content: ToolContent) -> bool:
+    return isinstance(content, TerminalContent)
+
+
+def _raw_arguments(arguments: str) -> Any:
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return None
 
 
 def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
-    ``user_message_chunk`` per prompt part; per answer its ``agent_thought_chunk`` then its ``agent_message_chunk``.
+    ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
+    one ``tool_call`` and its final ``tool_call_update``), then its ``agent_thought_chunk`` and ``agent_message_chunk``.
 
     Every chunk carries ``messageId`` (``<sessionId>/<seq>``). An answer that did not complete is marked on each of
     its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``, ``interrupted``, ``running``) and
@@ -113,6 +213,13 @@ def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterat
             if message.stop_reason is not None:
                 mark["stopReason"] = message.stop_reason
             meta = {"acpServer": mark}
+        for step in message.steps:
+            if step.reasoning:
+                yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), message_id, meta)
+            if step.text:
+                yield _notification(session_id, "agent_message_chunk", _text(step.text), message_id, meta)
+            for call in step.calls:
+                yield from _replayed_call(session_id, call)
         chunks: list[tuple[str, str]] = []
         if message.reasoning:
             chunks.append(("agent_thought_chunk", message.reasoning))

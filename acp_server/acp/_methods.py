@@ -49,6 +49,8 @@ METHODS: Mapping[str, Method] = {
     "session/close": Method("CloseSessionRequest", AcpAgent.close_session),
     "session/prompt": Method("PromptRequest", AcpAgent.prompt),
     "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session),
+    "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),
+    "session/set_config_option": Method("SetSessionConfigOptionSelectRequest", AcpAgent.set_config_option),
 }
 
 NOTIFICATIONS: Mapping[str, Notification] = {

@@ -20,10 +20,10 @@ import heapq
 import math
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import partial
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -47,17 +47,23 @@ from ._prompt import Cause, PromptHandle, PromptJob
 from ._session import ForkRequest, SessionEntry, now
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 
+if TYPE_CHECKING:
+    from ..tools import ToolClient
+
 __all__ = ["SessionBridge", "TurnRunner"]
 
 
 class TurnRunner(Protocol):
     """Runs one prompt against a session's conversation, sending its events in order; returns the stop reason.
 
-    ``emit`` is the writing end of the prompt's event stream: awaiting it is the reader's backpressure. The runner
-    runs under the prompt's cancel scope and must let cancellation propagate (clean up, then re-raise).
+    ``emit`` is the writing end of the prompt's event stream: awaiting it is the reader's backpressure. ``client``
+    is the editor side of the prompt's tool calls (None: the prompt came from a face with no one to ask). The
+    runner runs under the prompt's cancel scope and must let cancellation propagate (clean up, then re-raise).
     """
 
-    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit, /) -> StopReason: ...
+    async def __call__(
+        self, session: SessionEntry, prompt: Prompt, emit: Emit, client: ToolClient | None, /
+    ) -> StopReason: ...
 
 
 def _check_cwd(cwd: str | None) -> None:
@@ -81,11 +87,15 @@ class SessionBridge:
         prompt_deadline_ms: int | None = None,
         stream_capacity: int = DEFAULT_STREAM_CAPACITY,
         coalesce_bytes: int = 0,
+        default_mode: str = "default",
+        modes: Collection[str] | None = None,
     ) -> None:
         """``store``: where journaled sessions live, opened and closed by the caller; None = a private
         in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
         buffers before its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for
-        a slow reader may merge into (0: never merge; see :class:`PromptStream`)."""
+        a slow reader may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode of a
+        session that has none; ``modes``: the modes a session may have here (a stored one not among them reads as
+        the default: a mode the server no longer allows is never applied). None: any."""
         self._runner = runner
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
@@ -97,6 +107,8 @@ class SessionBridge:
         if coalesce_bytes < 0:
             raise ValueError(f"coalesce_bytes must be >= 0; got {coalesce_bytes!r}")
         self._coalesce_bytes = coalesce_bytes
+        self._default_mode = default_mode
+        self._modes = None if modes is None else frozenset(modes)
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
         self._sessions: dict[str, SessionEntry] = {}
@@ -116,6 +128,15 @@ class SessionBridge:
     @property
     def prompt_deadline_ms(self) -> int | None:
         return self._deadline_ms
+
+    @property
+    def default_mode(self) -> str:
+        """The mode of a session that never chose one."""
+        return self._default_mode
+
+    def allows_mode(self, mode: str) -> bool:
+        """Whether a session may be in ``mode`` here."""
+        return self._modes is None or mode in self._modes
 
     @property
     def store(self) -> SessionStore:
@@ -208,13 +229,21 @@ class SessionBridge:
         *,
         journal: SessionStore | None = None,
         synced: int = 0,
+        mode: str | None = None,
     ) -> SessionEntry:
         session_id = session_id if session_id is not None else uuid.uuid4().hex
         if session_id in self._sessions:
             raise SessionAlreadyExistsError(session_id)
-        entry = SessionEntry(session_id, cwd, conversation, title, journal=journal, synced=synced)
+        entry = SessionEntry(
+            session_id, cwd, conversation, title, journal=journal, synced=synced, mode=self._mode_or_default(mode)
+        )
         self._sessions[session_id] = entry
         return entry
+
+    def _mode_or_default(self, mode: str | None) -> str:
+        if mode is None or (self._modes is not None and mode not in self._modes):
+            return self._default_mode
+        return mode
 
     async def open_session(self, cwd: str) -> SessionEntry:
         """A new journaled session: its row is committed to the store before it exists here."""
@@ -262,6 +291,7 @@ class SessionBridge:
                 record.title,
                 journal=self._store,
                 synced=synced,
+                mode=record.mode,
             )
             entry.created_at, entry.updated_at = record.created_at, record.updated_at
         return entry, snapshot.messages
@@ -317,11 +347,18 @@ class SessionBridge:
 
     # -- prompts ---------------------------------------------------------------------------------------------
 
-    def send_prompt(self, session_id: str, prompt: Prompt, *, deadline_ms: int | None = None) -> PromptHandle:
+    def send_prompt(
+        self,
+        session_id: str,
+        prompt: Prompt,
+        *,
+        deadline_ms: int | None = None,
+        client: ToolClient | None = None,
+    ) -> PromptHandle:
         """Admit a prompt or raise, synchronously: look the session up, check the limit, then count and enqueue.
 
         ``deadline_ms`` can only shorten the bridge's default; the deadline runs from acceptance. The handle's
-        ``events`` carry the prompt's turn events and then its outcome.
+        ``events`` carry the prompt's turn events and then its outcome. ``client`` is handed to the turn runner.
         """
         per_prompt_ms = validate_deadline_ms(deadline_ms, "deadline_ms")
         tg = self._check_open()
@@ -340,6 +377,7 @@ class SessionBridge:
             deadline_ms=effective_ms,
             deadline=deadline,
             stream=PromptStream(self._stream_capacity, self._coalesce_bytes),
+            client=client,
         )
         fifo.admit(job)
         session.updated_at = now()
@@ -444,7 +482,13 @@ class SessionBridge:
                 item.fail(SessionClosedError(session.session_id))
             else:
                 item.child = self._add_session(
-                    cwd, child_id, session.conversation.fork(), session.title, journal=journal, synced=session.synced
+                    cwd,
+                    child_id,
+                    session.conversation.fork(),
+                    session.title,
+                    journal=journal,
+                    synced=session.synced,
+                    mode=session.mode,
                 )
         finally:
             item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``
@@ -457,7 +501,7 @@ class SessionBridge:
         try:
             with scope:
                 job.start(scope)
-                result = await self._runner(session, job.prompt, job.stream.send)
+                result = await self._runner(session, job.prompt, job.stream.send, job.client)
         except Exception as exc:  # the runner's failure belongs to this prompt's caller
             error = exc
         except BaseException:  # cancelled from outside our scope (host shutdown), or KeyboardInterrupt & co

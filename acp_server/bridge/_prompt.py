@@ -7,16 +7,20 @@ its slot.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import uuid
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
 from ..domain import Message, Prompt, PromptEnded, StopReason
 from ._exceptions import BridgeClosedError, PromptDeadlineExceededError, SessionClosedError
 from ._stream import PromptStream
+
+if TYPE_CHECKING:
+    from ..tools import ToolClient
 
 __all__ = ["Cause", "PromptHandle", "PromptJob"]
 
@@ -51,6 +55,7 @@ class PromptJob:
         "_sealed",
         "_sealed_stop",
         "_state",
+        "client",
         "deadline",
         "deadline_ms",
         "handle",
@@ -71,7 +76,9 @@ class PromptJob:
         deadline_ms: int | None,
         deadline: float | None,
         stream: PromptStream,
+        client: ToolClient | None = None,
     ) -> None:
+        self.client = client  # the editor side of this prompt's tool calls (None: tools run locally, no one to ask)
         self.prompt_id: str = uuid.uuid4().hex
         self.session_id = session_id
         self.prompt = prompt
@@ -133,7 +140,7 @@ class PromptJob:
         if self._cause is None and self._deadline_passed(self._scope):
             self._cause = Cause.DEADLINE
         if self._cause is not None:  # the cause answers: the answer is stored as what it is, cut short
-            return Message(answer.role, answer.content, answer.reasoning, "cancelled", "cancelled")
+            return dataclasses.replace(answer, stop_reason="cancelled", outcome="cancelled")
         if answer.outcome == "complete":
             self._sealed_stop = answer.stop_reason
         return answer

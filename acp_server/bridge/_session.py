@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import anyio
 
-from ..domain import Conversation, Message, Prompt
+from ..domain import Conversation, Message, ModelStep, Prompt
 from ..errors import ServerError
 from ..store import SessionStore, TurnTicket
 from ._exceptions import BridgeClosedError, SessionClosedError
@@ -61,11 +61,14 @@ class SessionEntry:
         *,
         journal: SessionStore | None = None,
         synced: int = 0,
+        mode: str = "default",
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.conversation = conversation
         self.title = title
+        self.mode = mode  # how tool calls are permitted (the turn layer defines the modes)
+        self.permission_rules: dict[str, bool] = {}  # tool kind -> always allowed / always rejected, this session
         self.created_at = self.updated_at = now()
         self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers
         self.fifo: Fifo[ForkRequest] = Fifo()
@@ -125,6 +128,19 @@ class SessionEntry:
         self._ticket = ticket
         return history
 
+    async def record_steps(self, steps: tuple[ModelStep, ...]) -> None:
+        """Record the tool-calling steps of the running turn so far (store only: memory gets them with the answer),
+        so a process killed mid-tool loses at most the call it was running."""
+        if self._journal is None or self._ticket is None:
+            return
+        await self._journal.record_steps(self._ticket, steps)
+
+    async def set_mode(self, mode: str) -> None:
+        """Change the session's mode (store first, then memory)."""
+        if self._journal is not None:
+            await self._journal.set_mode(self.session_id, mode)
+        self.mode = mode
+
     async def end_turn(self, answer: Message) -> None:
         """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``.
 
@@ -148,6 +164,7 @@ class SessionEntry:
             reasoning=answer.reasoning,
             stop_reason=answer.stop_reason,
             outcome=outcome,
+            steps=answer.steps,
         )
         self.conversation.messages.append(answer)
         self._synced = ticket.answer_seq

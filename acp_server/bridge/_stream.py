@@ -57,6 +57,7 @@ class PromptStream:
         "_coalesce",
         "_delivered",
         "_ended",
+        "_idle",
         "_reader",
         "_reader_woken",
         "_reading",
@@ -78,6 +79,7 @@ class PromptStream:
         self._reader: anyio.Event | None = None  # set when the reader may proceed
         self._reader_woken = False  # the reader was waiting for an event and has not run since it was woken
         self._writer: anyio.Event | None = None  # set when the writer may proceed
+        self._idle: anyio.Event | None = None  # set when the reader has handled everything and waits for more
 
     @property
     def ended(self) -> PromptEnded | None:
@@ -128,6 +130,7 @@ class PromptStream:
             self._buffer.append(ended)
         self._wake_reader()
         self._wake_writer()
+        self._wake_idle()
 
     @property
     def released(self) -> bool:
@@ -141,6 +144,19 @@ class PromptStream:
             self._release = waiter = anyio.Event()
             await waiter.wait()
 
+    @property
+    def delivered(self) -> bool:
+        """Whether the reader has handled every event sent so far: it took them all and waits for the next (or the
+        stream ended or was closed)."""
+        return self._closed or self._ended is not None or (not self._buffer and self._reader is not None)
+
+    async def wait_delivered(self) -> None:
+        """Wait until :attr:`delivered`. A message that must follow the prompt's events on the wire (a request to the
+        client about the tool call just announced) waits for this, so it never overtakes them."""
+        while not self.delivered:
+            self._idle = waiter = anyio.Event()
+            await waiter.wait()
+
     # -- reader side -------------------------------------------------------------------------------------------
 
     async def receive(self) -> PromptEvent:
@@ -152,6 +168,7 @@ class PromptStream:
             if self._delivered:
                 raise anyio.EndOfStream
             self._reader = waiter = anyio.Event()
+            self._wake_idle()
             await waiter.wait()
         entry = self._buffer.popleft()
         self._reader_woken = False
@@ -170,6 +187,7 @@ class PromptStream:
         self._wake_writer()
         self._wake_reader()
         self._wake_release()
+        self._wake_idle()
 
     def __aiter__(self) -> PromptStream:
         return self
@@ -187,6 +205,11 @@ class PromptStream:
             self._reader.set()
             self._reader = None
             self._reader_woken = True  # it keeps up: what comes before it runs is not joined
+
+    def _wake_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.set()
+            self._idle = None
 
     def _wake_release(self) -> None:
         if self._release is not None:

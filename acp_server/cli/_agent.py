@@ -17,6 +17,7 @@ from .. import __version__
 from ..acp import AcpAgent, AgentOptions, bind, preload
 from ..bridge import DEFAULT_COALESCE_BYTES, SessionBridge
 from ..config import Settings
+from ..modes import available_modes
 from ..pipeline import StreamPolicy
 from ..provider import public_endpoint
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
@@ -45,7 +46,15 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
         policy = StreamPolicy(
             idle_timeout_ms=settings.stream_idle_timeout_ms, max_lifetime_ms=settings.stream_max_lifetime_ms
         )
-        turn = ModelTurn(ModelSettings(base_url=base_url, api_key=api_key, model=model or DEFAULT_MODEL, policy=policy))
+        turn = ModelTurn(
+            ModelSettings(
+                base_url=base_url,
+                api_key=api_key,
+                model=model or DEFAULT_MODEL,
+                policy=policy,
+                max_turn_requests=settings.max_turn_requests,
+            )
+        )
         stack.push_async_callback(turn.aclose)
         # Entered before the bridge, so it closes after it: in-flight turns can still record their cancelled answers.
         store = await stack.enter_async_context(open_store(settings.state_dir, persist=not settings.no_persist))
@@ -55,6 +64,8 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
             max_pending_prompts_per_session=settings.max_pending_prompts_per_session,
             prompt_deadline_ms=settings.prompt_deadline_ms,
             coalesce_bytes=DEFAULT_COALESCE_BYTES,  # a client slower than the model gets fewer, larger updates
+            default_mode=settings.default_mode,
+            modes=[mode.id for mode in available_modes(allow_bypass=settings.allow_bypass_permissions)],
         )
         yield await stack.enter_async_context(bridge)
 

@@ -1,9 +1,11 @@
-"""A model turn: the session's conversation plus a prompt become one streamed chat request."""
+"""A model turn: the session's conversation plus a prompt become streamed chat requests, with tool calls run in
+between, until the model answers without calling a tool."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -11,26 +13,32 @@ import anyio
 from ..domain import (
     Conversation,
     Emit,
-    ImagePart,
     Message,
+    ModelStep,
     Outcome,
     Prompt,
-    ResourceLinkPart,
-    ResourcePart,
     StopReason,
     TextChunk,
-    TextPart,
     ThoughtChunk,
+    ToolCallRecord,
 )
+from ..modes import MODES, READ_ONLY_MODE
 from ..pipeline import ChatRequest, Delta, StreamPolicy, run_chat
+from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
+from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
+from ._messages import step_messages, to_chat_messages, user_content
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["ModelSettings", "ModelTurn", "SessionLike", "to_chat_messages", "user_content"]
+__all__ = ["DEFAULT_MAX_TURN_REQUESTS", "ModelSettings", "ModelTurn", "SessionLike", "offered_tools"]
 
 logger = logging.getLogger("acp_server.turn")
+
+DEFAULT_MAX_TURN_REQUESTS = 50
+"""Model requests one prompt may make (each tool-calling answer is one); past it the prompt ends
+``max_turn_requests``."""
 
 _STOP_REASONS: dict[str | None, StopReason] = {
     "stop": "end_turn",
@@ -42,19 +50,28 @@ _STOP_REASONS: dict[str | None, StopReason] = {
 
 
 class SessionLike(Protocol):
-    """What a turn needs of a session: where it works, and the journal of its history.
+    """What a turn needs of a session: where it works, its mode and "always" rules, and the journal of its history.
 
-    ``begin_turn`` records the prompt and returns the history before it (what the model gets); ``end_turn``
-    records the answer. Each is called once per turn, in that order, by the turn that holds the session's FIFO.
+    ``begin_turn`` records the prompt and returns the history before it (what the model gets); ``record_steps``
+    records the tool steps so far (any number of times); ``end_turn`` records the answer. ``begin_turn`` and
+    ``end_turn`` are called once per turn, in that order, by the turn that holds the session's FIFO.
     """
 
     @property
     def cwd(self) -> str: ...
 
     @property
+    def mode(self) -> str: ...
+
+    @property
+    def permission_rules(self) -> dict[str, bool]: ...
+
+    @property
     def conversation(self) -> Conversation: ...
 
     async def begin_turn(self, prompt: Prompt, user: Message, /) -> Conversation: ...
+
+    async def record_steps(self, steps: tuple[ModelStep, ...], /) -> None: ...
 
     async def end_turn(self, answer: Message, /) -> None: ...
 
@@ -67,53 +84,62 @@ class ModelSettings:
     api_key: str | None = field(default=None, repr=False)
     model: str = "gpt-4o-mini"
     policy: StreamPolicy = field(default_factory=StreamPolicy)
-    system_prompt: str = "You are a helpful coding assistant working in the user's project at {cwd}."
+    system_prompt: str = (
+        "You are a helpful coding assistant working in the user's project at {cwd}. Use the tools to read, search, "
+        "edit files and run commands there; paths are relative to that directory. Edits and commands may need the "
+        "user's permission: if a call is declined, do not repeat it unchanged."
+    )
+    max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
 
     @property
     def configured(self) -> bool:
         return bool(self.base_url or self.api_key)
 
 
-def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
-    """The prompt as the content of one OpenAI user message: its text parts (links and embedded resources
-    written as text), plus ``image_url`` parts when it has images."""
-    texts: list[str] = []
-    images: list[dict[str, Any]] = []
-    for part in prompt.parts:
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-        elif isinstance(part, ResourceLinkPart):
-            texts.append(f"[{part.name}]({part.uri})" + (f" — {part.description}" if part.description else ""))
-        elif isinstance(part, ResourcePart):
-            if part.text is None:
-                texts.append(f"[binary resource: {part.uri}]")
-            else:
-                texts.append(f'<context uri="{part.uri}">\n{part.text}\n</context>')
-        elif isinstance(part, ImagePart):
-            images.append({"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}})
-    text = "\n\n".join(texts)
-    if not images:
-        return text
-    return [{"type": "text", "text": text}, *images]
+def offered_tools(mode: str) -> tuple[str, ...]:
+    """The tools the model is offered in ``mode`` (an unknown mode offers the read-only ones: fail safe)."""
+    return TOOL_NAMES if mode in MODES and mode != READ_ONLY_MODE else READ_ONLY_TOOLS
 
 
-def to_chat_messages(
-    system: str, conversation: Conversation, content: str | list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """OpenAI chat messages: system, then the history (answers kept even if cut short), then the user's
-    ``content`` (see :func:`user_content`)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-    for message in conversation.messages:
-        if message.content:
-            messages.append({"role": message.role, "content": message.content})
-    messages.append({"role": "user", "content": content})
-    return messages
+@lru_cache(maxsize=8)
+def _tool_entries(names: tuple[str, ...]) -> list[dict[str, Any]]:
+    return openai_tools(names)
+
+
+class _Answer:
+    """What the turn has made so far: the finished tool steps, and the request being streamed."""
+
+    __slots__ = ("calls", "reasoning", "steps", "text")
+
+    def __init__(self) -> None:
+        self.steps: list[ModelStep] = []
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[ToolCallRecord] | None = None  # the ended calls of the step being run
+
+    def step(self) -> ModelStep:
+        return ModelStep("".join(self.text), "".join(self.reasoning), tuple(self.calls or ()))
+
+    def next_request(self) -> None:
+        self.text, self.reasoning, self.calls = [], [], None
+
+    def message(self, stop_reason: StopReason | None, outcome: Outcome) -> Message:
+        """The answer to store: finished steps, the step cut short (if its calls had begun), the text streamed."""
+        steps = list(self.steps)
+        if self.calls is not None:
+            steps.append(self.step())
+            content, reasoning = "", ""
+        else:
+            content, reasoning = "".join(self.text), "".join(self.reasoning)
+        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps))
 
 
 class ModelTurn:
     """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused."""
 
     def __init__(self, settings: ModelSettings) -> None:
+        if settings.max_turn_requests < 1:
+            raise ValueError("max_turn_requests must be >= 1")
         self.settings = settings
         self._client: AsyncOpenAI | None = None
 
@@ -132,45 +158,79 @@ class ModelTurn:
             with anyio.CancelScope(shield=True):
                 await client.close()
 
-    async def __call__(self, session: SessionLike, prompt: Prompt, emit: Emit) -> StopReason:
-        """Stream one answer. The session's journal gains the prompt before the model is asked, and whatever was
-        streamed when the turn ends, marked with its outcome (``complete``, ``failed``, ``cancelled``).
+    async def __call__(
+        self, session: SessionLike, prompt: Prompt, emit: Emit, client: ToolClient | None = None
+    ) -> StopReason:
+        """Answer the prompt: stream, run the tool calls asked for, ask again, until an answer without calls (or
+        ``max_turn_requests`` requests). The session's journal gains the prompt before the model is asked, each tool
+        step as its calls end, and the answer when the turn ends, marked with its outcome (``complete``,
+        ``failed``, ``cancelled``).
 
         The answer is recorded even when the turn is cancelled (shielded); a failure to record it is raised only
         when the turn itself succeeded, so it never hides the turn's own error or cancellation.
 
-        ``emit`` is the prompt's event stream: awaiting it is the reader's backpressure. It runs inside the
-        pipeline's per-attempt lifetime scope (:func:`run_chat`), so a reader that stops reading cannot hold the
-        model request open past ``--stream-max-lifetime-ms``: the turn then fails with the lifetime error.
+        ``emit`` is the prompt's event stream: awaiting it is the reader's backpressure. Each request's deltas are
+        handled inside the pipeline's per-attempt lifetime scope (:func:`run_chat`), so a reader that stops reading
+        cannot hold a model request open past ``--stream-max-lifetime-ms``. Tool calls run between requests, each
+        under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
-        client = self._get_client()
+        model_client = self._get_client()
         content = user_content(prompt)  # once per turn: what the model gets, and (its text) what is stored
         user = Message("user", content if isinstance(content, str) else content[0]["text"])
         history = await session.begin_turn(prompt, user)
-        answer: list[str] = []
-        reasoning: list[str] = []
-        stop_reason: StopReason = "end_turn"
+        answer = _Answer()
+        settings = self.settings
 
         async def on_delta(delta: Delta) -> None:
+            if delta.tool_calls:
+                for fragment in delta.tool_calls:
+                    calls.add(fragment)
             if delta.reasoning:
-                reasoning.append(delta.reasoning)
+                answer.reasoning.append(delta.reasoning)
                 await emit(ThoughtChunk(delta.reasoning))
             if delta.text:
-                answer.append(delta.text)
+                answer.text.append(delta.text)
                 await emit(TextChunk(delta.text))
 
         try:
-            request = ChatRequest(
-                model=self.settings.model,
-                messages=to_chat_messages(self.settings.system_prompt.format(cwd=session.cwd), history, content),
-            )
-            finished = await run_chat(client, request, self.settings.policy, on_delta)
-            stop_reason = _STOP_REASONS.get(finished.finish_reason, "end_turn")
+            messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
+            requests = 0
+            while True:
+                requests += 1
+                offered = offered_tools(session.mode)
+                calls = CallAssembler()
+                request = ChatRequest(model=settings.model, messages=messages, extra={"tools": _tool_entries(offered)})
+                finished = await run_chat(model_client, request, settings.policy, on_delta)
+                if not calls:
+                    stop_reason = _STOP_REASONS.get(finished.finish_reason, "end_turn")
+                    break
+                answer.calls = ended = list[ToolCallRecord]()
+                for call_id, name, arguments in calls.calls():
+                    await run_call(
+                        call_id,
+                        name,
+                        arguments,
+                        cwd=session.cwd,
+                        mode=session.mode,
+                        offered=offered,
+                        rules=session.permission_rules,
+                        client=client,
+                        emit=emit,
+                        done=ended.append,
+                    )
+                    with anyio.CancelScope(shield=True):
+                        await session.record_steps((*answer.steps, answer.step()))
+                step = answer.step()
+                answer.steps.append(step)
+                messages = [*messages, *step_messages(step)]
+                answer.next_request()
+                if requests >= settings.max_turn_requests:
+                    stop_reason = "max_turn_requests"
+                    break
         except BaseException as exc:
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
             outcome: Outcome = "cancelled" if cancelled else "failed"
-            stopped: StopReason | None = "cancelled" if cancelled else None
-            cut = Message("assistant", "".join(answer), "".join(reasoning), stopped, outcome)
+            cut = answer.message("cancelled" if cancelled else None, outcome)
             with anyio.CancelScope(shield=True):
                 try:
                     await session.end_turn(cut)
@@ -178,5 +238,5 @@ class ModelTurn:
                     logger.exception("could not record the %s answer of a turn", outcome)
             raise
         with anyio.CancelScope(shield=True):
-            await session.end_turn(Message("assistant", "".join(answer), "".join(reasoning), stop_reason, "complete"))
+            await session.end_turn(answer.message(stop_reason, "complete"))
         return stop_reason

@@ -30,7 +30,7 @@ class Runner:
     def release(self) -> None:
         self._release.set()
 
-    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         first = prompt.parts[0]
         text = first.text if isinstance(first, TextPart) else ""
         self.started.append(text)

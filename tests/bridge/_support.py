@@ -61,7 +61,7 @@ class ScriptedRunner:
         self._outcomes[name] = error if error is not None else Boom(name)
         self._gate(name).set()
 
-    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         name = prompt.title
         self.started.append(name)
         session.conversation.messages.append(Message("user", name))

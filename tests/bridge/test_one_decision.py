@@ -45,7 +45,7 @@ class SlowToCommit(MemorySessionStore):
         await super().end_turn(ticket, content=content, reasoning=reasoning, stop_reason=stop_reason, outcome=outcome)
 
 
-async def complete_turn(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+async def complete_turn(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
     """What the model turn does on success: record the prompt, stream, record the answer shielded, return."""
     await session.begin_turn(prompt, Message("user", prompt.title))
     await emit(TextChunk("the whole answer"))
@@ -81,7 +81,7 @@ async def test_what_arrives_while_the_answer_is_written_changes_neither_reply_no
 async def test_a_prompt_cut_short_before_its_answer_is_written_is_stored_cut_short() -> None:
     started = anyio.Event()
 
-    async def waits_then_completes(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+    async def waits_then_completes(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         await session.begin_turn(prompt, Message("user", prompt.title))
         started.set()
         with anyio.CancelScope(shield=True):  # a turn that finishes its answer even when cancelled meanwhile
@@ -104,7 +104,7 @@ class _TrackedText(TextPart):
 
 
 async def test_a_settled_prompt_is_not_kept_until_its_deadline() -> None:
-    async def answers(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+    async def answers(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         return "end_turn"
 
     async with SessionBridge(answers, prompt_deadline_ms=3_600_000) as bridge:
@@ -121,7 +121,7 @@ async def test_a_settled_prompt_is_not_kept_until_its_deadline() -> None:
 
 
 async def test_a_deadline_beyond_any_clock_is_refused_before_anything_is_counted() -> None:
-    async def answers(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+    async def answers(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         return "end_turn"
 
     async with SessionBridge(answers) as bridge:

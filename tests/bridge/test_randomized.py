@@ -73,7 +73,7 @@ class CountingRunner(ScriptedRunner):
         self.active: Counter[str] = Counter()
         self._accepted = accepted
 
-    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+    async def __call__(self, session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         self.active[session.session_id] += 1
         assert self.active[session.session_id] == 1
         titles = [h.prompt.title for h in self._accepted[session.session_id]]

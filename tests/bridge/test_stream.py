@@ -204,7 +204,7 @@ async def test_a_stream_ends_before_the_next_prompt_of_its_session_starts() -> N
     ended_at_start: dict[str, list[PromptEnded | None]] = {}  # prompt -> each stream's outcome as it started
 
     class Recording(ScriptedRunner):
-        async def __call__(self, session: SessionEntry, p: Prompt, emit: Emit) -> StopReason:
+        async def __call__(self, session: SessionEntry, p: Prompt, emit: Emit, client: object = None, /) -> StopReason:
             ended_at_start[p.title] = [h.events.ended for h in handles]
             return await super().__call__(session, p, emit)
 
@@ -231,7 +231,7 @@ async def test_a_stream_ends_before_the_next_prompt_of_its_session_starts() -> N
 async def test_a_reader_that_stops_reading_holds_up_its_own_turn_only() -> None:
     progress: list[int] = []
 
-    async def chatty(session: SessionEntry, p: Prompt, emit: Emit) -> StopReason:
+    async def chatty(session: SessionEntry, p: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         if p.title != "slow reader":
             await emit(TextChunk(p.title))
             return "end_turn"
@@ -269,7 +269,7 @@ async def test_a_reader_that_stops_reading_holds_up_its_own_turn_only() -> None:
 async def test_a_reader_that_leaves_lets_its_turn_run_on() -> None:
     sent: list[int] = []
 
-    async def chatty(session: SessionEntry, p: Prompt, emit: Emit) -> StopReason:
+    async def chatty(session: SessionEntry, p: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         for i in range(10):
             await emit(TextChunk(f"{i}"))
             sent.append(i)
@@ -289,7 +289,7 @@ async def test_a_reader_that_leaves_lets_its_turn_run_on() -> None:
 
 
 async def test_a_turn_waiting_for_its_reader_is_still_stopped_by_cancel_deadline_and_close() -> None:
-    async def endless(session: SessionEntry, p: Prompt, emit: Emit) -> StopReason:
+    async def endless(session: SessionEntry, p: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         while True:
             await emit(TextChunk(p.title))
 
@@ -323,7 +323,7 @@ async def test_a_turn_waiting_for_its_reader_is_still_stopped_by_cancel_deadline
 async def test_the_bridge_default_capacity_is_what_its_streams_buffer() -> None:
     sent: list[int] = []
 
-    async def chatty(session: SessionEntry, p: Prompt, emit: Emit) -> StopReason:
+    async def chatty(session: SessionEntry, p: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         for i in range(DEFAULT_STREAM_CAPACITY + 10):
             await emit(TextChunk(f"{i}"))
             sent.append(i)

@@ -18,7 +18,7 @@ REQUESTS = 400
 METHOD = "x" * 20_000  # every "method not found" answer echoes it: ~40 KB of answers per 20 KB request
 
 
-async def _never_runs(session: object, prompt: Prompt, emit: Emit) -> StopReason:
+async def _never_runs(session: object, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
     raise AssertionError("no prompt is sent in this test")
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 BIG = "a" * 16_384  # 300 of these are over the outbox's 1 MiB high-water mark
 
 
-async def scripted(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+async def scripted(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
     """``big:N`` streams N large chunks; ``hang`` waits until cancelled; anything else streams three small ones."""
     text = prompt.title
     if text.startswith("big:"):

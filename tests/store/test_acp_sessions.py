@@ -61,7 +61,7 @@ class Agent:
         return await self._requests[method](params, self.peer)
 
 
-async def _never(session: SessionEntry, prompt: Prompt, emit: Emit) -> StopReason:
+async def _never(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
     raise AssertionError("no prompt runs in these tests")
 
 

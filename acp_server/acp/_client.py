@@ -1,0 +1,149 @@
+"""The editor side of one prompt's tool calls, over the connection that sent the prompt (ACP v1 client methods).
+
+Capabilities are those the client advertised in ``initialize``: a method it did not advertise is never called (the
+tool then runs locally). Every request waits until the prompt's earlier updates have been handed to the wire, so a
+permission request never overtakes the ``tool_call`` it is about.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..domain import ToolCallStarted
+from ..errors import RemoteError
+from ..tools import PermissionChoice, TerminalExit, TerminalOutput
+from ._convert import tool_call_fields
+
+if TYPE_CHECKING:
+    from ..bridge import PromptStream
+    from ._agent import Peer
+
+__all__ = ["PERMISSION_OPTIONS", "AcpToolClient", "ClientCapabilities"]
+
+logger = logging.getLogger("acp_server.acp")
+
+PERMISSION_OPTIONS: tuple[dict[str, str], ...] = (
+    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+)
+_CHOICES: Mapping[str, PermissionChoice] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
+
+
+class ClientCapabilities:
+    """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent."""
+
+    __slots__ = ("read_text_file", "terminal", "write_text_file")
+
+    def __init__(self, raw: object = None) -> None:
+        caps = raw if isinstance(raw, dict) else {}
+        fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+        assert isinstance(fs, dict)
+        self.read_text_file = fs.get("readTextFile") is True
+        self.write_text_file = fs.get("writeTextFile") is True
+        self.terminal = caps.get("terminal") is True
+
+
+def _object(result: Any, method: str) -> dict[str, Any]:
+    if not isinstance(result, dict):
+        raise RemoteError(f"{method} failed: the client answered {type(result).__name__}, not an object")
+    return result
+
+
+class AcpToolClient:
+    """One prompt's :class:`~acp_server.tools.ToolClient` over its connection's :class:`Peer`."""
+
+    def __init__(self, peer: Peer, capabilities: ClientCapabilities, session_id: str) -> None:
+        self._peer = peer
+        self._caps = capabilities
+        self._session_id = session_id
+        self.stream: PromptStream | None = None  # the prompt's events: requests wait until they are delivered
+
+    @property
+    def can_read_files(self) -> bool:
+        return self._caps.read_text_file
+
+    @property
+    def can_write_files(self) -> bool:
+        return self._caps.write_text_file
+
+    @property
+    def has_terminal(self) -> bool:
+        return self._caps.terminal
+
+    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self.stream is not None:
+            await self.stream.wait_delivered()
+        result = await self._peer.request(method, {"sessionId": self._session_id, **params})
+        return _object(result if result is not None else {}, method)
+
+    async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
+        """The kind of option the user picked; ``cancelled``, an unknown option or a malformed answer reject once."""
+        result = await self._request(
+            "session/request_permission", {"toolCall": tool_call_fields(call), "options": list(PERMISSION_OPTIONS)}
+        )
+        outcome = result.get("outcome")
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+            choice = _CHOICES.get(outcome.get("optionId"))  # type: ignore[arg-type]
+            if choice is not None:
+                return choice
+            logger.info("permission for %s: unknown option %r, read as a rejection", call.call_id, outcome)
+        return "reject_once"
+
+    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        params: dict[str, Any] = {"path": path}
+        if line is not None:
+            params["line"] = line
+        if limit is not None:
+            params["limit"] = limit
+        content = (await self._request("fs/read_text_file", params)).get("content")
+        if not isinstance(content, str):
+            raise RemoteError("fs/read_text_file failed: the client's answer has no text content")
+        return content
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        await self._request("fs/write_text_file", {"path": path, "content": content})
+
+    async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
+        # The whole command line as ``command``: the client runs it in its shell, as the user would type it.
+        params = {"command": command, "cwd": cwd, "outputByteLimit": output_byte_limit}
+        terminal_id = (await self._request("terminal/create", params)).get("terminalId")
+        if not isinstance(terminal_id, str):
+            raise RemoteError("terminal/create failed: the client's answer has no terminalId")
+        return terminal_id
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
+        return _exit(await self._request("terminal/wait_for_exit", {"terminalId": terminal_id}))
+
+    async def terminal_output(self, terminal_id: str) -> TerminalOutput:
+        result = await self._request("terminal/output", {"terminalId": terminal_id})
+        output = result.get("output")
+        status = result.get("exitStatus")
+        return TerminalOutput(
+            output if isinstance(output, str) else "",
+            result.get("truncated") is True,
+            _exit(status) if isinstance(status, dict) else None,
+        )
+
+    async def kill_terminal(self, terminal_id: str) -> None:
+        await self._request("terminal/kill", {"terminalId": terminal_id})
+
+    async def release_terminal(self, terminal_id: str) -> None:
+        await self._request("terminal/release", {"terminalId": terminal_id})
+
+
+def _exit(result: Mapping[str, Any]) -> TerminalExit:
+    code = result.get("exitCode")
+    signal = result.get("signal")
+    return TerminalExit(
+        code if isinstance(code, int) and not isinstance(code, bool) else None,
+        signal if isinstance(signal, str) else None,
+    )

@@ -1,0 +1,223 @@
+"""One tool call of a turn, from the model's fragments to its record: announce, ask, run, report.
+
+Invariants: every call the turn starts is announced once (``ToolCallStarted``, status pending) and ends with exactly
+one final ``ToolCallUpdated`` (``completed`` or ``failed``), also when the prompt is cancelled mid-call (then before
+the prompt answers); the model gets one ``tool`` message per call it made, whatever happened; a call that changes
+something runs only when the mode, a session rule or the user allows it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+import anyio
+
+from ..domain import (
+    Emit,
+    TextContent,
+    ToolCallRecord,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolContent,
+    ToolKind,
+)
+from ..errors import RemoteError, ServerError
+from ..modes import needs_asking
+from ..pipeline import ToolCallFragment
+from ..tools import PermissionChoice, PreparedCall, ToolClient, ToolResult, prepare_call
+
+__all__ = ["CallAssembler", "PendingCall", "run_call"]
+
+logger = logging.getLogger("acp_server.turn")
+
+FINAL_UPDATE_TIMEOUT_S = 1.0
+"""How long a cancelled call's final update may wait for the stream's reader (it never blocks the cancel)."""
+
+
+@dataclass(slots=True)
+class PendingCall:
+    """A tool call as the model streamed it: id and name from its first fragment, arguments concatenated."""
+
+    call_id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class CallAssembler:
+    """Assembles streamed tool-call fragments by ``index``; :meth:`calls` in index order."""
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: dict[int, PendingCall] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def add(self, fragment: ToolCallFragment) -> None:
+        call = self._calls.get(fragment.index)
+        if call is None:
+            call = self._calls[fragment.index] = PendingCall(fragment.id or "", fragment.name or "")
+        else:
+            if fragment.id and not call.call_id:
+                call.call_id = fragment.id
+            if fragment.name and not call.name:
+                call.name = fragment.name
+        if fragment.arguments:
+            call.arguments.append(fragment.arguments)
+
+    def calls(self) -> list[tuple[str, str, str]]:
+        """``(call_id, name, arguments)`` per call; a call the model sent without an id gets one."""
+        out: list[tuple[str, str, str]] = []
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            call_id = call.call_id or f"call_{uuid.uuid4().hex[:24]}"
+            out.append((call_id, call.name, "".join(call.arguments)))
+        return out
+
+
+def _raw_input(arguments: str) -> object:
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return None
+
+
+async def _final(emit: Emit, update: ToolCallUpdated) -> None:
+    """Send a call's final update even while the prompt is being cancelled (bounded: a stuck reader can't hold it)."""
+    with anyio.CancelScope(shield=True) as scope:
+        scope.deadline = anyio.current_time() + FINAL_UPDATE_TIMEOUT_S
+        await emit(update)
+
+
+DECLINED = (
+    "The user declined this {name} call, so it did not run. Do not retry it unchanged: continue without it, or "
+    "explain what you wanted to do and ask the user how to proceed."
+)
+NO_ONE_TO_ASK = (
+    "This {name} call needs the user's permission, and this client cannot be asked, so it did not run. Describe the "
+    "change or command to the user instead (or they can switch the session to a mode that allows it)."
+)
+CANCELLED = "The user cancelled the prompt while this call was running; it was stopped."
+
+
+async def _decision(
+    prepared: PreparedCall,
+    started: ToolCallStarted,
+    *,
+    mode: str,
+    rules: dict[str, bool],
+    client: ToolClient | None,
+) -> str | None:
+    """None when the call may run; else the message telling the model why it did not."""
+    kind: ToolKind = prepared.kind
+    if not prepared.needs_permission or not needs_asking(mode, kind):
+        return None
+    rule = rules.get(kind)
+    if rule is not None:
+        return None if rule else DECLINED.format(name=prepared.name)
+    if client is None:
+        return NO_ONE_TO_ASK.format(name=prepared.name)
+    choice: PermissionChoice
+    try:
+        choice = await client.request_permission(started)
+    except RemoteError as exc:
+        logger.info("permission request for %s failed (%s): declined", started.call_id, exc)
+        choice = "reject_once"
+    if choice == "allow_always":
+        rules[kind] = True
+    elif choice == "reject_always":
+        rules[kind] = False
+    return None if choice in ("allow_once", "allow_always") else DECLINED.format(name=prepared.name)
+
+
+async def run_call(
+    call_id: str,
+    name: str,
+    arguments: str,
+    *,
+    cwd: str,
+    mode: str,
+    offered: tuple[str, ...],
+    rules: dict[str, bool],
+    client: ToolClient | None,
+    emit: Emit,
+    done: Callable[[ToolCallRecord], None],
+) -> None:
+    """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation)."""
+    raw_input = _raw_input(arguments)
+    try:
+        prepared = await prepare_call(name, arguments, cwd=cwd, client=client, offered=offered)
+    except ServerError as exc:  # unknown tool, bad arguments, a path outside the project...
+        message = str(exc)
+        await emit(ToolCallStarted(call_id, name or "Unknown tool", "other", raw_input))
+        await emit(ToolCallUpdated(call_id, "failed", content=(TextContent(message),)))
+        done(ToolCallRecord(call_id, name, arguments, f"Error: {message}", "failed", name, "other",
+                            content=(TextContent(message),)))
+        return
+    started = ToolCallStarted(call_id, prepared.title, prepared.kind, raw_input, prepared.locations, prepared.preview)
+    record = _Recorder(call_id, name, arguments, prepared, done)
+    await emit(started)
+    try:
+        refusal = await _decision(prepared, started, mode=mode, rules=rules, client=client)
+        if refusal is not None:
+            content: tuple[ToolContent, ...] = (TextContent(refusal),)
+            await emit(ToolCallUpdated(call_id, "failed", content=content))
+            record.end(refusal, "failed", content)
+            return
+        await emit(ToolCallUpdated(call_id, "in_progress"))
+        shown: list[ToolContent] = []
+
+        async def show(content: tuple[ToolContent, ...]) -> None:
+            shown[:] = content
+            await emit(ToolCallUpdated(call_id, content=content))
+
+        try:
+            result = await prepared.run(show)
+        except ServerError as exc:  # the tool failed, or the client answered its request with an error
+            result = ToolResult(f"Error: {exc}", (TextContent(str(exc)),), failed=True)
+        final_content = (*shown, *result.content) if shown else result.content
+        status: Final = "failed" if result.failed else "completed"
+        await emit(ToolCallUpdated(call_id, status, content=final_content, raw_output=result.raw_output))
+        record.end(result.output, status, final_content, result.raw_output)
+    except BaseException:
+        if not record.ended:
+            content = (TextContent("Cancelled"),)
+            await _final(emit, ToolCallUpdated(call_id, "failed", content=content))
+            record.end(CANCELLED, "failed", content)
+        raise
+
+
+class _Recorder:
+    """Builds a call's record once, as it ends."""
+
+    __slots__ = ("_arguments", "_call_id", "_done", "_name", "_prepared", "ended")
+
+    def __init__(
+        self, call_id: str, name: str, arguments: str, prepared: PreparedCall, done: Callable[[ToolCallRecord], None]
+    ) -> None:
+        self._call_id, self._name, self._arguments = call_id, name, arguments
+        self._prepared = prepared
+        self._done = done
+        self.ended = False
+
+    def end(
+        self,
+        output: str,
+        status: Literal["completed", "failed"],
+        content: tuple[ToolContent, ...],
+        raw_output: object = None,
+    ) -> None:
+        self.ended = True
+        p = self._prepared
+        self._done(
+            ToolCallRecord(
+                self._call_id, self._name, self._arguments, output, status, p.title, p.kind, p.locations, content,
+                raw_output,
+            )
+        )

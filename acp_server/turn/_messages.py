@@ -1,0 +1,62 @@
+"""The conversation in OpenAI chat terms: a prompt as one user message, a history (tool steps included) as the
+messages before it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain import Conversation, ImagePart, ModelStep, Prompt, ResourceLinkPart, ResourcePart, TextPart
+
+__all__ = ["step_messages", "to_chat_messages", "user_content"]
+
+
+def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
+    """The prompt as the content of one OpenAI user message: its text parts (links and embedded resources
+    written as text), plus ``image_url`` parts when it has images."""
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for part in prompt.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ResourceLinkPart):
+            texts.append(f"[{part.name}]({part.uri})" + (f" — {part.description}" if part.description else ""))
+        elif isinstance(part, ResourcePart):
+            if part.text is None:
+                texts.append(f"[binary resource: {part.uri}]")
+            else:
+                texts.append(f'<context uri="{part.uri}">\n{part.text}\n</context>')
+        elif isinstance(part, ImagePart):
+            images.append({"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}})
+    text = "\n\n".join(texts)
+    if not images:
+        return text
+    return [{"type": "text", "text": text}, *images]
+
+
+def step_messages(step: ModelStep) -> list[dict[str, Any]]:
+    """One tool-calling step as the model sent it (an assistant message with ``tool_calls``) and what each call
+    returned (one ``tool`` message per call, in order). A step whose calls were all lost is its text alone."""
+    if not step.calls:
+        return [{"role": "assistant", "content": step.text}] if step.text else []
+    calls = [
+        {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in step.calls
+    ]
+    messages: list[dict[str, Any]] = [{"role": "assistant", "content": step.text or None, "tool_calls": calls}]
+    messages.extend({"role": "tool", "tool_call_id": c.call_id, "content": c.output} for c in step.calls)
+    return messages
+
+
+def to_chat_messages(
+    system: str, conversation: Conversation, content: str | list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """OpenAI chat messages: system, then the history (answers kept even if cut short, each answer's tool steps
+    before its text), then the user's ``content`` (see :func:`user_content`)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for message in conversation.messages:
+        for step in message.steps:
+            messages.extend(step_messages(step))
+        if message.content:
+            messages.append({"role": message.role, "content": message.content})
+    messages.append({"role": "user", "content": content})
+    return messages
