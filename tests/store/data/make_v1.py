@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,7 +33,9 @@ async def _main(path: Path) -> None:
         await store.create_session("alpha", "/work/project")
         parts = (TextPart("Explain café ☕"), ResourceLinkPart("file:///work/project/a.py", "a.py", "the module"))
         t = await store.begin_turn("alpha", known=0, content="Explain café ☕", parts=parts, title="Explain café ☕")
-        await store.end_turn(t, content="It is a drink.", reasoning="Think.", stop_reason="end_turn", outcome="complete")
+        await store.end_turn(
+            t, content="It is a drink.", reasoning="Think.", stop_reason="end_turn", outcome="complete"
+        )
         t = await store.begin_turn("alpha", known=2, content="more", parts=(TextPart("more"),), title="more")
         await store.end_turn(t, content="half", reasoning="", stop_reason=None, outcome="failed")
         t = await store.begin_turn("alpha", known=4, content="stop", parts=(TextPart("stop"),), title="stop")
@@ -45,7 +46,9 @@ async def _main(path: Path) -> None:
         await store.end_turn(t, content="1", reasoning="", stop_reason="end_turn", outcome="complete")
         await store.create_session("delta", "/work/other")
     for session_id, known, text in (("beta", 2, "two"), ("delta", 0, "lost")):
-        child = subprocess.run([sys.executable, __file__, "--kill", str(path), session_id, str(known), text])
+        child = await anyio.run_process(
+            [sys.executable, __file__, "--kill", str(path), session_id, str(known), text], check=False
+        )
         assert child.returncode == -signal.SIGKILL, child.returncode
     async with SqliteSessionStore(path) as store:
         t = await store.begin_turn("beta", known=4, content="three", parts=(TextPart("three"),), title="three")
