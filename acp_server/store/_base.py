@@ -13,7 +13,7 @@ import logging
 from types import TracebackType
 from typing import ClassVar, Self
 
-from ..domain import Outcome, PromptPart, StopReason
+from ..domain import ModelStep, Outcome, PromptPart, StopReason
 from ..tasks import Lifecycle
 from ._exceptions import StoreClosedError, StoreUnavailableError
 from ._owner import make_owner, owner_alive
@@ -36,8 +36,9 @@ class SessionStore(abc.ABC):
     """Sessions and their histories. Every write is one transaction; a failed call wrote nothing.
 
     Reads return what is committed (another process's running turn shows as a ``running`` answer). Turns are
-    recorded with :meth:`begin_turn` (prompt + a pending answer, one transaction) and :meth:`end_turn` (the answer,
-    one transaction); see :mod:`acp_server.store._types` for the invariants of a history.
+    recorded with :meth:`begin_turn` (prompt + a pending answer, one transaction), :meth:`record_steps` (the tool
+    steps so far, once per ended tool call) and :meth:`end_turn` (the answer, one transaction); see
+    :mod:`acp_server.store._types` for the invariants of a history.
     """
 
     persistent: ClassVar[bool]
@@ -141,7 +142,13 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
-        """A new session with a copy of the source's history; a pending answer is copied as ``interrupted``."""
+        """A new session with a copy of the source's history (steps included) and mode; a pending answer is copied
+        as ``interrupted``."""
+
+    @abc.abstractmethod
+    async def set_mode(self, session_id: str, mode: str) -> None:
+        """Store the session's mode id (one transaction; ``updated`` is not touched: a setting is not activity).
+        An unknown session raises :class:`StoredSessionNotFoundError`."""
 
     # -- turns -----------------------------------------------------------------------------------------------
 
@@ -163,8 +170,16 @@ class SessionStore(abc.ABC):
         reasoning: str,
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
+        steps: tuple[ModelStep, ...] = (),
     ) -> None:
-        """One transaction: write the answer reserved by ``begin_turn`` with what was streamed and how it ended."""
+        """One transaction: write the answer reserved by ``begin_turn`` with what was streamed and how it ended;
+        ``steps`` (all of them) replace what :meth:`record_steps` wrote. Refused with :class:`StoreIOError` if the
+        answer is no longer pending under this store (another process took it over)."""
+
+    @abc.abstractmethod
+    async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
+        """One transaction: replace the pending answer's steps with ``steps`` (all of them so far); the answer stays
+        pending and this store's. Refused like :meth:`end_turn` once the answer is no longer pending here."""
 
     def __repr__(self) -> str:
         state = "unavailable" if self._problem is not None else self._life.value

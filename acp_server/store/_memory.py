@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import anyio.lowlevel
 
-from ..domain import PromptPart, StopReason
+from ..domain import ModelStep, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import SessionBusyError, StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
 from ._owner import owner_pid
@@ -117,12 +117,19 @@ class MemorySessionStore(SessionStore):
         if source is None:
             raise StoredSessionNotFoundError(source_id)
         now = self._tick()
-        record = self._sessions[session_id] = SessionRecord(session_id, cwd, source.title, now, now)
+        record = self._sessions[session_id] = SessionRecord(session_id, cwd, source.title, now, now, source.mode)
         self._rows[session_id] = [
             _Row(replace(row.message, outcome="interrupted") if row.message.outcome == "running" else row.message)
             for row in self._rows[source_id]
         ]
         return record
+
+    async def set_mode(self, session_id: str, mode: str) -> None:
+        await self._enter()
+        record = self._sessions.get(session_id)
+        if record is None:
+            raise StoredSessionNotFoundError(session_id)
+        self._sessions[session_id] = replace(record, mode=mode)
 
     # -- turns -----------------------------------------------------------------------------------------------
 
@@ -156,17 +163,32 @@ class MemorySessionStore(SessionStore):
         reasoning: str,
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
+        steps: tuple[ModelStep, ...] = (),
     ) -> None:
         try:
             await self._enter()
-            rows = self._rows.get(ticket.session_id)
-            if rows is None:
-                raise StoredSessionNotFoundError(ticket.session_id)
-            row = rows[ticket.answer_seq - 1]
-            if row.message.outcome != "running" or row.owner != self.owner:
-                raise StoreIOError(self.location, f"the answer {ticket.answer_seq} is no longer pending")
-            row.message = StoredMessage(ticket.answer_seq, "assistant", content, reasoning, (), stop_reason, outcome)
+            row = self._own_pending(ticket)
+            row.message = StoredMessage(
+                ticket.answer_seq, "assistant", content, reasoning, (), stop_reason, outcome, steps
+            )
             row.owner = None
             self._touch(ticket.session_id, self._tick())
         finally:
             self._live.discard((ticket.session_id, ticket.answer_seq))
+
+    async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
+        await self._enter()
+        row = self._own_pending(ticket)
+        if (ticket.session_id, ticket.answer_seq) not in self._live:  # its end_turn was called (and failed)
+            raise StoreIOError(self.location, f"the answer {ticket.answer_seq} is no longer pending")
+        row.message = replace(row.message, steps=steps)
+
+    def _own_pending(self, ticket: TurnTicket) -> _Row:
+        """The answer row of a turn this store is running; :class:`StoreIOError` if it is no longer pending here."""
+        rows = self._rows.get(ticket.session_id)
+        if rows is None:
+            raise StoredSessionNotFoundError(ticket.session_id)
+        row = rows[ticket.answer_seq - 1] if 0 < ticket.answer_seq <= len(rows) else None
+        if row is None or row.message.outcome != "running" or row.owner != self.owner:
+            raise StoreIOError(self.location, f"the answer {ticket.answer_seq} is no longer pending")
+        return row

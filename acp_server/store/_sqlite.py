@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..domain import Outcome, PromptPart, StopReason
+from ..domain import ModelStep, Outcome, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import (
     SessionBusyError,
@@ -57,6 +57,8 @@ from ._types import (
     encode_cursor,
     parts_from_json,
     parts_to_json,
+    steps_from_json,
+    steps_to_json,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteSessionStore"]
@@ -96,15 +98,21 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX messages_pending ON messages (session_id) WHERE outcome = 'pending'",
     ),
+    (  # 2: an answer's tool steps (JSON, see _types.steps_to_json) and the session's mode
+        "ALTER TABLE messages ADD COLUMN steps TEXT",
+        "ALTER TABLE sessions ADD COLUMN mode TEXT",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
-_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us"
-_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner"
+_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode"
+_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps"
+_OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
+"""The answer of a turn this store is running: a write with this filter that changes no row was refused."""
 
 
 def _record(row: Any) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], row[3], row[4])
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
 @contextmanager
@@ -284,9 +292,11 @@ class SqliteSessionStore(SessionStore):
     # -- reading rows ----------------------------------------------------------------------------------------
 
     def _message(self, session_id: str, row: Any) -> StoredMessage:
-        seq, role, content, reasoning, parts, stop_reason, outcome, owner = row
+        seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps = row
         state: Outcome = self._pending_outcome(owner, session_id, seq) if outcome == "pending" else outcome
-        return StoredMessage(seq, role, content, reasoning, parts_from_json(parts), stop_reason, state)
+        return StoredMessage(
+            seq, role, content, reasoning, parts_from_json(parts), stop_reason, state, steps_from_json(steps)
+        )
 
     def _messages_after(self, conn: sqlite3.Connection, session_id: str, after: int) -> tuple[StoredMessage, ...]:
         rows = conn.execute(
@@ -304,7 +314,7 @@ class SqliteSessionStore(SessionStore):
         def create(conn: sqlite3.Connection) -> None:
             with _write(conn):
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL)",
                     (session_id, cwd, "", now, now),
                 )
 
@@ -358,25 +368,33 @@ class SqliteSessionStore(SessionStore):
 
         def fork(conn: sqlite3.Connection) -> SessionRecord:
             with _write(conn):
-                row = conn.execute("SELECT title FROM sessions WHERE id = ?", (source_id,)).fetchone()
+                row = conn.execute("SELECT title, mode FROM sessions WHERE id = ?", (source_id,)).fetchone()
                 if row is None:
                     raise StoredSessionNotFoundError(source_id)
+                title, mode = row
                 conn.execute(
-                    "INSERT INTO sessions (id, cwd, title, created_us, updated_us, parent_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, cwd, row[0], now, now, source_id),
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, cwd, title, now, now, mode, source_id),
                 )
                 conn.execute(
                     f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
                         SELECT ?, seq, role, content, reasoning, parts, stop_reason,
                                CASE outcome WHEN 'pending' THEN 'interrupted' ELSE outcome END,
-                               NULL, created_us, ?
+                               NULL, steps, created_us, ?
                         FROM messages WHERE session_id = ? ORDER BY seq""",
                     (session_id, now, source_id),
                 )
-                return SessionRecord(session_id, cwd, row[0], now, now)
+                return SessionRecord(session_id, cwd, title, now, now, mode)
 
         return await self._call(fork)
+
+    async def set_mode(self, session_id: str, mode: str) -> None:
+        def set_(conn: sqlite3.Connection) -> None:
+            with _write(conn):
+                if conn.execute("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session_id)).rowcount != 1:
+                    raise StoredSessionNotFoundError(session_id)
+
+        await self._call(set_)
 
     # -- turns -----------------------------------------------------------------------------------------------
 
@@ -408,7 +426,7 @@ class SqliteSessionStore(SessionStore):
                 catch_up = self._messages_after(conn, session_id, since) if since < last else ()
                 conn.executemany(
                     f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
-                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, NULL, ?, ?)",
                     [
                         (session_id, last + 1, "user", content, parts_json, "complete", None, now, now),
                         (session_id, last + 2, "assistant", "", None, "pending", self.owner, now, now),
@@ -432,25 +450,51 @@ class SqliteSessionStore(SessionStore):
         reasoning: str,
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
+        steps: tuple[ModelStep, ...] = (),
     ) -> None:
         now = self._tick()
+        steps_json = steps_to_json(steps)
 
         def end(conn: sqlite3.Connection) -> int:
             with _write(conn):
                 cursor = conn.execute(
                     "UPDATE messages SET content = ?, reasoning = ?, stop_reason = ?, outcome = ?, owner = NULL, "
-                    "updated_us = ? WHERE session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?",
-                    (content, reasoning, stop_reason, outcome, now, ticket.session_id, ticket.answer_seq, self.owner),
+                    f"steps = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
+                    (content, reasoning, stop_reason, outcome, steps_json, now, *self._own(ticket)),
                 )
-                conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
+                if cursor.rowcount == 1:
+                    conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
                 return cursor.rowcount
 
         try:
             if await self._call(end) != 1:
-                raise StoreIOError(
-                    self.location,
-                    f"the answer {ticket.answer_seq} of session {ticket.session_id} was taken over by another "
-                    "process (it looked interrupted); this answer was not saved",
-                )
+                raise self._taken_over(ticket, "this answer was not saved")
         finally:
             self._live.discard((ticket.session_id, ticket.answer_seq))
+
+    async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
+        now = self._tick()
+        steps_json = steps_to_json(steps)
+
+        def record(conn: sqlite3.Connection) -> int:
+            if (ticket.session_id, ticket.answer_seq) not in self._live:  # its end_turn was called (and failed)
+                return 0
+            with _write(conn):
+                return conn.execute(
+                    f"UPDATE messages SET steps = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
+                    (steps_json, now, *self._own(ticket)),
+                ).rowcount
+
+        if await self._call(record) != 1:
+            raise self._taken_over(ticket, "these tool calls were not saved")
+
+    def _own(self, ticket: TurnTicket) -> tuple[str, int, str]:
+        """The parameters of :data:`_OWN_PENDING_ANSWER` for ``ticket``."""
+        return ticket.session_id, ticket.answer_seq, self.owner
+
+    def _taken_over(self, ticket: TurnTicket, lost: str) -> StoreIOError:
+        return StoreIOError(
+            self.location,
+            f"the answer {ticket.answer_seq} of session {ticket.session_id} is no longer pending here: it ended, or "
+            f"was taken over by another process (it looked interrupted); {lost}",
+        )

@@ -6,7 +6,10 @@ Invariants of a stored session's history:
   its answer (``n + 1``), so turns of two processes never interleave;
 - an answer is ``pending`` from then until its turn ends; it is then rewritten once with what was streamed, its stop
   reason and outcome (``complete``, ``failed``, ``cancelled``). A pending answer whose process is gone reads as
-  ``interrupted``; one whose process is alive reads as ``running``.
+  ``interrupted``; one whose process is alive reads as ``running``;
+- a turn's tool loop lives inside its answer (``steps``: its tool-calling model requests, in order), so the two
+  numbers above stay the whole turn. While the answer is pending its steps are rewritten after each tool call ends
+  (a pending or interrupted answer reads with the steps recorded so far); ending the turn writes the final ones.
 """
 
 from __future__ import annotations
@@ -18,9 +21,26 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast, get_args
 
-from ..domain import ImagePart, Message, Outcome, PromptPart, ResourceLinkPart, ResourcePart, StopReason, TextPart
+from ..domain import (
+    DiffContent,
+    ImagePart,
+    Message,
+    ModelStep,
+    Outcome,
+    PromptPart,
+    ResourceLinkPart,
+    ResourcePart,
+    StopReason,
+    TerminalContent,
+    TextContent,
+    TextPart,
+    ToolCallRecord,
+    ToolContent,
+    ToolKind,
+    ToolLocation,
+)
 from ._exceptions import InvalidCursorError
 
 __all__ = [
@@ -53,13 +73,15 @@ def now_us() -> int:
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
-    """One stored session. ``title`` is the first line of its first prompt ('' until then)."""
+    """One stored session. ``title`` is the first line of its first prompt ('' until then); ``mode`` the id of the
+    session's mode as last set (None: never set, the server's default applies)."""
 
     session_id: str
     cwd: str
     title: str
     created_us: int
     updated_us: int
+    mode: str | None = None
 
     @property
     def created_at(self) -> datetime:
@@ -72,7 +94,8 @@ class SessionRecord:
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
-    """One message as stored. ``content`` is what the model sees; ``parts`` is the prompt as sent (user only)."""
+    """One message as stored. ``content`` is what the model sees; ``parts`` is the prompt as sent (user only);
+    ``steps`` the answer's tool-calling model requests before its ``content`` (assistant only)."""
 
     seq: int
     role: Literal["user", "assistant"]
@@ -81,6 +104,7 @@ class StoredMessage:
     parts: tuple[PromptPart, ...] = ()
     stop_reason: StopReason | None = None
     outcome: Outcome = "complete"
+    steps: tuple[ModelStep, ...] = ()
 
     @property
     def final(self) -> bool:
@@ -88,7 +112,7 @@ class StoredMessage:
         return self.outcome != "running"
 
     def to_message(self) -> Message:
-        return Message(self.role, self.content, self.reasoning, self.stop_reason, self.outcome)
+        return Message(self.role, self.content, self.reasoning, self.stop_reason, self.outcome, self.steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,3 +204,91 @@ def parts_from_json(text: str | None) -> tuple[PromptPart, ...]:
         elif kind == "image":
             parts.append(ImagePart(item["data"], item["mimeType"]))
     return tuple(parts)
+
+
+# -- tool steps ----------------------------------------------------------------------------------------------
+
+_TOOL_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _content_to_json(content: ToolContent) -> dict[str, Any]:
+    if isinstance(content, TextContent):
+        return {"type": "text", "text": content.text}
+    if isinstance(content, DiffContent):
+        return {"type": "diff", "path": content.path, "oldText": content.old_text, "newText": content.new_text}
+    return {"type": "terminal", "terminalId": content.terminal_id}
+
+
+def _call_to_json(call: ToolCallRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "output": call.output,
+        "status": call.status,
+        "title": call.title,
+        "kind": call.kind,
+    }
+    if call.locations:
+        out["locations"] = [
+            {"path": loc.path} if loc.line is None else {"path": loc.path, "line": loc.line} for loc in call.locations
+        ]
+    if call.content:
+        out["content"] = [_content_to_json(c) for c in call.content]
+    if call.raw_output is not None:
+        out["rawOutput"] = call.raw_output
+    return out
+
+
+def steps_to_json(steps: tuple[ModelStep, ...]) -> str | None:
+    """An answer's tool steps as compact JSON; None for none. ``raw_output`` is stored as JSON (a value JSON cannot
+    hold is stored as its ``str``: a display field never costs the record of a turn)."""
+    if not steps:
+        return None
+    return _dumps(
+        [{"text": s.text, "reasoning": s.reasoning, "calls": [_call_to_json(c) for c in s.calls]} for s in steps]
+    )
+
+
+def _content_from_json(item: dict[str, Any]) -> ToolContent | None:
+    kind = item.get("type")
+    if kind == "text":
+        return TextContent(item["text"])
+    if kind == "diff":
+        return DiffContent(item["path"], item.get("oldText"), item["newText"])
+    if kind == "terminal":
+        return TerminalContent(item["terminalId"])
+    return None  # a kind a newer version wrote: skipped
+
+
+def _call_from_json(item: dict[str, Any]) -> ToolCallRecord:
+    kind = item.get("kind")
+    tool_kind = cast(ToolKind, kind) if isinstance(kind, str) and kind in _TOOL_KINDS else "other"
+    locations = tuple(ToolLocation(loc["path"], loc.get("line")) for loc in item.get("locations", ()))
+    contents = (_content_from_json(c) for c in item.get("content", ()))
+    return ToolCallRecord(
+        call_id=item["id"],
+        name=item["name"],
+        arguments=item["arguments"],
+        output=item["output"],
+        status="completed" if item.get("status") == "completed" else "failed",
+        title=item.get("title", ""),
+        kind=tool_kind,
+        locations=locations,
+        content=tuple(c for c in contents if c is not None),
+        raw_output=item.get("rawOutput"),
+    )
+
+
+def steps_from_json(text: str | None) -> tuple[ModelStep, ...]:
+    """The steps written by :func:`steps_to_json` (None or '' is none); content of an unknown type is skipped."""
+    if not text:
+        return ()
+    return tuple(
+        ModelStep(step.get("text", ""), step.get("reasoning", ""), tuple(_call_from_json(c) for c in step["calls"]))
+        for step in json.loads(text)
+    )

@@ -165,17 +165,19 @@ async def test_forward_migration_runs_once_in_one_transaction(tmp_path: Path, mo
     monkeypatch.setattr(_sqlite, "SCHEMA_VERSION", len(failing))
     async with SqliteSessionStore(path) as store:
         assert store.problem is not None and store.problem.reason == "cannot_open"
-    with sqlite3.connect(path) as raw:  # rolled back: still version 1, no half-applied step
-        assert raw.execute("PRAGMA user_version").fetchone() == (1,)
+    with sqlite3.connect(path) as raw:  # rolled back: still the current version, no half-applied step
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'extra'").fetchall() == []
 
-    working = (*_sqlite._MIGRATIONS[:1], ("CREATE TABLE extra (x)", "ALTER TABLE sessions ADD COLUMN pinned INTEGER"))
+    current = _sqlite._MIGRATIONS[:SCHEMA_VERSION]
+    working = (*current, ("CREATE TABLE extra (x)", "ALTER TABLE sessions ADD COLUMN pinned INTEGER"))
     monkeypatch.setattr(_sqlite, "_MIGRATIONS", working)
+    monkeypatch.setattr(_sqlite, "SCHEMA_VERSION", len(working))
     async with SqliteSessionStore(path) as store:
         assert store.problem is None
         assert await store.get_session("kept") is not None
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION + 1,)
         assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'extra'").fetchall() == [("extra",)]
 
 
