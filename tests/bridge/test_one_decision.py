@@ -12,7 +12,7 @@ import pytest
 import trio.testing
 
 from acp_server.bridge import SessionBridge, SessionEntry
-from acp_server.domain import Emit, Message, Prompt, StopReason, TextChunk, TextPart
+from acp_server.domain import Emit, Message, ModelStep, Prompt, StopReason, TextChunk, TextPart
 from acp_server.store import MemorySessionStore, TurnTicket
 
 pytestmark = pytest.mark.anyio
@@ -39,10 +39,13 @@ class SlowToCommit(MemorySessionStore):
         reasoning: str,
         stop_reason: StopReason | None,
         outcome: Literal["complete", "failed", "cancelled"],
+        steps: tuple[ModelStep, ...] = (),
     ) -> None:
         self.writing.set()
         await self.gate.wait()
-        await super().end_turn(ticket, content=content, reasoning=reasoning, stop_reason=stop_reason, outcome=outcome)
+        await super().end_turn(
+            ticket, content=content, reasoning=reasoning, stop_reason=stop_reason, outcome=outcome, steps=steps
+        )
 
 
 async def complete_turn(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
