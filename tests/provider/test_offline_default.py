@@ -76,6 +76,8 @@ CAT_N = "     1\t# acp-server\n     2\t\n     3\tAn ACP agent.\n"
         (CAT_N + "... [truncated: showing lines 1-3 of 1,204]", FileLines("# acp-server", 1204)),
         ("[File has 7 lines]\n" + CAT_N, FileLines("# acp-server", 7)),
         ("alpha\nbeta\n\n(showing 2 lines in total)", FileLines("alpha", 2)),
+        ("File: README.md (42 lines)\n" + CAT_N, FileLines("# acp-server", 42)),
+        (CAT_N + "... (22 more lines)", FileLines("# acp-server", 25)),
         ("1 apple\n2 pears", FileLines("1 apple", 2)),  # numbers with no separator are the file's own
         ("1\tone\n3\tthree", FileLines("1\tone", 2)),  # not consecutive: raw lines
         ("", FileLines(None, 0)),

@@ -40,7 +40,7 @@ class Exchange:
         wants_usage = isinstance(options, Mapping) and options.get("include_usage") is True
         self._include_usage = self.streaming and wants_usage
         self._prompt_tokens = _wire.count_prompt_words(body)
-        self._text_chunks = 0
+        self._output_chunks = 0
         self._role_sent = False
         self.chunks_sent = 0
 
@@ -72,7 +72,7 @@ class Exchange:
         if tool_calls is not None:
             delta["tool_calls"] = tool_calls
         if content is not None or reasoning is not None or tool_calls is not None:
-            self._text_chunks += 1
+            self._output_chunks += 1
         await self._send_event(_wire.chunk(self._id, self._model, delta, finish_reason))
 
     async def send_comment(self, text: str) -> None:
@@ -89,7 +89,7 @@ class Exchange:
         if finish_reason is not None:
             await self.send_chunk(finish_reason=finish_reason)
         if self._include_usage:
-            usage = _wire.usage(self._prompt_tokens, self._text_chunks)
+            usage = _wire.usage(self._prompt_tokens, self._output_chunks)
             await self._send_event(_wire.usage_chunk(self._id, self._model, usage))
 
     async def send_raw(self, part: str | bytes) -> None:

@@ -2,8 +2,8 @@
 
 The agent's output format is not fixed, so this reads it leniently: lines raw or numbered (``     1\\t# title``
 as ``cat -n`` prints them, or ``1→``, ``1:``, ``1 |``), optionally a note before or after them that gives the
-total (``(42 lines)``, ``[showing lines 1-20 of 42]``). A result that starts like an error (or is a JSON
-``{"error": …}``) is a failure; ``(empty file)`` is no line.
+total (``(42 lines)``, ``[showing lines 1-20 of 42]``) or what was left out (``... 22 more lines``). A result
+that starts like an error (or is a JSON ``{"error": …}``) is a failure; ``(empty file)`` is no line.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ _TOTALS = tuple(
         rf"\btotal(?:\s+of)?\s*[:=]?\s*{_NUMBER}",
         rf"\b(?:has|contains|with)\s+{_NUMBER}\s+lines?\b",
         rf"^\W*{_NUMBER}\s+lines?\W*$",
+        rf"\({_NUMBER}\s+lines?\b",
     )
 )
+_MORE = re.compile(rf"\b{_NUMBER}\s+more\s+lines?\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +72,15 @@ def _failure(content: str) -> ReadFailure | None:
     return ReadFailure(" ".join(str(message).split()))
 
 
+def _count(match: re.Match[str]) -> int:
+    return int(match.group(1).replace(",", ""))
+
+
 def _total(note: str) -> int | None:
+    """The file's line count a note states: ``of 42``, ``(42 lines)``, ``42 lines total`` ...; None if none."""
     for pattern in _TOTALS:
         if match := pattern.search(note):
-            return int(match.group(1).replace(",", ""))
+            return _count(match)
     return None
 
 
@@ -99,14 +106,16 @@ def parse_read_output(content: str) -> FileLines | ReadFailure:
     lines = content.replace("\r\n", "\n").split("\n")
     if lines[-1] == "":
         lines.pop()
-    total: int | None = None
+    notes: list[str] = []
     for end in (-1, 0):  # a trailing note, then a leading one; blank lines around a note go with it
         probe = [i for i, line in enumerate(lines) if line.strip()]
         if probe and _NOTE.match(note := lines[probe[end]]):
-            total = total if total is not None else _total(note)
+            notes.append(note)
             lines = lines[: probe[end]] if end == -1 else lines[probe[0] + 1 :]
             while lines and not lines[end].strip():
                 lines.pop(end)
     lines = _strip_numbers(lines) or lines
     first = lines[0].rstrip() if lines else None
-    return FileLines(first, total if total is not None else len(lines))
+    totals = [total for note in notes if (total := _total(note)) is not None]
+    more = [_count(match) for note in notes if (match := _MORE.search(note))]
+    return FileLines(first, totals[0] if totals else len(lines) + sum(more))
