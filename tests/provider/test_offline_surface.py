@@ -18,8 +18,11 @@ from acp_server.provider.offline import (
     ErrorStatus,
     KeepAliveOnly,
     LoopbackModel,
+    PartialToolCalls,
     RawSSE,
+    ScriptedCall,
     SlowDrip,
+    ToolCalls,
 )
 
 
@@ -44,10 +47,13 @@ def test_exported_members() -> None:
         "KeepAliveOnly",
         "LoopbackModel",
         "NonSSE",
+        "PartialToolCalls",
         "RateLimited",
         "RawSSE",
         "RecordedRequest",
+        "ScriptedCall",
         "SlowDrip",
+        "ToolCalls",
     ]
 
 
@@ -88,6 +94,13 @@ def test_client_keeps_an_explicit_key() -> None:
         lambda: EndWithoutFinish(-2),
         lambda: RawSSE(("data: x\n\n",), then="later"),  # type: ignore[arg-type]
         lambda: RawSSE((1,)),  # type: ignore[arg-type]
+        lambda: ToolCalls((ScriptedCall("read_file"),), fragment_size=0),
+        lambda: ToolCalls([ScriptedCall("read_file")]),  # type: ignore[arg-type]
+        lambda: ToolCalls(("read_file",)),  # type: ignore[arg-type]
+        lambda: ScriptedCall("read_file", 42),  # type: ignore[arg-type]
+        lambda: PartialToolCalls(()),
+        lambda: PartialToolCalls((ScriptedCall("glob"),), fragments=0),
+        lambda: PartialToolCalls((ScriptedCall("glob"),), then="later"),  # type: ignore[arg-type]
     ],
 )
 def test_behaviours_reject_nonsense(make: object) -> None:

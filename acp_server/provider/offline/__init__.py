@@ -5,7 +5,11 @@
 
     async with LoopbackModel() as model:
         model.enqueue(RateLimited(), Answer(text="hello"))
+        model.enqueue(ToolCalls((ScriptedCall("read_file", {"path": "README.md"}),)))
         client = make_openai_client(base_url=model.base_url, api_key=None)
+
+Unscripted, it answers from the prompt: with a ``read_file`` tool offered and a file path in the user's message,
+by calling ``read_file`` on it, then by quoting the first line and line count of the result.
 """
 
 from ._behaviours import (
@@ -20,9 +24,12 @@ from ._behaviours import (
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
+    PartialToolCalls,
     RateLimited,
     RawSSE,
+    ScriptedCall,
     SlowDrip,
+    ToolCalls,
 )
 from ._model import LoopbackModel
 from ._records import Disconnect, RecordedRequest
@@ -41,8 +48,11 @@ __all__ = [
     "KeepAliveOnly",
     "LoopbackModel",
     "NonSSE",
+    "PartialToolCalls",
     "RateLimited",
     "RawSSE",
     "RecordedRequest",
+    "ScriptedCall",
     "SlowDrip",
+    "ToolCalls",
 ]

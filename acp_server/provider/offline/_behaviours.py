@@ -4,12 +4,21 @@ Pure data (frozen dataclasses); ``_play.py`` performs them. "Chunk" means one ``
 SSE event; chunks that carry text take it word by word from the answer derived from the prompt unless a
 behaviour says otherwise. A behaviour that never ends on its own (silence, keep-alives) lasts until the client
 disconnects or the model closes.
+
+Tool-call behaviours stream ``delta.tool_calls`` as OpenAI does: per call, a first fragment with ``index``,
+``id``, ``type`` and the function ``name`` (``arguments`` empty), then the ``arguments`` in pieces of at most
+``fragment_size`` characters, each in its own chunk.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+DEFAULT_FRAGMENT_SIZE = 16
+"""Characters of ``arguments`` per tool-call fragment unless a behaviour says otherwise."""
 
 
 def _require(condition: bool, message: str) -> None:
@@ -158,6 +167,77 @@ class RawSSE:
         _require(self.then in ("end", "hold", "reset"), "then must be 'end', 'hold' or 'reset'")
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptedCall:
+    """One tool call a behaviour streams: not a behaviour itself, a part of :class:`ToolCalls`.
+
+    ``arguments``: a ``str`` is sent as is (so malformed JSON can be scripted), a mapping as its JSON. ``id``
+    None = ``call_loopback_<request index>_<position>``. The name is sent as given, known tool or not.
+    """
+
+    name: str
+    arguments: str | Mapping[str, Any] = "{}"
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.name, str), "name must be a str")
+        _require(isinstance(self.arguments, str | Mapping), "arguments must be a str or a mapping")
+        _require(self.id is None or isinstance(self.id, str), "id must be a str or None")
+
+    @property
+    def arguments_text(self) -> str:
+        """The ``arguments`` string as the wire carries it."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(dict(self.arguments), ensure_ascii=False)
+
+
+def _check_calls(calls: tuple[ScriptedCall, ...], fragment_size: int | None) -> None:
+    _require(isinstance(calls, tuple), "calls must be a tuple")
+    _require(all(isinstance(c, ScriptedCall) for c in calls), "calls must be ScriptedCall values")
+    _require(fragment_size is None or fragment_size >= 1, "fragment_size must be >= 1 or None")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """An answer that calls tools: ``text`` word by word (``""`` = none), then each call's fragments, then the
+    finish chunk (``finish_reason``, None = none), ``[DONE]``.
+
+    Several calls are parallel calls (indices 0, 1, ...), streamed one after the other, or round-robin with
+    ``interleave``. ``fragment_size`` None sends each call whole in one fragment (as some OpenAI-compatible
+    servers do). A non-streaming request gets one ``chat.completion`` whose message has ``tool_calls``.
+    """
+
+    calls: tuple[ScriptedCall, ...]
+    text: str = ""
+    fragment_size: int | None = DEFAULT_FRAGMENT_SIZE
+    interleave: bool = False
+    finish_reason: str | None = "tool_calls"
+
+    def __post_init__(self) -> None:
+        _check_calls(self.calls, self.fragment_size)
+
+
+@dataclass(frozen=True, slots=True)
+class PartialToolCalls:
+    """The first ``fragments`` tool-call chunks :class:`ToolCalls` would send for ``calls``, no finish, then:
+    ``"hold"`` silence until the client disconnects, ``"end"`` a clean end of the body, ``"reset"`` an abort.
+
+    For the no-blind-replay rule: a fragment reached the caller, so the request must not be silently retried.
+    """
+
+    calls: tuple[ScriptedCall, ...]
+    fragments: int = 1
+    then: Literal["hold", "end", "reset"] = "hold"
+    fragment_size: int | None = DEFAULT_FRAGMENT_SIZE
+
+    def __post_init__(self) -> None:
+        _check_calls(self.calls, self.fragment_size)
+        _require(bool(self.calls), "calls must not be empty")
+        _require(self.fragments >= 1, "fragments must be >= 1")
+        _require(self.then in ("hold", "end", "reset"), "then must be 'hold', 'end' or 'reset'")
+
+
 Behaviour = (
     Answer
     | HangAfterHeaders
@@ -172,5 +252,7 @@ Behaviour = (
     | EmptyStream
     | FinishThenHold
     | RawSSE
+    | ToolCalls
+    | PartialToolCalls
 )
 """Any scripted behaviour."""

@@ -24,10 +24,14 @@ async def send_json(
 
 
 class Exchange:
-    """Writes one response; ``chunks_sent`` counts the ``chat.completion.chunk`` events written."""
+    """Writes one response; ``chunks_sent`` counts the ``chat.completion.chunk`` events written.
+
+    ``index`` is the request's position in ``LoopbackModel.requests``.
+    """
 
     def __init__(self, http: HttpConnection, *, index: int, body: Mapping[str, Any], model: str) -> None:
         self._http = http
+        self.index = index
         self._id = f"chatcmpl-loopback-{index}"
         self._model = model
         self.prompt = _wire.last_user_text(body)
@@ -36,7 +40,7 @@ class Exchange:
         wants_usage = isinstance(options, Mapping) and options.get("include_usage") is True
         self._include_usage = self.streaming and wants_usage
         self._prompt_tokens = _wire.count_prompt_words(body)
-        self._text_chunks = 0
+        self._output_chunks = 0
         self._role_sent = False
         self.chunks_sent = 0
 
@@ -49,7 +53,12 @@ class Exchange:
         self.chunks_sent += 1
 
     async def send_chunk(
-        self, *, content: str | None = None, reasoning: str | None = None, finish_reason: str | None = None
+        self,
+        *,
+        content: str | None = None,
+        reasoning: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         """One chunk; the first of the stream also carries ``role: assistant``."""
         delta: dict[str, Any] = {}
@@ -60,8 +69,10 @@ class Exchange:
             delta["reasoning_content"] = reasoning
         if content is not None:
             delta["content"] = content
-        if content is not None or reasoning is not None:
-            self._text_chunks += 1
+        if tool_calls is not None:
+            delta["tool_calls"] = tool_calls
+        if content is not None or reasoning is not None or tool_calls is not None:
+            self._output_chunks += 1
         await self._send_event(_wire.chunk(self._id, self._model, delta, finish_reason))
 
     async def send_comment(self, text: str) -> None:
@@ -78,7 +89,7 @@ class Exchange:
         if finish_reason is not None:
             await self.send_chunk(finish_reason=finish_reason)
         if self._include_usage:
-            usage = _wire.usage(self._prompt_tokens, self._text_chunks)
+            usage = _wire.usage(self._prompt_tokens, self._output_chunks)
             await self._send_event(_wire.usage_chunk(self._id, self._model, usage))
 
     async def send_raw(self, part: str | bytes) -> None:
@@ -95,16 +106,24 @@ class Exchange:
         """End the body cleanly, whatever was or was not sent before."""
         await self._http.end_response()
 
-    async def send_completion(self, *, content: str, reasoning: str, finish_reason: str | None) -> None:
-        """A non-streamed answer: one ``chat.completion`` body."""
-        usage = _wire.usage(self._prompt_tokens, len(_wire.split_words(content + " " + reasoning)))
+    async def send_completion(
+        self,
+        *,
+        content: str,
+        reasoning: str,
+        finish_reason: str | None,
+        tool_calls: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """A non-streamed answer: one ``chat.completion`` body; with ``tool_calls``, an empty content is null."""
+        words = len(_wire.split_words(content + " " + reasoning)) + len(tool_calls or ())
         payload = _wire.completion(
             self._id,
             self._model,
-            content=content,
+            content=None if tool_calls and not content else content,
             reasoning=reasoning,
             finish_reason=finish_reason,
-            usage_=usage,
+            usage_=_wire.usage(self._prompt_tokens, words),
+            tool_calls=tool_calls,
         )
         await self.send_json(200, payload)
 

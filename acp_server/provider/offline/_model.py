@@ -19,7 +19,8 @@ from anyio.abc import Listener, SocketAttribute, SocketStream
 
 from ...tasks import Lifecycle, OwnedTaskGroup
 from . import _wire
-from ._behaviours import Answer, Behaviour
+from ._behaviours import Behaviour
+from ._default import default_behaviour
 from ._exchange import Exchange, send_json
 from ._http import HttpConnection, HttpRequest
 from ._play import play
@@ -31,7 +32,6 @@ _CHAT_PATH = "/v1/chat/completions"
 _MODELS_PATH = "/v1/models"
 _ALLOWED = {_CHAT_PATH: "POST", _MODELS_PATH: "GET"}
 _MAX_BODY_BYTES = 32 * 1024 * 1024
-_DEFAULT_BEHAVIOUR = Answer()
 
 
 def _parse_json(body: bytes) -> Any:
@@ -42,7 +42,9 @@ def _parse_json(body: bytes) -> Any:
 
 
 class LoopbackModel:
-    """An OpenAI-compatible chat endpoint that plays scripted behaviours, FIFO, then the default answer.
+    """An OpenAI-compatible chat endpoint that plays scripted behaviours, FIFO, then the default answer
+    (``_default.py``: a ``read_file`` call for a file the prompt names when the request offers that tool, an
+    answer from its result, else the prompt echoed).
 
     Open it once with ``async with``: it listens on an ephemeral port and owns one task group holding the
     accept loop and one task per connection; leaving the block cancels them all and closes every socket.
@@ -185,7 +187,7 @@ class LoopbackModel:
             error = _wire.error_body("Expected a JSON object with a 'messages' list", "invalid_request_error")
             await send_json(http, 400, error)
         else:
-            behaviour = self._script.popleft() if self._script else _DEFAULT_BEHAVIOUR
+            behaviour = self._script.popleft() if self._script else default_behaviour(body)
             model = body.get("model")
             model = model if isinstance(model, str) else self.model_id
             exchange = Exchange(http, index=index, body=body, model=model)

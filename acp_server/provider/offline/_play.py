@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import cycle, islice
-from typing import assert_never
+from itertools import chain, cycle, islice, zip_longest
+from typing import Any, assert_never
 
 import anyio
 
@@ -21,9 +21,12 @@ from ._behaviours import (
     HangAfterHeaders,
     KeepAliveOnly,
     NonSSE,
+    PartialToolCalls,
     RateLimited,
     RawSSE,
+    ScriptedCall,
     SlowDrip,
+    ToolCalls,
 )
 from ._exchange import Exchange
 
@@ -59,6 +62,54 @@ async def _answer(answer: Answer, exchange: Exchange) -> None:
     await exchange.finish(answer.finish_reason)
 
 
+def _ids(calls: tuple[ScriptedCall, ...], exchange: Exchange) -> list[str]:
+    return [c.id if c.id is not None else _wire.call_id(exchange.index, i) for i, c in enumerate(calls)]
+
+
+def _fragments(
+    calls: tuple[ScriptedCall, ...], exchange: Exchange, fragment_size: int | None, interleave: bool
+) -> list[dict[str, Any]]:
+    """The ``delta.tool_calls`` entries of ``calls`` in send order, one per chunk."""
+    per_call = [
+        _wire.tool_call_fragments(i, call_id, call.name, call.arguments_text, fragment_size)
+        for i, (call, call_id) in enumerate(zip(calls, _ids(calls, exchange), strict=True))
+    ]
+    if not interleave:
+        return list(chain.from_iterable(per_call))
+    return [f for round_ in zip_longest(*per_call) for f in round_ if f is not None]
+
+
+async def _tool_calls(behaviour: ToolCalls, exchange: Exchange) -> None:
+    if not exchange.streaming:
+        calls = [
+            _wire.tool_call(call_id, call.name, call.arguments_text)
+            for call, call_id in zip(behaviour.calls, _ids(behaviour.calls, exchange), strict=True)
+        ]
+        await exchange.send_completion(
+            content=behaviour.text, reasoning="", finish_reason=behaviour.finish_reason, tool_calls=calls
+        )
+        return
+    await exchange.start_stream()
+    for word in _wire.split_words(behaviour.text):
+        await exchange.send_chunk(content=word)
+    for fragment in _fragments(behaviour.calls, exchange, behaviour.fragment_size, behaviour.interleave):
+        await exchange.send_chunk(tool_calls=[fragment])
+    await exchange.finish(behaviour.finish_reason)
+
+
+async def _partial_tool_calls(behaviour: PartialToolCalls, exchange: Exchange) -> None:
+    await exchange.start_stream()
+    fragments = _fragments(behaviour.calls, exchange, behaviour.fragment_size, interleave=False)
+    for fragment in fragments[: behaviour.fragments]:
+        await exchange.send_chunk(tool_calls=[fragment])
+    if behaviour.then == "hold":
+        await anyio.sleep_forever()
+    elif behaviour.then == "reset":
+        await exchange.abort()
+    else:
+        await exchange.end()
+
+
 async def _delay(seconds: float) -> None:
     if seconds > 0:
         await anyio.sleep(seconds)
@@ -68,7 +119,8 @@ async def play(behaviour: Behaviour, exchange: Exchange) -> None:
     """Respond with ``behaviour``; return once the response ended or the connection was aborted.
 
     Silent behaviours sleep forever: the caller cancels them when the client disconnects. Behaviours other
-    than ``Answer`` ignore the request's ``stream`` flag (they describe a stream or an error either way).
+    than ``Answer`` and ``ToolCalls`` ignore the request's ``stream`` flag (they describe a stream or an error
+    either way).
     """
     match behaviour:
         case Answer():
@@ -129,5 +181,9 @@ async def play(behaviour: Behaviour, exchange: Exchange) -> None:
                 await exchange.abort()
             else:
                 await exchange.end()
+        case ToolCalls():
+            await _tool_calls(behaviour, exchange)
+        case PartialToolCalls():
+            await _partial_tool_calls(behaviour, exchange)
         case _:
             assert_never(behaviour)

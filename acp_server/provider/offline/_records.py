@@ -22,6 +22,27 @@ class RecordedRequest:
     received_at: float
     connection: int
 
+    def _body_list(self, key: str) -> list[dict[str, Any]]:
+        value = self.body.get(key) if isinstance(self.body, dict) else None
+        return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat body's ``messages`` as sent (assistant ``tool_calls`` and ``tool`` messages included);
+        ``[]`` for a request without them."""
+        return self._body_list("messages")
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The chat body's ``tools`` as sent; ``[]`` when it offered none."""
+        return self._body_list("tools")
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the functions in ``tools``, in order."""
+        names = (tool.get("function", {}).get("name") for tool in self.tools if tool.get("type") == "function")
+        return [name for name in names if isinstance(name, str)]
+
 
 @dataclass(frozen=True, slots=True)
 class Disconnect:

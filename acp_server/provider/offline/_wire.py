@@ -21,7 +21,8 @@ def split_words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def _text_of(content: object) -> str:
+def text_of(content: object) -> str:
+    """A message's ``content`` as text: a string as is, a list's ``text`` parts joined, anything else ``""``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -39,7 +40,7 @@ def last_user_text(body: Mapping[str, Any]) -> str:
     if isinstance(messages, list):
         for message in reversed(messages):
             if isinstance(message, Mapping) and message.get("role") == "user":
-                return _text_of(message.get("content"))
+                return text_of(message.get("content"))
     return ""
 
 
@@ -55,7 +56,7 @@ def count_prompt_words(body: Mapping[str, Any]) -> int:
     if not isinstance(messages, list):
         return 0
     return sum(
-        len(_text_of(message.get("content")).split()) for message in messages if isinstance(message, Mapping)
+        len(text_of(message.get("content")).split()) for message in messages if isinstance(message, Mapping)
     )
 
 
@@ -92,19 +93,45 @@ def usage_chunk(completion_id: str, model: str, usage_: Mapping[str, int]) -> di
     }
 
 
+def call_id(request_index: int, position: int) -> str:
+    """The id of a scripted tool call that has none: unique per request and position, deterministic."""
+    return f"call_loopback_{request_index}_{position}"
+
+
+def tool_call(call_id_: str, name: str, arguments: str) -> dict[str, Any]:
+    """A complete tool call, as a non-streamed message's ``tool_calls`` lists it."""
+    return {"id": call_id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def tool_call_fragments(
+    index: int, call_id_: str, name: str, arguments: str, fragment_size: int | None
+) -> list[dict[str, Any]]:
+    """The ``delta.tool_calls`` entries streaming one call, one per chunk: the first with ``index``, ``id``,
+    ``type``, ``name`` and empty ``arguments``, then ``arguments`` in pieces of ``fragment_size`` characters;
+    ``fragment_size`` None = one entry with everything. Joined, the ``arguments`` give ``arguments`` back."""
+    if fragment_size is None:
+        return [{"index": index, **tool_call(call_id_, name, arguments)}]
+    head = {"index": index, **tool_call(call_id_, name, "")}
+    pieces = [arguments[i : i + fragment_size] for i in range(0, len(arguments), fragment_size)]
+    return [head, *({"index": index, "function": {"arguments": piece}} for piece in pieces)]
+
+
 def completion(
     completion_id: str,
     model: str,
     *,
-    content: str,
+    content: str | None,
     reasoning: str,
     finish_reason: str | None,
     usage_: Mapping[str, int],
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A non-streamed ``chat.completion``."""
+    """A non-streamed ``chat.completion``; ``tool_calls`` (complete calls) goes into its message when given."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning:
         message["reasoning_content"] = reasoning
+    if tool_calls:
+        message["tool_calls"] = tool_calls
     return {
         "id": completion_id,
         "object": "chat.completion",
