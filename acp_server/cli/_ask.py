@@ -1,8 +1,10 @@
 """``acp-server ask TEXT``: a thin ACP client for the shell. It spawns ``acp-server`` over real pipes and prints
-the streamed answer on stdout (reasoning on stderr, dimmed on a terminal).
+the streamed answer on stdout (reasoning and tool calls on stderr, dimmed on a terminal).
 
 Invariants: stdout carries the answer only, ended by a newline as soon as the turn ends (before anything else
-can print); a turn that fails before any answer text leaves stdout empty; the error goes to stderr, exit 1.
+can print); a turn that fails before any answer text leaves stdout empty; the error goes to stderr, exit 1. The
+client offers no ``fs``/``terminal`` capability, so the agent runs its tools locally, in the current directory; a
+permission request is answered y/N on the terminal, and declined when stdin is not one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ class _AskError(Exception):
     pass
 
 
+def _ask_permission(update: dict[str, Any]) -> bool:
+    """y/N on the terminal (stdin and stderr both ttys); anything else declines."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    title = update.get("title") or "this tool call"
+    sys.stderr.write(f"  allow {title}? [y/N] ")
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, ValueError):
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 class _Client:
     def __init__(self, process: Process, display: _Display) -> None:
         assert process.stdin is not None and process.stdout is not None
@@ -40,18 +56,37 @@ class _Client:
         except (anyio.EndOfStream, anyio.BrokenResourceError):
             return b""
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def _send(self, message: dict[str, Any]) -> None:
         assert self._process.stdin is not None
+        await self._process.stdin.send(json.dumps(message).encode() + b"\n")
+
+    async def _answer(self, incoming: dict[str, Any]) -> None:
+        """Answer the agent's request: a permission (asked on the terminal); nothing else is offered."""
+        method = incoming.get("method")
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": incoming.get("id")}
+        if method == "session/request_permission":
+            params = incoming.get("params") or {}
+            tool_call = params.get("toolCall") if isinstance(params, dict) else None
+            allowed = await anyio.to_thread.run_sync(_ask_permission, tool_call if isinstance(tool_call, dict) else {})
+            self._display.permission(allowed)
+            option = "allow_once" if allowed else "reject_once"
+            reply["result"] = {"outcome": {"outcome": "selected", "optionId": option}}
+        else:
+            reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
+        await self._send(reply)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
         self._next_id += 1
         request_id = self._next_id
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        await self._process.stdin.send(json.dumps(message).encode() + b"\n")
+        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         async for line in self._lines:
             if not isinstance(line, bytes):
                 continue
             incoming = decode_line(line)
             if incoming.get("method") == "session/update":
                 self._display.show(incoming["params"]["update"])
+            elif "method" in incoming and "id" in incoming:
+                await self._answer(incoming)
             elif incoming.get("id") == request_id:
                 if "error" in incoming:
                     raise _AskError(incoming["error"].get("message", "request failed"))
@@ -67,8 +102,37 @@ class _Display:
         self.answered = False  # answer text printed
         self.answer_open = False  # the answer does not end with a newline yet
 
+    def _note(self, text: str) -> None:
+        """A line on stderr about the turn (a tool call), on its own line, dimmed on a terminal."""
+        self._end_thinking()
+        if self.answer_open:
+            self.answer_open = False
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        dim, reset = ("\x1b[2m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
+        sys.stderr.write(f"{dim}{text}{reset}\n")
+        sys.stderr.flush()
+
+    def permission(self, allowed: bool) -> None:
+        self._note("  allowed" if allowed else "  declined (run with --mode accept-edits or answer y on a terminal)")
+
+    def _tool_call(self, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind == "tool_call":
+            self._note(f"→ {update.get('title') or 'tool call'}")
+        elif update.get("status") == "failed":
+            texts = [
+                block.get("content", {}).get("text", "")
+                for block in update.get("content") or []
+                if isinstance(block, dict) and isinstance(block.get("content"), dict)
+            ]
+            self._note(f"  failed: {' '.join(t for t in texts if t) or 'see the log'}")
+
     def show(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
+        if kind in ("tool_call", "tool_call_update"):
+            self._tool_call(update)
+            return
         content = update.get("content") or {}
         text = content.get("text", "") if isinstance(content, dict) else ""
         if not isinstance(text, str) or not text:
@@ -100,7 +164,7 @@ class _Display:
             sys.stdout.flush()
 
 
-async def ask(text: str, server_args: Sequence[str], env: dict[str, str]) -> int:
+async def ask(text: str, server_args: Sequence[str], env: dict[str, str], mode: str = "read-only") -> int:
     """Ask one question; exit code 0 when the turn ended normally, 1 with the error's message otherwise."""
     command = [sys.executable, "-m", "acp_server", *server_args]
     display = _Display()
@@ -109,6 +173,9 @@ async def ask(text: str, server_args: Sequence[str], env: dict[str, str]) -> int
         try:
             await client.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             session = await client.request("session/new", {"cwd": os.getcwd(), "mcpServers": []})
+            current = (session.get("modes") or {}).get("currentModeId")
+            if current != mode:
+                await client.request("session/set_mode", {"sessionId": session["sessionId"], "modeId": mode})
             result = await client.request(
                 "session/prompt", {"sessionId": session["sessionId"], "prompt": [{"type": "text", "text": text}]}
             )

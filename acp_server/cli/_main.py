@@ -20,6 +20,7 @@ from ..config import (
     serve_settings_from_args,
     settings_from_args,
 )
+from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
 from ._logging import configure_logging
 
 __all__ = ["main"]
@@ -38,6 +39,14 @@ def _parser() -> argparse.ArgumentParser:
         "--persist",
         action="store_true",
         help="store the question and answer as a session of the current directory (default: not stored)",
+    )
+    ask.add_argument(
+        "--mode",
+        choices=list(MODES),
+        default=READ_ONLY_MODE,
+        help="the session's mode: read-only (default: the model may read and search only), default (asks y/N "
+        "before each edit or command on a terminal; declines when stdin is not one), accept-edits, "
+        "bypass-permissions",
     )
     ask.add_argument("text", help="the prompt; - reads it from stdin")
     serve = commands.add_parser("serve", help="run the HTTP daemon (REST + SSE) over the same session bridge")
@@ -78,6 +87,8 @@ def _ask_args(args: argparse.Namespace, settings: Settings) -> tuple[Settings, l
         child += ["--log-level", "WARNING"]
     if not args.persist and "--no-persist" not in child:
         child.append("--no-persist")
+    if args.mode == BYPASS_MODE and "--allow-bypass-permissions" not in child:
+        child.append("--allow-bypass-permissions")  # asked for on the user's own command line
     return settings, child
 
 
@@ -98,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings.api_key:
             env["OPENAI_API_KEY"] = settings.api_key
         try:
-            return anyio.run(ask, text, child_args, env)
+            return anyio.run(ask, text, child_args, env, args.mode)
         except KeyboardInterrupt:
             return 130
     if args.command == "serve":
