@@ -62,6 +62,13 @@ class Peer(Protocol):
         """Send a notification to the client, in order; waits while the client is not reading (backpressure)."""
         ...
 
+    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+        """Send a request to the client (``fs/read_text_file``, ``session/request_permission``…), in order with this
+        handler's notifications, and return the ``result`` of its response. Raises
+        :class:`~acp_server.errors.RemoteError` when the client answers an error (its ``code``) or the connection
+        closes first (``code`` None); cancelling the caller abandons the request."""
+        ...
+
     def cancel_request(self, request_id: str | int) -> bool:
         """Cancel another in-flight request of this connection (it answers -32800); False if there is none."""
         ...

@@ -13,6 +13,11 @@ Streamable HTTP (ACP RFD "Streamable HTTP & WebSocket Transport"):
   ``Acp-Session-Id`` too, that session's stream. One reader per stream at a time (a second one gets ``409``).
 - ``DELETE`` with ``Acp-Connection-Id`` ends the connection (``202``): its prompts are cancelled, its streams end.
 
+The agent's own requests (``session/request_permission``, ``fs/*``, ``terminal/*``) go on the stream of the request
+whose handler sends them, like its notifications. The client answers each with a ``POST`` of the response, with
+``Acp-Connection-Id`` (``Acp-Session-Id`` may be sent and is not checked: a response is matched by its id): ``202``,
+whatever it holds — a malformed or unexpected response is logged and ignored, never answered, as on stdio.
+
 Routing (by the request, never guessed from a message body): a request that names a session in
 ``params.sessionId`` (``session/prompt``, ``session/close``, ``session/cancel``…) is *session-scoped*: it must carry
 ``Acp-Session-Id`` equal to that id, and its response and every notification its handler sends go on the session's
@@ -35,7 +40,8 @@ stream past its hard limit drops it at once.
 
 WebSocket (``GET`` with ``Upgrade: websocket``): ``101`` with ``Acp-Connection-Id``; text frames are JSON-RPC
 messages both ways (``initialize`` first; binary frames ignored); every message of the connection goes on the one
-socket, with the same backpressure; a disconnect ends the connection and cancels its prompts.
+socket, with the same backpressure; a disconnect ends the connection and cancels its prompts. A response frame is
+handed to the dispatcher and never answered, even when malformed.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..acp import AcpAgent, AgentOptions, bind
 from ..bridge import SessionBridge
 from ..errors import ServerError
-from ..rpc import Channel, RoutedConnection, RpcError, check_envelope, decode_line, encode_json
+from ..rpc import Channel, RoutedConnection, RpcError, check_envelope, decode_line, encode_json, is_response
 from ._events import encode_frame
 from ._sse import HEARTBEAT
 
@@ -310,6 +316,8 @@ class AcpOverHttp:
             return _refusal(400, error)
         if isinstance(message, list):
             return _refusal(501, RpcError.invalid_request("batch requests are not supported"))
+        if is_response(message):
+            return self._post_response(request, message)
         checked, invalid, reply_id = check_envelope(message)
         if invalid is not None:
             return _refusal(400, invalid, reply_id)
@@ -343,6 +351,15 @@ class AcpOverHttp:
             elif session_header not in connection.channels:
                 return _refusal(404, RpcError.invalid_request(f"unknown {SESSION_HEADER} on this connection"), reply_id)
         connection.submit(checked, connection.channels[None], session_id)
+        return Response(status_code=202)
+
+    def _post_response(self, request: Request, message: dict[str, Any]) -> Response:
+        """The client's answer to one of our requests: ``202``, handed to the dispatcher, which checks it (a malformed
+        or unexpected one is logged and ignored, as on stdio). Refusals (no connection) carry no ``id``."""
+        connection = self._http_connection(request)
+        if isinstance(connection, Response):
+            return connection
+        connection.routed.submit(message, connection.channels[None])
         return Response(status_code=202)
 
     async def _initialize(self, message: dict[str, Any]) -> Response:
@@ -466,6 +483,9 @@ class AcpOverHttp:
             if isinstance(message, list):
                 batch = RpcError.invalid_request("batch requests are not supported")
                 stream.put({"jsonrpc": "2.0", "id": None, "error": batch.to_wire()})
+                continue
+            if is_response(message):
+                connection.routed.submit(message, stream)  # the dispatcher checks it; never answered
                 continue
             checked, invalid, reply_id = check_envelope(message)
             if invalid is not None:

@@ -1,8 +1,8 @@
-"""JSON-RPC 2.0 plumbing: NDJSON framing, the pygls-based dispatcher (messages out, not bytes), the stdio
-transport and its ordered outbox, the routed connection of remote transports (messages to per-stream channels),
-the error mapper."""
+"""JSON-RPC 2.0 plumbing: NDJSON framing, the pygls-based dispatcher (messages out, not bytes; requests to the client
+awaited until their responses), the stdio transport and its ordered outbox, the routed connection of remote
+transports (messages to per-stream channels), the error mapper."""
 
-from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer
+from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer, is_response
 from ._errors import RpcError, to_rpc_error
 from ._framing import OversizedLine, check_envelope, decode_line, iter_lines, lone_surrogate_at
 from ._outbox import Outbox, encode_json, encode_line
@@ -25,6 +25,7 @@ __all__ = [
     "decode_line",
     "encode_json",
     "encode_line",
+    "is_response",
     "iter_lines",
     "lone_surrogate_at",
     "open_stdio",

@@ -15,15 +15,22 @@ pinned by ``tests/rpc/test_pygls_contract.py``:
   wait for and cancel the rest. This table makes pygls the owner of handler tasks; :meth:`Dispatcher.aclose` ends them.
 
 Params stay plain dicts (pygls' default converter would turn them into namedtuples).
+
+Requests *to* the client (:meth:`Dispatcher.request`) do not use pygls' ``send_request``: its futures live in
+``_request_futures`` too, the table of the client's in-flight requests, so a client response carrying the id of one
+of its own requests would reach that handler's task (``Task.set_result``: a crash), and it writes through
+``_send_data`` with no origin and no backpressure. The dispatcher keeps its own table, keyed by ids of the form
+``"acp-server:<n>"``; responses never reach pygls (so no structure hook is needed for them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeGuard, cast
 
 import cattrs
 from lsprotocol import converters
@@ -32,16 +39,15 @@ from pygls.protocol.json_rpc import (
     JsonRPCNotification,
     JsonRPCProtocol,
     JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
     MsgId,
 )
 from pygls.server import JsonRPCServer
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, RemoteError
 from ._errors import RpcError, to_rpc_error
 from ._framing import check_envelope, lone_surrogate_at
 
-__all__ = ["Dispatcher", "MessageSink", "NotificationHandler", "RequestHandler", "RequestPeer"]
+__all__ = ["Dispatcher", "MessageSink", "NotificationHandler", "RequestHandler", "RequestPeer", "is_response"]
 
 logger = logging.getLogger("acp_server.rpc")
 
@@ -56,8 +62,10 @@ class MessageSink(Protocol):
         ...
 
     async def send(self, message: Message, origin: MsgId | None = None) -> None:
-        """Queue a notification sent by the handler of request ``origin`` (None: not on behalf of a request); waits
-        while its destination is not reading (backpressure)."""
+        """Queue a notification or a request sent by the handler of request ``origin`` (None: not on behalf of a
+        request); waits while its destination is not reading (backpressure). Once the destination is closed a
+        notification is dropped; a request raises :class:`~acp_server.errors.RemoteError` where the sink can tell
+        (a routed channel), else it waits for :meth:`Dispatcher.aclose`, which ends the connection's requests."""
         ...
 
 
@@ -77,6 +85,9 @@ class RequestPeer:
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         await self._dispatcher.notify(method, params, origin=self.request_id)
 
+    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+        return await self._dispatcher.request(method, params, origin=self.request_id)
+
     def cancel_request(self, request_id: str | int) -> bool:
         return self._dispatcher.cancel_request(request_id)
 
@@ -86,18 +97,40 @@ NotificationHandler = Callable[[Any, RequestPeer], None]
 
 
 def _keep_params(obj: dict[str, Any], cls: type[Any]) -> Any:
-    if cls is JsonRPCResponseMessage:
-        return cls(id=obj["id"], jsonrpc=obj["jsonrpc"], result=obj.get("result"))
     if cls is JsonRPCRequestMessage:
         return cls(id=obj["id"], method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params"))
     return cls(method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params"))
 
 
 def _plain_converter() -> cattrs.Converter:
+    """lsprotocol's converter, with requests and notifications structured with their params as they came (responses
+    never go through pygls: see the module docstring)."""
     converter = converters.get_converter()
-    for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+    for cls in (JsonRPCRequestMessage, JsonRPCNotification):
         converter.register_structure_hook(cls, _keep_params)
     return converter
+
+
+def is_response(message: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a decoded message is shaped as a response (an object with ``result``, ``error`` or ``id`` but no
+    ``method``); a response is never answered, even when malformed (its id is in the other side's id space)."""
+    return isinstance(message, dict) and "method" not in message and not message.keys().isdisjoint(_RESPONSE_KEYS)
+
+
+_RESPONSE_KEYS = frozenset({"id", "result", "error"})
+
+_ID_PREFIX = "acp-server:"
+"""Our request ids are strings ``"acp-server:<n>"``: never confused with the client's, even in a shared log."""
+
+
+class _Outgoing:
+    """One request sent to the client and awaiting its response."""
+
+    __slots__ = ("future", "method")
+
+    def __init__(self, method: str, future: asyncio.Future[Message | RemoteError]) -> None:
+        self.method = method
+        self.future = future  # the checked response, or the error that ended the wait (connection closed)
 
 
 class _Protocol(JsonRPCProtocol):
@@ -140,6 +173,10 @@ class Dispatcher:
     Request handlers are coroutines (one task each, owned by the dispatcher through pygls' request table and ended
     by :meth:`aclose`); notification handlers are synchronous by design (pygls keeps async notification futures
     forever). ``on_admitted(request_id)`` runs when a handler reports that its request passed admission.
+
+    Requests to the client (:meth:`request`): each waits in ``_outgoing`` until its response, its caller's
+    cancellation, or :meth:`aclose`; whichever comes first removes it, and a response that finds nothing pending is
+    logged and ignored (never answered).
     """
 
     def __init__(self, sink: MessageSink, on_admitted: Callable[[MsgId], None] | None = None) -> None:
@@ -150,6 +187,9 @@ class Dispatcher:
         self._protocol.sink = sink
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
+        self._outgoing: dict[str, _Outgoing] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
 
     def register(
         self, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
@@ -177,18 +217,16 @@ class Dispatcher:
         return notification
 
     def feed(self, message: Any) -> None:
-        """Handle one decoded JSON value: answer a malformed envelope, dispatch the rest."""
+        """Handle one decoded JSON value: a response ends the wait of its request; answer a malformed envelope,
+        dispatch the rest."""
+        if is_response(message):
+            self._take_response(message)
+            return
         checked, error, reply_id = check_envelope(message)
         if error is not None:
             self.send_error(reply_id, error)
             return
-        assert checked is not None
-        if "method" not in checked:
-            if checked.get("id") is None:
-                logger.warning("Peer reported an error: %s", checked.get("error"))
-                return
-            logger.debug("Ignoring a response to unknown request %r", checked["id"])
-            return
+        assert checked is not None and "method" in checked  # an envelope without one is a response
         where = lone_surrogate_at(checked.get("params"))
         if where is not None:
             if "id" in checked:
@@ -223,6 +261,27 @@ class Dispatcher:
             return
         self._protocol.handle_message(structured)
 
+    def _take_response(self, message: dict[str, Any]) -> None:
+        """Hand a response to the request awaiting it; anything else (malformed, unknown id) is logged, never
+        answered."""
+        checked, invalid, _ = check_envelope(message)
+        if invalid is not None:
+            logger.warning("Ignoring a malformed response (id %.80r): %s", message.get("id"), invalid.message)
+            return
+        assert checked is not None
+        msg_id = checked["id"]
+        if msg_id is None:
+            if "error" in checked:  # the client could not read one of our messages
+                logger.warning("Peer reported an error: %.500r", checked["error"])
+            else:
+                logger.warning("Ignoring a malformed response: a result with a null id")
+            return
+        outgoing = self._outgoing.pop(msg_id, None) if isinstance(msg_id, str) else None
+        if outgoing is None or outgoing.future.done():
+            logger.debug("Ignoring a response to no pending request (id %.80r)", msg_id)
+            return
+        outgoing.future.set_result(checked)
+
     def send_error(self, msg_id: Any, error: RpcError) -> None:
         """Write an error reply; ``msg_id`` None gives ``"id": null`` (pygls' converter would drop it)."""
         self.sink.put({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
@@ -232,13 +291,48 @@ class Dispatcher:
         whose handler sends it (transports that route per request use it)."""
         await self.sink.send({"jsonrpc": "2.0", "method": method, "params": params}, origin)
 
+    async def request(self, method: str, params: Mapping[str, Any], origin: MsgId | None = None) -> Any:
+        """Send a request to the client, in order with the notifications of the same handler (``origin``: the request
+        whose handler sends it; backpressure as for :meth:`notify`), and return the ``result`` of its response.
+
+        Raises :class:`~acp_server.errors.RemoteError`: ``code`` and ``data`` of an error response, its message
+        prefixed with ``method``; ``code`` None when the connection closed (or was closed) before the response.
+        Cancelling the caller forgets the request at once (a response arriving later is ignored).
+        """
+        if self._closed:
+            raise RemoteError(f"connection closed: {method} was not sent")
+        msg_id = f"{_ID_PREFIX}{next(self._ids)}"
+        future: asyncio.Future[Message | RemoteError] = asyncio.get_running_loop().create_future()
+        self._outgoing[msg_id] = _Outgoing(method, future)
+        try:
+            await self.sink.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}, origin)
+            outcome = await future
+        finally:
+            self._outgoing.pop(msg_id, None)
+        if isinstance(outcome, RemoteError):
+            raise outcome
+        if "error" in outcome:
+            error = outcome["error"]
+            raise RemoteError(f"{method} failed: {error['message']}", error["code"], error.get("data"))
+        return outcome["result"]
+
+    def _fail_outgoing(self) -> None:
+        """End the wait of every request sent to the client: no response can come any more."""
+        outgoing, self._outgoing = self._outgoing, {}
+        for entry in outgoing.values():
+            if not entry.future.done():
+                entry.future.set_result(RemoteError(f"connection closed before the client answered {entry.method}"))
+
     def cancel_request(self, msg_id: MsgId) -> bool:
         """Cancel a running request handler; it answers -32800. False when no such request is in flight."""
         future = self._protocol._request_futures.get(msg_id)
         return bool(future is not None and future.cancel())
 
     async def aclose(self, grace_s: float = 5.0) -> None:
-        """Wait up to ``grace_s`` for in-flight requests to answer, then cancel the rest and let them answer -32800."""
+        """Fail every request awaiting the client (and refuse new ones), wait up to ``grace_s`` for in-flight requests
+        to answer, then cancel the rest and let them answer -32800."""
+        self._closed = True
+        self._fail_outgoing()
         # Every handler we register is a coroutine, so pygls stores asyncio tasks (typed as concurrent futures).
         pending = [cast("asyncio.Future[Any]", f) for f in self._protocol._request_futures.values()]
         if pending:

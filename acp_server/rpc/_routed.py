@@ -2,9 +2,11 @@
 remote transport: ACP's Streamable HTTP has a connection stream and one stream per session; a WebSocket has one).
 
 Routing rule: the transport names the channel of each request when it submits it; that request's response *and*
-every notification its handler sends (``origin``: a prompt's updates, a load's replay) go to that channel, so they
-stay in order with each other on one stream. A message with no known request (a reply to a malformed message, a
-notification sent on behalf of no request) goes to the ``fallback`` channel.
+every notification and request its handler sends (``origin``: a prompt's updates and permission requests, a load's
+replay) go to that channel, so they stay in order with each other on one stream. A message with no known request (a
+reply to a malformed message, a notification sent on behalf of no request) goes to the ``fallback`` channel. The
+client's responses to our requests come back through :meth:`RoutedConnection.submit` on any stream (they are
+matched by id). A request to the client that finds its channel closed fails at once (nothing would answer it).
 
 Nothing is dropped for a slow reader: a channel holds ``capacity`` messages before the handler sending the next
 notification waits for its reader (backpressure up to the turn). Replies never wait (pygls answers from plain
@@ -21,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from ..errors import RemoteError
 from ._dispatcher import Dispatcher, Message
 from ._errors import RpcError
 
@@ -102,14 +105,16 @@ class Channel:
             return
         self._append(message)
 
-    async def send(self, message: Message) -> None:
-        """Queue a notification; waits while ``capacity`` messages are unread."""
+    async def send(self, message: Message) -> bool:
+        """Queue a notification or a request; waits while ``capacity`` messages are unread. False: the channel is
+        closed and the message was discarded."""
         while not self.closed and len(self._queue) >= self.capacity:
             await self._writable.wait()
         if self.closed:
             logger.debug("channel %s is closed: %s discarded", self.name, message.get("method"))
-            return
+            return False
         self._append(message)
+        return True
 
     async def receive(self) -> Message:
         """The next message; ``anyio.EndOfStream`` once closed and drained."""
@@ -142,7 +147,8 @@ class RoutedConnection:
         self._routes: dict[str | int, Channel] = {}
 
     def submit(self, message: Message, channel: Channel) -> None:
-        """Dispatch one checked message; a request's response and notifications go to ``channel``.
+        """Dispatch one message (a response from the client included); a request's response, and the notifications
+        and requests its handler sends, go to ``channel``.
 
         A request whose id is still in flight is refused on ``channel`` (answering it would misroute the first).
         """
@@ -166,6 +172,9 @@ class RoutedConnection:
         (self.fallback if channel is None else channel).put(message)
 
     async def send(self, message: Message, origin: str | int | None = None) -> None:
-        """A notification goes to the channel of the request that sent it, waiting while that one is full."""
+        """A notification or request goes to the channel of the request that sent it, waiting while that one is full;
+        a request that channel can no longer take raises :class:`~acp_server.errors.RemoteError`."""
         channel = self._routes.get(origin) if origin is not None else None
-        await (self.fallback if channel is None else channel).send(message)
+        channel = self.fallback if channel is None else channel
+        if not await channel.send(message) and "id" in message:
+            raise RemoteError(f"connection closed: stream {channel.name} ended before {message.get('method')} was sent")

@@ -63,8 +63,10 @@ CASES: list[tuple[str, bytes, int | None, Any]] = [
     ("null id request", b'{"jsonrpc":"2.0","id":null,"method":"initialize"}', -32600, None),
     ("method not a string", b'{"jsonrpc":"2.0","id":13,"method":5}', -32600, 13),
     ("params a string", b'{"jsonrpc":"2.0","id":14,"method":"initialize","params":"x"}', -32600, 14),
-    ("result and error", b'{"jsonrpc":"2.0","id":15,"result":1,"error":{"code":1,"message":"m"}}', -32600, 15),
-    ("response without result", b'{"jsonrpc":"2.0","id":16}', -32600, 16),
+    # A response is never answered, even malformed: its id is one of ours, an error with it would read as an answer
+    # to the client's request of the same id.
+    ("result and error", b'{"jsonrpc":"2.0","id":15,"result":1,"error":{"code":1,"message":"m"}}', None, None),
+    ("response without result", b'{"jsonrpc":"2.0","id":16}', None, None),
     ("unknown method", _req("no/such", {}, 17), -32601, 17),
     ("unknown extension method", _req("_vendor/thing", {}, 18), -32601, 18),
     ("unknown method, string id", _req("no/such", {}, "s-19"), -32601, "s-19"),

@@ -5,6 +5,9 @@ The dispatcher overrides or reads private members of :class:`pygls.protocol.json
 uses ``msg_id``, ``fm.feature``/``fm.features``, ``structure_message`` and ``handle_message``. Each test below drives
 a bare pygls protocol (a recording subclass, not our wrapper) and fails if pygls stops calling or providing what we
 override, so a pygls upgrade that silently bypasses the overrides is caught here.
+
+Responses from the client never reach pygls (the dispatcher keeps its own table of requests it sent): the last
+section pins why — pygls' response path looks ids up in the table of in-flight request *tasks*.
 """
 
 from __future__ import annotations
@@ -321,8 +324,7 @@ def test_structure_message_asks_the_converter_for_the_generic_message_classes() 
     protocol = make_protocol(Recording)
     protocol.structure_message(request(1, "x/y", {"a": 1}))
     protocol.structure_message({"jsonrpc": "2.0", "method": "x/z", "params": {"a": 1}})
-    protocol.structure_message({"jsonrpc": "2.0", "id": 2, "result": {"a": 1}})
-    assert asked == [JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage]
+    assert asked == [JsonRPCRequestMessage, JsonRPCNotification]
 
 
 def test_structure_message_with_our_converter_keeps_params_plain_dicts() -> None:
@@ -347,3 +349,38 @@ def test_pygls_default_converter_would_not_keep_params_as_dicts() -> None:
     protocol = make_protocol(default_converter)
     structured = protocol.structure_message(request(1, "session/prompt", {"sessionId": "s"}))
     assert type(structured.params) is not dict
+
+
+# -- why responses bypass pygls --------------------------------------------------------------------------------
+
+
+async def test_pygls_routes_a_response_to_the_table_of_in_flight_request_tasks() -> None:
+    """pygls' ``send_request`` futures share ``_request_futures`` with the client's in-flight requests: a client
+    response carrying the id of one of its own requests would be handed to that handler's task (a crash, and the
+    request forgotten). Hence the dispatcher's own table of outgoing requests, and responses kept away from pygls."""
+    protocol = make_protocol()
+    started = asyncio.Event()
+
+    async def handler(params: Any) -> Any:
+        started.set()
+        await asyncio.Event().wait()
+
+    protocol.fm.feature("test/block")(handler)
+    feed(protocol, request(5, "test/block"))
+    async with asyncio.timeout(5):
+        await started.wait()
+    task = protocol._request_futures[5]
+    with pytest.raises(RuntimeError):  # Task.set_result
+        feed(protocol, {"jsonrpc": "2.0", "id": 5, "result": 1})
+    assert 5 not in protocol._request_futures  # the handler's entry is gone: it could no longer be cancelled by id
+    task.cancel()
+    await wait_done(protocol)
+
+
+def test_pygls_send_request_registers_its_future_in_the_request_table_and_writes_at_once() -> None:
+    protocol = make_protocol()
+    future = protocol.send_request("fs/read_text_file", {"path": "/x"})
+    [(msg_id, registered)] = protocol._request_futures.items()
+    assert registered is future  # the same table as the in-flight request tasks
+    [sent] = protocol.sent  # written synchronously through _send_data: no origin, no backpressure
+    assert isinstance(sent, JsonRPCRequestMessage) and sent.id == msg_id
