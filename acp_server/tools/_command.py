@@ -6,7 +6,7 @@ the terminal first.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
 ``/dev/null``, stdout and stderr merged into one pipe. Its output is read with a bound (the first and the last
-32 KiB are kept). When the shell exits, what it left in its group is killed (so no background process outlives
+30 KiB are kept). When the shell exits, what it left in its group is killed (so no background process outlives
 the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short grace; on
 cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from ._command import prepare_run_command
 from ._exceptions import ToolCallError
 from ._files import prepare_edit_file, prepare_list_directory, prepare_read_file, prepare_write_file
+from ._output import cap_text, utf8_len
 from ._search import prepare_glob, prepare_grep
 from ._specs import SPECS, TOOL_NAMES
 from ._types import PreparedCall, ToolClient
@@ -25,6 +26,7 @@ from ._workspace import Workspace
 __all__ = ["MAX_ARGUMENTS_BYTES", "parse_arguments", "prepare_call"]
 
 MAX_ARGUMENTS_BYTES = 1024 * 1024
+_MAX_MESSAGE = 8 * 1024  # a refusal quotes what the model sent: never all of a huge argument
 
 _Preparer = Callable[[Any, Workspace, ToolClient | None], Awaitable[PreparedCall]]
 _PREPARERS: dict[str, _Preparer] = {
@@ -97,5 +99,11 @@ async def prepare_call(
         if name in _PREPARERS:
             raise ToolCallError(f"tool '{name}' is not available in this session; available: {available}")
         raise ToolCallError(f"unknown tool '{name}'; available: {available}")
-    args = parse_arguments(name, arguments)
-    return await _PREPARERS[name](args, Workspace(cwd), client)
+    try:
+        args = parse_arguments(name, arguments)
+        return await _PREPARERS[name](args, Workspace(cwd), client)
+    except ToolCallError as exc:
+        message = str(exc)
+        if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:
+            raise ToolCallError(cap_text(message, "the message was cut", _MAX_MESSAGE)) from None
+        raise
