@@ -9,8 +9,9 @@ their OpenAI function-calling entries. A call is made in two steps:
   (title, kind, locations, an edit's diff). It raises :class:`ToolCallError` when the call cannot be made: the
   message is for the model, the client is never asked anything.
 - ``await prepared.run(content_sink)`` executes it (after the permission the turn asked, if any). ``run`` never
-  raises for a tool failure: it returns ``ToolResult(failed=True)`` with the model's message as ``output``; only
-  cancellation (which kills what the call started) and bugs propagate.
+  raises for a tool failure: it returns ``ToolResult(failed=True)``, ``output`` ``Error: <message>`` (a timed
+  out command: its status line and output); only cancellation (which kills what the call started) and bugs
+  propagate.
 
 What the model gets is capped at 64 KiB per call (:data:`OUTPUT_LIMIT_BYTES`), a note saying what was cut and
 how to see more. read_file numbers lines like ``cat -n`` (``     7\\tline``). Binary files (a NUL byte in the

@@ -1,9 +1,9 @@
 """How every tool builds its :class:`PreparedCall`, and the one rule of how a call's ``run`` ends.
 
 ``run`` never raises for a tool failure: a :class:`ToolCallError` (or a :class:`RemoteError` from the client, or
-an ``OSError`` no tool explained) raised while running becomes ``ToolResult(failed=True)`` whose ``output`` is the
-message for the model (and whose content shows it). Cancellation, and bugs, propagate. Every ``output`` is capped
-at 64 KiB.
+an ``OSError`` no tool explained) raised while running becomes ``ToolResult(failed=True)`` whose ``output`` is
+``Error: <message>`` for the model (and whose content shows the message). Cancellation, and bugs, propagate.
+Every ``output`` is capped at 64 KiB.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ Run = Callable[[ContentSink], Awaitable[ToolResult]]
 
 
 def failure(message: str) -> ToolResult:
-    """A failed call: the model is told ``message``, the editor shows it."""
-    message = cap_text(message, "the message was cut")
-    return ToolResult(output=message, content=(TextContent(message),), failed=True)
+    """A failed call: the model is told ``Error: <message>`` (as the turn tells it a refused call), the editor
+    shows the message."""
+    message = cap_text(message, "the message was cut", OUTPUT_LIMIT_BYTES - 16)
+    return ToolResult(output=f"Error: {message}", content=(TextContent(message),), failed=True)
 
 
 def _guarded(run: Run) -> Run:

@@ -99,7 +99,7 @@ def _read_result(target: Target, window: list[str], start: int, total: int | Non
     """The lines ``window`` (line ``start`` first) of a file of ``total`` lines (None: unknown, it may go on)."""
     if not window:
         if start == 1 and total in (0, None):
-            message = f"({target.rel} is empty)"
+            message = "(the file is empty)"
         else:
             has = "" if total is None else f", which has {total} lines"
             message = f"(offset {start} is past the end of {target.rel}{has})"

@@ -54,7 +54,7 @@ async def test_a_binary_file_is_refused_before_the_client_is_asked(project: Path
     (project / "logo.png").write_bytes(b"\x89PNG\x00\x00")
     client = FakeClient(read=True)
     result = await call(project, "read_file", client, path="logo.png")
-    assert result.failed and result.output.startswith("binary file logo.png not shown")
+    assert result.failed and result.output.startswith("Error: binary file logo.png not shown")
     assert client.calls == []
 
 
@@ -62,7 +62,7 @@ async def test_a_client_read_error_fails_the_call_with_its_message(project: Path
     client = FakeClient(read=True)
     client.fail["read_text_file"] = RemoteError("Resource not found", code=-32002)
     result = await call(project, "read_file", client, path="app.py")
-    assert result.failed and result.output == "the editor could not read app.py: Resource not found"
+    assert result.failed and result.output == "Error: the editor could not read app.py: Resource not found"
     with pytest.raises(ToolCallError, match=r"the editor could not read app\.py: Resource not found"):
         await prepare(project, "edit_file", client, path="app.py", old_text="disk 1", new_text="x")
 
@@ -118,7 +118,7 @@ async def test_a_client_write_error_fails_the_call(project: Path) -> None:
     client = FakeClient(write=True)
     client.fail["write_text_file"] = RemoteError("read-only buffer")
     result = await call(project, "edit_file", client, path="app.py", old_text="disk 2", new_text="two")
-    assert result.failed and result.output == "the editor could not write app.py: read-only buffer"
+    assert result.failed and result.output == "Error: the editor could not write app.py: read-only buffer"
     assert (project / "app.py").read_text() == "on disk 1\non disk 2\n"
 
 

@@ -204,13 +204,13 @@ async def test_terminal_errors_fail_the_call_and_still_release(tmp_path: Path) -
     client = FakeClient(terminal=True)
     client.fail["wait_for_terminal_exit"] = RemoteError("terminal gone", code=-32603)
     result = await call(tmp_path, "run_command", client, command="ls")
-    assert result.failed and result.output == "the editor's terminal failed: terminal gone"
+    assert result.failed and result.output == "Error: the editor's terminal failed: terminal gone"
     assert client.names == ["create_terminal", "wait_for_terminal_exit", "kill_terminal", "release_terminal"]
 
     refusing = FakeClient(terminal=True)
     refusing.fail["create_terminal"] = RemoteError("no terminals here")
     result = await call(tmp_path, "run_command", refusing, command="ls")
-    assert result.failed and result.output == "the editor could not start the command: no terminals here"
+    assert result.failed and result.output == "Error: the editor could not start the command: no terminals here"
     assert refusing.names == ["create_terminal"]
 
     releasing = FakeClient(terminal=True, exit=TerminalExit(None, "SIGSEGV"))

@@ -61,7 +61,7 @@ async def test_read_file_offset_and_limit(tmp_path: Path) -> None:
 async def test_read_file_of_an_empty_file_and_one_without_final_newline(tmp_path: Path) -> None:
     (tmp_path / "empty").write_text("")
     (tmp_path / "crlf").write_bytes(b"a\r\nb")
-    assert (await call(tmp_path, "read_file", path="empty")).output == "(empty is empty)"
+    assert (await call(tmp_path, "read_file", path="empty")).output == "(the file is empty)"
     assert (await call(tmp_path, "read_file", path="crlf")).output == numbered((1, "a"), (2, "b"))
 
 
@@ -97,8 +97,8 @@ async def test_binary_files_are_refused_for_read_and_edit(tmp_path: Path, data: 
     (tmp_path / "img.bin").write_bytes(data)
     read = await call(tmp_path, "read_file", path="img.bin")
     assert read.failed
-    assert read.output == f"binary file img.bin not shown ({why}); only text files can be read or edited"
-    assert read.content == (TextContent(read.output),)
+    message = f"binary file img.bin not shown ({why}); only text files can be read or edited"
+    assert (read.output, read.content) == (f"Error: {message}", (TextContent(message),))
     with pytest.raises(ToolCallError, match=r"binary file img\.bin not shown"):
         await prepare(tmp_path, "edit_file", path="img.bin", old_text="caf", new_text="x")
 
@@ -108,7 +108,7 @@ async def test_a_file_over_10_mib_is_not_read(tmp_path: Path) -> None:
         file.truncate(10 * 1024 * 1024 + 1)
     result = await call(tmp_path, "read_file", path="huge.log")
     assert result.failed
-    assert result.output.startswith("huge.log is 10.0 MiB; files over 10 MiB are not read")
+    assert result.output.startswith("Error: huge.log is 10.0 MiB; files over 10 MiB are not read")
 
 
 async def test_a_file_that_vanished_before_the_run_fails_the_call(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ async def test_a_file_that_vanished_before_the_run_fails_the_call(tmp_path: Path
     prepared = await prepare(tmp_path, "read_file", path="gone.txt")
     (tmp_path / "gone.txt").unlink()
     result = await prepared.run(_noop)
-    assert result.failed and result.output == "gone.txt does not exist (any more)"
+    assert result.failed and result.output == "Error: gone.txt does not exist (any more)"
 
 
 # --- list_directory -----------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ async def test_write_file_fails_when_the_file_changed_after_the_preview(tmp_path
     (tmp_path / "a.txt").write_text("v2 by someone else")
     result = await prepared.run(_noop)
     assert result.failed
-    assert result.output.startswith("a.txt changed after this change was proposed, so it was not applied")
+    assert result.output.startswith("Error: a.txt changed after this change was proposed, so it was not applied")
     assert (tmp_path / "a.txt").read_text() == "v2 by someone else"
 
 
@@ -223,7 +223,7 @@ async def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypat
     monkeypatch.setattr(os, "replace", cross_device)
     result = await prepared.run(_noop)
     monkeypatch.undo()
-    assert result.failed and result.output == "cannot write a.txt: Invalid cross-device link"
+    assert result.failed and result.output == "Error: cannot write a.txt: Invalid cross-device link"
     assert os.listdir(tmp_path) == ["a.txt"] and (tmp_path / "a.txt").read_text() == "old"
 
 
@@ -283,7 +283,7 @@ async def test_edit_file_fails_when_the_file_changed_after_the_preview(tmp_path:
     prepared = await prepare(tmp_path, "edit_file", path="app.py", old_text="a = 1", new_text="a = 2")
     (tmp_path / "app.py").write_text("a = 1\nb = 1\n")
     result = await prepared.run(_noop)
-    assert result.failed and result.output.startswith("app.py changed after this change was proposed")
+    assert result.failed and result.output.startswith("Error: app.py changed after this change was proposed")
     assert (tmp_path / "app.py").read_text() == "a = 1\nb = 1\n"
 
 
