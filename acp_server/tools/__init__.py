@@ -1,5 +1,31 @@
-"""Tools the model calls in the user's project: confined to the session's cwd, run locally or through the client."""
+"""Tools the model calls in the user's project: confined to the session's cwd, run locally or through the client.
 
+The seven tools (a contract: names and parameters are fixed) are ``read_file``, ``list_directory``, ``glob``,
+``grep`` (:data:`READ_ONLY_TOOLS`), ``write_file``, ``edit_file`` and ``run_command``; :func:`openai_tools` gives
+their OpenAI function-calling entries. A call is made in two steps:
+
+- ``await prepare_call(name, arguments, cwd=..., client=..., offered=...)`` validates the call (tool known and
+  offered, arguments JSON within 1 MiB matching the schema), confines its paths and computes its announcement
+  (title, kind, locations, an edit's diff). It raises :class:`ToolCallError` when the call cannot be made: the
+  message is for the model, the client is never asked anything.
+- ``await prepared.run(content_sink)`` executes it (after the permission the turn asked, if any). ``run`` never
+  raises for a tool failure: it returns ``ToolResult(failed=True)``, ``output`` ``Error: <message>`` (a timed
+  out command: its status line and output); only cancellation (which kills what the call started) and bugs
+  propagate.
+
+What the model gets is capped at 64 KiB per call (:data:`OUTPUT_LIMIT_BYTES`), a note saying what was cut and
+how to see more. read_file numbers lines like ``cat -n`` (``     7\\tline``). Binary files (a NUL byte in the
+first 8 KiB, or not UTF-8) are refused; so are files over 10 MiB (grep skips them). The details of each part are
+in its module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, commands ``_command``.
+
+``schemas/tools/<name>.json`` hold the parameters schemas the model is sent; regenerate them with
+``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).
+"""
+
+from ._exceptions import ToolCallError, ToolError
+from ._output import OUTPUT_LIMIT_BYTES
+from ._prepare import prepare_call
+from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 from ._types import (
     ContentSink,
     PermissionChoice,
@@ -9,13 +35,23 @@ from ._types import (
     ToolClient,
     ToolResult,
 )
+from ._workspace import Target, Workspace
 
 __all__ = [
+    "OUTPUT_LIMIT_BYTES",
+    "READ_ONLY_TOOLS",
+    "TOOL_NAMES",
     "ContentSink",
     "PermissionChoice",
     "PreparedCall",
+    "Target",
     "TerminalExit",
     "TerminalOutput",
+    "ToolCallError",
     "ToolClient",
+    "ToolError",
     "ToolResult",
+    "Workspace",
+    "openai_tools",
+    "prepare_call",
 ]

@@ -1,0 +1,238 @@
+"""run_command: a shell command line, in the client's terminal when it has one, else a local subprocess.
+
+Terminal (``terminal/*``): create → show it in the call (``content_sink``) → wait for the exit under the timeout
+(timeout: kill) → output → release. Release always happens, shielded and bounded; a cancelled or failed run kills
+the terminal first.
+
+Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
+``/dev/null``, stdout and stderr merged into one pipe. Its output is read with a bound (the first and the last
+30 KiB are kept). When the shell exits, what it left in its group is killed (so no background process outlives
+the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short grace; on
+cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
+
+A non-zero exit status is a completed call (the model needs to see the failure); a command that could not start,
+or that timed out, is a failed one. The model gets the exit status (or signal) line, then the output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from ..domain import TerminalContent, TextContent
+from ..errors import RemoteError
+from ._call import prepared
+from ._exceptions import ToolCallError
+from ._output import OUTPUT_LIMIT_BYTES
+from ._specs import DEFAULT_COMMAND_TIMEOUT_MS, RunCommandArgs
+from ._types import ContentSink, PreparedCall, TerminalExit, ToolClient, ToolResult
+from ._workspace import Workspace
+
+__all__ = ["KEEP_HEAD_BYTES", "KEEP_TAIL_BYTES", "prepare_run_command"]
+
+logger = logging.getLogger(__name__)
+
+KEEP_HEAD_BYTES = 30 * 1024
+KEEP_TAIL_BYTES = 30 * 1024
+_TERM_GRACE_S = 2.0  # SIGTERM → SIGKILL at a timeout
+_DRAIN_S = 1.0  # after the shell exits and its group is killed, how long the pipe may take to close
+_REAP_S = 5.0  # a SIGKILLed shell is reaped within this (bounded, in case it is stuck in the kernel)
+_RELEASE_S = 5.0  # the shielded kill/release of a client terminal
+
+
+class _Capture:
+    """A command's output, bounded: the first :data:`KEEP_HEAD_BYTES` and the last :data:`KEEP_TAIL_BYTES`."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = KEEP_HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > KEEP_TAIL_BYTES:
+                del self.tail[: len(self.tail) - KEEP_TAIL_BYTES]
+
+    def text(self) -> str:
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted <= 0:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        return (
+            self.head.decode("utf-8", "replace")
+            + f"\n[… {omitted} bytes of output omitted …]\n"
+            + self.tail.decode("utf-8", "replace")
+        )
+
+
+def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool, timeout_ms: int) -> str:
+    if timed_out:
+        return f"Timed out after {timeout_ms} ms: the command was killed"
+    if signal_name is not None:
+        return f"Killed by signal {signal_name}"
+    if exit_code is None:
+        return "Exit status unknown"
+    return f"Exit code: {exit_code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _pump(stream: ByteReceiveStream, capture: _Capture, done: anyio.Event) -> None:
+    try:
+        async for chunk in stream:
+            capture.add(chunk)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    finally:
+        done.set()
+
+
+async def _reap(process: Process) -> None:
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_S):
+        await process.wait()
+
+
+async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
+    try:
+        with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
+            process = await anyio.open_process(
+                ["/bin/sh", "-c", command],
+                cwd=workspace.cwd,
+                env={**os.environ, "PWD": workspace.cwd},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+    except OSError as exc:
+        raise ToolCallError(f"the command could not be started: {exc.strerror or exc}") from None
+    pgid = process.pid  # a new session: the shell leads its own process group
+    capture = _Capture()
+    timed_out = False
+    assert process.stdout is not None
+    try:
+        async with anyio.create_task_group() as tasks:
+            drained = anyio.Event()
+            tasks.start_soon(_pump, process.stdout, capture, drained)
+            with anyio.move_on_after(timeout_ms / 1000) as deadline:
+                await process.wait()
+            if deadline.cancelled_caught:
+                timed_out = True
+                _kill_group(pgid, signal.SIGTERM)
+                with anyio.move_on_after(_TERM_GRACE_S):
+                    await process.wait()
+            _kill_group(pgid, signal.SIGKILL)  # what is left of the group: nothing outlives the call
+            await _reap(process)
+            with anyio.move_on_after(_DRAIN_S):
+                await drained.wait()
+            tasks.cancel_scope.cancel()
+    except BaseException:
+        _kill_group(pgid, signal.SIGKILL)
+        await _reap(process)
+        raise
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_S):
+            await process.aclose()  # the pipe and its transport; the shell is reaped already
+    code = process.returncode
+    signal_name = _signal_name(-code) if code is not None and code < 0 else None
+    exit_code = code if code is not None and code >= 0 else None
+    output = capture.text()
+    text = _status_line(exit_code, signal_name, timed_out, timeout_ms) + "\n" + (output or "(no output)")
+    raw = {
+        "exitCode": exit_code,
+        "signal": signal_name,
+        "timedOut": timed_out,
+        "outputBytes": capture.total,
+    }
+    return ToolResult(text, (TextContent(text),), raw, failed=timed_out)
+
+
+async def _quietly(call: Awaitable[None], what: str) -> None:
+    try:
+        await call
+    except RemoteError as exc:
+        logger.debug("terminal/%s failed: %s", what, exc)
+
+
+async def _run_terminal(
+    client: ToolClient, command: str, workspace: Workspace, timeout_ms: int, sink: ContentSink
+) -> ToolResult:
+    try:
+        terminal_id = await client.create_terminal(command, workspace.cwd, OUTPUT_LIMIT_BYTES)
+    except RemoteError as exc:
+        raise ToolCallError(f"the editor could not start the command: {exc}") from exc
+    content = (TerminalContent(terminal_id),)
+    ended = False
+    try:
+        await sink(content)
+        exit_status: TerminalExit | None = None
+        with anyio.move_on_after(timeout_ms / 1000) as deadline:
+            exit_status = await client.wait_for_terminal_exit(terminal_id)
+        timed_out = deadline.cancelled_caught
+        if timed_out:
+            await client.kill_terminal(terminal_id)
+        result = await client.terminal_output(terminal_id)
+        ended = True
+    except RemoteError as exc:
+        raise ToolCallError(f"the editor's terminal failed: {exc}") from exc
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_S):
+            if not ended:
+                await _quietly(client.kill_terminal(terminal_id), "kill")
+            await _quietly(client.release_terminal(terminal_id), "release")
+    exit_status = exit_status or result.exit
+    exit_code = exit_status.exit_code if exit_status is not None else None
+    signal_name = exit_status.signal if exit_status is not None else None
+    lines = [_status_line(exit_code, signal_name, timed_out, timeout_ms)]
+    if result.truncated:
+        lines.append(
+            f"[the beginning of the output was cut: the terminal keeps its last {OUTPUT_LIMIT_BYTES // 1024} KiB]"
+        )
+    lines.append(result.output or "(no output)")
+    raw = {"exitCode": exit_code, "signal": signal_name, "timedOut": timed_out, "terminalId": terminal_id}
+    return ToolResult("\n".join(lines), content, raw, failed=timed_out)
+
+
+def _title(command: str) -> str:
+    first, _, rest = command.strip().partition("\n")
+    short = first if len(first) <= 80 else first[:79] + "…"
+    return f"Run `{short}{' …' if rest.strip() and len(first) <= 80 else ''}`"
+
+
+async def prepare_run_command(args: RunCommandArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+    command = args.command
+    if not command.strip():
+        raise ToolCallError("command is empty")
+    if "\0" in command:
+        raise ToolCallError("command contains a NUL byte")
+    timeout_ms = args.timeout_ms or DEFAULT_COMMAND_TIMEOUT_MS
+    terminal = client if client is not None and client.has_terminal else None
+
+    async def run(sink: ContentSink) -> ToolResult:
+        if terminal is not None:
+            return await _run_terminal(terminal, command, workspace, timeout_ms, sink)
+        return await _run_local(command, workspace, timeout_ms)
+
+    return prepared("run_command", _title(command), (), (), run)

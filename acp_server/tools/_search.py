@@ -1,0 +1,269 @@
+"""The search tools: glob (paths matching a pattern) and grep (lines matching a regular expression).
+
+Both walk the project with :class:`~._walk.Walk` (``.git`` and what ``.gitignore`` hides skipped, symbolic links
+never entered) in a worker thread, so a big project does not stall the event loop; cancelling the call stops the
+walk. Output is capped: :data:`MAX_GLOB_PATHS` paths, :data:`MAX_GREP_MATCHES` lines, 64 KiB, each with a note.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio.to_thread
+
+from ..domain import TextContent, ToolLocation
+from ._call import prepared
+from ._exceptions import ToolCallError
+from ._globs import compile_globs, expand_braces, has_magic
+from ._output import OUTPUT_LIMIT_BYTES, clip_line, join_lines, plural, utf8_len
+from ._specs import GlobArgs, GrepArgs
+from ._textfile import MAX_TEXT_FILE_BYTES, read_searchable
+from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
+from ._walk import MAX_WALK_ENTRIES, Walk
+from ._workspace import Target, Workspace
+
+__all__ = ["MAX_GLOB_PATHS", "MAX_GREP_LINE_CHARS", "MAX_GREP_MATCHES", "prepare_glob", "prepare_grep"]
+
+MAX_GLOB_PATHS = 1000
+MAX_GREP_MATCHES = 500
+MAX_GREP_LINE_CHARS = 500
+
+_T = TypeVar("_T")
+
+
+async def _in_thread(work: Callable[[threading.Event], _T]) -> _T:
+    """``work(stop)`` in a worker thread; on cancellation ``stop`` is set and the call returns at once."""
+    stop = threading.Event()
+    try:
+        return await anyio.to_thread.run_sync(work, stop, abandon_on_cancel=True)
+    finally:
+        stop.set()
+
+
+def _walk_note(walk: Walk) -> str:
+    return f"[the search stopped after {MAX_WALK_ENTRIES} entries; narrow it to a directory]" if walk.truncated else ""
+
+
+def _clip_title(text: str, size: int = 60) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+# --- glob ---------------------------------------------------------------------------------------------------
+
+
+def _relative_pattern(workspace: Workspace, pattern: str) -> str:
+    if "\0" in pattern:
+        raise ToolCallError(f"pattern {pattern!r} contains a NUL byte")
+    if not os.path.isabs(pattern):
+        return pattern
+    for prefix in (workspace.cwd, workspace.root):
+        if pattern == prefix:
+            return "."
+        if pattern.startswith(prefix.rstrip("/") + "/"):
+            return pattern[len(prefix.rstrip("/")) + 1 :]
+    raise ToolCallError(
+        f"pattern '{pattern}' is outside the project directory {workspace.cwd}; give it relative to that directory"
+    )
+
+
+def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, re.Pattern[str], int | None]:
+    """Where to walk (the literal directories the pattern starts with), the label of the walked paths, the
+    regex of the whole pattern, and how deep to walk (None: ``**`` goes all the way down)."""
+    try:
+        expanded = expand_braces(_relative_pattern(workspace, pattern))
+    except ValueError as exc:
+        raise ToolCallError(f"pattern '{pattern}': {exc}") from None
+    split: list[list[str]] = []
+    for option in expanded:
+        segments = [segment for segment in option.split("/") if segment not in ("", ".")]
+        if ".." in segments:
+            raise ToolCallError(
+                f"pattern '{pattern}' contains '..'; glob patterns are relative to the project directory and stay "
+                "inside it"
+            )
+        if not segments:
+            raise ToolCallError(f"pattern '{pattern}' matches nothing but the project directory itself")
+        split.append(segments)
+    base: list[str] = []
+    for column in zip(*(segments[:-1] for segments in split), strict=False):
+        if len(set(column)) != 1 or has_magic(column[0]):
+            break
+        base.append(column[0])
+    target = workspace.resolve("/".join(base) or ".", "pattern")
+    regex = compile_globs(["/".join(segments) for segments in split])
+    deep = any("**" in segment for segments in split for segment in segments)
+    depth = None if deep else max(len(segments) for segments in split) - len(base)
+    return target, "".join(part + "/" for part in base), regex, depth
+
+
+def _glob(
+    workspace: Workspace, pattern: str, base: Target, label: str, regex: re.Pattern[str], depth: int | None
+) -> Callable[[threading.Event], ToolResult]:
+    def work(stop: threading.Event) -> ToolResult:
+        found: list[str] = []
+        walk = Walk(workspace.root, base.real, label, stop=stop, max_depth=depth)
+        if os.path.isdir(base.real):
+            for entry in walk:
+                if not regex.fullmatch(entry.rel):
+                    continue
+                if entry.is_link:
+                    real = os.path.realpath(entry.real)
+                    if not workspace.contains(real):
+                        continue  # a link out of the project: not a file of it
+                    found.append(entry.rel + "/" if os.path.isdir(real) else entry.rel)
+                else:
+                    found.append(entry.rel + "/" if entry.is_dir else entry.rel)
+        found.sort()
+        text, shown = join_lines(found[:MAX_GLOB_PATHS])
+        notes = [_walk_note(walk)]
+        if shown < len(found):
+            notes.append(f"[{shown} of {len(found)} paths shown; narrow the pattern]")
+        if not found:
+            text = f"no path matches '{pattern}'\n"
+        output = (text + "\n".join(note for note in notes if note)).rstrip("\n")
+        summary = f"{len(found)} path{'' if len(found) == 1 else 's'}"
+        return ToolResult(output, (TextContent(summary),), {"paths": len(found), "truncated": shown < len(found)})
+
+    return work
+
+
+async def prepare_glob(args: GlobArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+    base, label, regex, depth = _glob_plan(workspace, args.pattern)
+    work = _glob(workspace, args.pattern, base, label, regex, depth)
+
+    async def run(sink: ContentSink) -> ToolResult:
+        return await _in_thread(work)
+
+    return prepared("glob", f"Glob {_clip_title(args.pattern)}", (), (), run)
+
+
+# --- grep ---------------------------------------------------------------------------------------------------
+
+
+class _Matches:
+    """The matching lines found so far, within the caps."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.size = 0
+        self.files = 0
+        self.capped = False
+        self.skipped: dict[str, int] = {}
+
+    def search(self, text: str, rel: str, line_regex: re.Pattern[str], text_regex: re.Pattern[str]) -> bool:
+        """Add the lines of ``text`` (the file ``rel``) that match; False once a cap is reached."""
+        position, number, counted_to = 0, 1, 0
+        found = False
+        while position <= len(text):
+            match = text_regex.search(text, position)
+            if match is None:
+                break
+            start = text.rfind("\n", 0, match.start()) + 1
+            end = text.find("\n", match.start())
+            end = len(text) if end < 0 else end
+            number += text.count("\n", counted_to, start)
+            counted_to = start
+            line = text[start:end]
+            if line_regex.search(line):
+                entry = f"{rel}:{number}:{clip_line(line.removesuffix(chr(13)), MAX_GREP_LINE_CHARS)}"
+                size = utf8_len(entry) + 1
+                if len(self.lines) >= MAX_GREP_MATCHES or self.size + size > OUTPUT_LIMIT_BYTES - 400:
+                    self.capped = True
+                    return False
+                self.lines.append(entry)
+                self.size += size
+                found = True
+            position = end + 1
+        self.files += found
+        return True
+
+
+def _grep(
+    workspace: Workspace,
+    target: Target,
+    is_dir: bool,
+    line_regex: re.Pattern[str],
+    text_regex: re.Pattern[str],
+    include: tuple[re.Pattern[str], bool] | None,
+    where: str,
+) -> Callable[[threading.Event], ToolResult]:
+    def work(stop: threading.Event) -> ToolResult:
+        matches = _Matches()
+        note = ""
+        if not is_dir:
+            text, why = read_searchable(target.real)
+            if text is None:
+                note = f"[{target.rel} was not searched: {_WHY[why]}]"
+            else:
+                matches.search(text, target.rel, line_regex, text_regex)
+        else:
+            walk = Walk(workspace.root, target.real, "" if target.rel == "." else target.rel + "/", stop=stop)
+            for entry in walk:
+                if entry.is_dir or entry.is_link:
+                    continue
+                if include is not None and not include[0].fullmatch(entry.rel if include[1] else entry.name):
+                    continue
+                text, why = read_searchable(entry.real)
+                if text is None:
+                    matches.skipped[why] = matches.skipped.get(why, 0) + 1
+                    continue
+                if not matches.search(text, entry.rel, line_regex, text_regex):
+                    break
+            note = _walk_note(walk)
+        notes = [note]
+        if matches.capped:
+            notes.append(f"[output capped at {len(matches.lines)} matching lines; narrow the pattern, path or include]")
+        if matches.skipped.get("large"):
+            notes.append(f"[{matches.skipped['large']} file(s) over {MAX_TEXT_FILE_BYTES // 1024 // 1024} MiB skipped]")
+        text = "".join(line + "\n" for line in matches.lines) or f"no matches{where}\n"
+        output = (text + "\n".join(n for n in notes if n)).rstrip("\n")
+        count = len(matches.lines)
+        summary = f"{plural(count, 'matching line')} in {plural(matches.files, 'file')}"
+        raw = {"matches": count, "files": matches.files, "truncated": matches.capped}
+        return ToolResult(output, (TextContent(summary),), raw)
+
+    return work
+
+
+_WHY = {
+    "binary": "it is a binary file",
+    "large": f"it is over {MAX_TEXT_FILE_BYTES // 1024 // 1024} MiB",
+    "unreadable": "it cannot be read",
+}
+
+
+async def prepare_grep(args: GrepArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+    try:
+        line_regex = re.compile(args.pattern)
+        text_regex = re.compile(args.pattern, re.MULTILINE)
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise ToolCallError(f"invalid regular expression {args.pattern!r}: {exc}") from None
+    target, is_dir = workspace.existing(args.path or ".")
+    include: tuple[re.Pattern[str], bool] | None = None
+    if args.include:
+        if "\0" in args.include:
+            raise ToolCallError(f"include {args.include!r} contains a NUL byte")
+        try:
+            include = (compile_globs(expand_braces(args.include.removeprefix("./"))), "/" in args.include)
+        except ValueError as exc:
+            raise ToolCallError(f"include '{args.include}': {exc}") from None
+    title = f"Grep '{_clip_title(args.pattern)}'"
+    where = f" for '{args.pattern}'"
+    if args.path is not None and target.rel != ".":
+        title += f" in {target.rel}"
+        where += f" in {target.rel}"
+    if args.include:
+        title += f" ({_clip_title(args.include, 40)})"
+        where += f" (files matching '{args.include}')"
+    work = _grep(workspace, target, is_dir, line_regex, text_regex, include, where)
+
+    async def run(sink: ContentSink) -> ToolResult:
+        return await _in_thread(work)
+
+    locations = (ToolLocation(target.path),) if args.path is not None else ()
+    return prepared("grep", title, locations, (), run)

@@ -1,0 +1,191 @@
+"""Text files on disk: read only when they are text (UTF-8, no NUL byte in the first 8 KiB) and at most 10 MiB;
+written atomically (a temporary file in the same directory, fsync, ``os.replace``), keeping the file's mode.
+
+Files are opened with ``O_NOFOLLOW`` on their resolved path: a symbolic link swapped in after the confinement
+check is not followed. Every failure is a :class:`ToolCallError` naming the file relative to the project.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+
+from ._exceptions import ToolCallError
+from ._workspace import Target, describe_mode
+
+__all__ = [
+    "MAX_TEXT_FILE_BYTES",
+    "SNIFF_BYTES",
+    "check_text_head",
+    "decode_text",
+    "encode_text",
+    "is_binary",
+    "read_searchable",
+    "read_text",
+    "write_text_atomic",
+]
+
+MAX_TEXT_FILE_BYTES = 10 * 1024 * 1024
+"""Files larger than this are not read (read_file, edit_file) nor searched (grep)."""
+
+SNIFF_BYTES = 8192
+"""A NUL byte in this many first bytes makes a file binary."""
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def is_binary(head: bytes) -> bool:
+    return b"\0" in head[:SNIFF_BYTES]
+
+
+def _binary(target: Target, why: str) -> ToolCallError:
+    return ToolCallError(f"binary file {target.rel} not shown ({why}); only text files can be read or edited")
+
+
+def decode_text(data: bytes, target: Target) -> str:
+    """``data`` (the content of ``target``) as text, or refused as binary."""
+    if is_binary(data):
+        raise _binary(target, "it contains NUL bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _binary(target, "it is not UTF-8 text") from None
+
+
+def _open_regular(target: Target) -> tuple[int, int]:
+    """An fd open for reading on the regular file ``target``, and its size."""
+    try:
+        fd = os.open(target.real, _READ_FLAGS)
+    except FileNotFoundError:
+        raise ToolCallError(f"{target.rel} does not exist (any more)") from None
+    except OSError as exc:
+        raise ToolCallError(f"cannot open {target.rel}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolCallError(f"{target.rel} is {describe_mode(info.st_mode)}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def _too_large(target: Target, size: int) -> ToolCallError:
+    return ToolCallError(
+        f"{target.rel} is {size / 1024 / 1024:.1f} MiB; files over {MAX_TEXT_FILE_BYTES // 1024 // 1024} MiB are "
+        "not read (run_command can show parts of it, e.g. with head, tail or sed -n)"
+    )
+
+
+def read_text(target: Target) -> str:
+    """The text of the regular file ``target`` (refused when binary, not UTF-8 or over 10 MiB)."""
+    fd, size = _open_regular(target)
+    try:
+        if size > MAX_TEXT_FILE_BYTES:
+            raise _too_large(target, size)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_TEXT_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ToolCallError(f"cannot read {target.rel}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEXT_FILE_BYTES:
+        raise _too_large(target, len(data))
+    return decode_text(data, target)
+
+
+def check_text_head(target: Target) -> None:
+    """Refuse ``target`` when it is not a regular file or its first bytes are binary (before the client reads it)."""
+    fd, _ = _open_regular(target)
+    try:
+        head = os.read(fd, SNIFF_BYTES)
+    except OSError as exc:
+        raise ToolCallError(f"cannot read {target.rel}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if is_binary(head):
+        raise _binary(target, "it contains NUL bytes")
+
+
+def encode_text(content: str) -> bytes:
+    try:
+        return content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolCallError(
+            f"content is not valid text: a lone surrogate (\\u{ord(content[exc.start]):04x}) at character {exc.start}"
+        ) from None
+
+
+def write_text_atomic(target: Target, content: str) -> None:
+    """Replace (or create) ``target`` with ``content`` in one step: readers see the old file or the new one,
+    never a part. Missing parent directories are created; an existing file keeps its permission bits."""
+    data = encode_text(content)
+    parent, name = os.path.split(target.real)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        try:
+            mode: int | None = stat.S_IMODE(os.stat(target.real, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            mode = None
+        while True:
+            temporary = os.path.join(parent, f".{name[:200]}.{secrets.token_hex(4)}.tmp")
+            try:
+                fd = os.open(
+                    temporary,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o666 if mode is None else 0o600,
+                )
+            except FileExistsError:
+                continue
+            break
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                if mode is not None:
+                    os.fchmod(file.fileno(), mode)
+                os.fsync(file.fileno())
+            os.replace(temporary, target.real)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise ToolCallError(f"cannot write {target.rel}: {exc.strerror or exc}") from None
+    with contextlib.suppress(OSError):
+        directory = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def read_searchable(real: str) -> tuple[str | None, str]:
+    """The text of the file at ``real`` for a search, or None and why not (``binary``, ``large``,
+    ``unreadable``): a search skips such files quietly, so none of this is an error."""
+    try:
+        fd = os.open(real, _READ_FLAGS)
+    except OSError:
+        return None, "unreadable"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "unreadable"
+        if info.st_size > MAX_TEXT_FILE_BYTES:
+            return None, "large"
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_TEXT_FILE_BYTES + 1)
+    except OSError:
+        return None, "unreadable"
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEXT_FILE_BYTES:
+        return None, "large"
+    if is_binary(data):
+        return None, "binary"
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, "binary"
