@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .domain import ToolKind
-
 __all__ = ["BYPASS_MODE", "DEFAULT_MODE", "MODES", "READ_ONLY_MODE", "Mode", "available_modes", "needs_asking"]
 
 
@@ -50,7 +48,7 @@ def available_modes(*, allow_bypass: bool) -> tuple[Mode, ...]:
     return tuple(mode for mode in MODES.values() if allow_bypass or mode.id != BYPASS_MODE)
 
 
-def needs_asking(mode: str, kind: ToolKind) -> bool:
+def needs_asking(mode: str, kind: str) -> bool:
     """Whether a call of ``kind`` that changes something waits for the user's permission in ``mode``."""
     if mode == BYPASS_MODE:
         return False

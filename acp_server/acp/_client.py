@@ -18,7 +18,7 @@ from ._convert import tool_call_fields
 
 if TYPE_CHECKING:
     from ..bridge import PromptStream
-    from ._agent import Peer
+    from ._peer import Peer
 
 __all__ = ["PERMISSION_OPTIONS", "AcpToolClient", "ClientCapabilities"]
 

@@ -96,9 +96,12 @@ class ModelSettings:
         return bool(self.base_url or self.api_key)
 
 
+_READ_ONLY = tuple(name for name in TOOL_NAMES if name in READ_ONLY_TOOLS)
+
+
 def offered_tools(mode: str) -> tuple[str, ...]:
     """The tools the model is offered in ``mode`` (an unknown mode offers the read-only ones: fail safe)."""
-    return TOOL_NAMES if mode in MODES and mode != READ_ONLY_MODE else READ_ONLY_TOOLS
+    return TOOL_NAMES if mode in MODES and mode != READ_ONLY_MODE else _READ_ONLY
 
 
 @lru_cache(maxsize=8)

@@ -266,7 +266,7 @@ async def test_running_prompt_releases_only_after_it_unwound() -> None:
     """A cancelled running prompt keeps its slot until the runner has left (it may still write history)."""
     unwound = anyio.Event()
 
-    async def slow_to_stop(session: object, p: object, emit: object) -> str:
+    async def slow_to_stop(session: object, p: object, emit: object, client: object = None) -> str:
         try:
             await anyio.sleep_forever()
         finally:
@@ -290,7 +290,7 @@ async def test_running_prompt_releases_only_after_it_unwound() -> None:
 
 
 async def test_runner_that_swallows_cancel_still_settles_cancelled() -> None:
-    async def stubborn(session: object, p: object, emit: object) -> str:
+    async def stubborn(session: object, p: object, emit: object, client: object = None) -> str:
         try:
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():
@@ -321,7 +321,7 @@ async def test_result_awaiter_cancelled_does_not_cancel_the_prompt() -> None:
 async def test_broken_runner_returning_none_fails_only_its_prompt() -> None:
     calls: list[str] = []
 
-    async def broken(session: object, p: object, emit: object) -> None:
+    async def broken(session: object, p: object, emit: object, client: object = None) -> None:
         calls.append("called")
 
     async with SessionBridge(broken) as bridge:  # type: ignore[arg-type]

@@ -134,7 +134,7 @@ async def test_deadline_is_not_an_admission_limit() -> None:
 async def test_deadline_after_cancel_keeps_the_cancel() -> None:
     """First cause wins: a user cancel before the deadline settles "cancelled", even if unwinding is slow."""
 
-    async def slow_unwind(session: object, p: object, emit: object) -> str:
+    async def slow_unwind(session: object, p: object, emit: object, client: object = None) -> str:
         try:
             await anyio.sleep_forever()
         finally:
@@ -151,7 +151,7 @@ async def test_deadline_after_cancel_keeps_the_cancel() -> None:
 
 
 async def test_cancel_after_the_deadline_keeps_the_deadline() -> None:
-    async def slow_unwind(session: object, p: object, emit: object) -> str:
+    async def slow_unwind(session: object, p: object, emit: object, client: object = None) -> str:
         try:
             await anyio.sleep_forever()
         finally:
@@ -173,7 +173,7 @@ async def test_runner_error_while_cut_short_is_chained() -> None:
     class StreamAborted(Exception):
         pass
 
-    async def converts(session: object, p: object, emit: object) -> str:
+    async def converts(session: object, p: object, emit: object, client: object = None) -> str:
         try:
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():

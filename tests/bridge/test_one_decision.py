@@ -84,7 +84,9 @@ async def test_what_arrives_while_the_answer_is_written_changes_neither_reply_no
 async def test_a_prompt_cut_short_before_its_answer_is_written_is_stored_cut_short() -> None:
     started = anyio.Event()
 
-    async def waits_then_completes(session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
+    async def waits_then_completes(
+        session: SessionEntry, prompt: Prompt, emit: Emit, client: object = None, /
+    ) -> StopReason:
         await session.begin_turn(prompt, Message("user", prompt.title))
         started.set()
         with anyio.CancelScope(shield=True):  # a turn that finishes its answer even when cancelled meanwhile

@@ -13,6 +13,7 @@ from acp_server.domain import (
     Conversation,
     ImagePart,
     Message,
+    ModelStep,
     Prompt,
     ResourceLinkPart,
     ResourcePart,
@@ -46,6 +47,15 @@ class Session:
     @property
     def conversation(self) -> Conversation:
         return self._conversation
+
+    mode = "default"
+
+    @property
+    def permission_rules(self) -> dict[str, bool]:
+        return {}
+
+    async def record_steps(self, steps: tuple[ModelStep, ...], /) -> None:
+        self.calls.append(("steps", steps))
 
     async def begin_turn(self, prompt: Prompt, user: Message, /) -> Conversation:
         asked = len(self._model.requests) if self._model is not None else 0

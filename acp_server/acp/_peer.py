@@ -1,0 +1,36 @@
+"""What an ACP handler needs of the connection it serves, for the one message it handles."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+__all__ = ["Peer"]
+
+
+class Peer(Protocol):
+    """What a handler needs of the connection, for the one message it handles."""
+
+    @property
+    def request_id(self) -> str | int | None:
+        """The id of the request being handled (None for a notification)."""
+        ...
+
+    def admitted(self) -> None:
+        """The request passed admission and will stream (transports that choose a reply format wait for this)."""
+        ...
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """Send a notification to the client, in order; waits while the client is not reading (backpressure)."""
+        ...
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+        """Send a request to the client (``fs/read_text_file``, ``session/request_permission``…), in order with this
+        handler's notifications, and return the ``result`` of its response. Raises
+        :class:`~acp_server.errors.RemoteError` when the client answers an error (its ``code``) or the connection
+        closes first (``code`` None); cancelling the caller abandons the request."""
+        ...
+
+    def cancel_request(self, request_id: str | int) -> bool:
+        """Cancel another in-flight request of this connection (it answers -32800); False if there is none."""
+        ...
