@@ -459,7 +459,7 @@ async def test_load_replays_tool_calls_in_order(project: Path, tmp_path: Path) -
     async with LoopbackModel() as model:
         model.enqueue(
             ToolCalls((ScriptedCall("read_file", {"path": "src/app.py"}, id="c1"),), text="Let me look."),
-            Answer(text="It returns a string."),
+            Answer(text="It returns a string.", reasoning=""),
         )
         async with _agent(first, model, state=state) as conn:
             session_id = await _session(conn, project)
