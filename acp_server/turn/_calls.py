@@ -185,11 +185,12 @@ async def run_call(
         status: Final = "failed" if result.failed else "completed"
         await emit(ToolCallUpdated(call_id, status, content=final_content, raw_output=result.raw_output))
         record.end(result.output, status, final_content, result.raw_output)
-    except BaseException:
+    except BaseException as exc:
         if not record.ended:
-            content = (TextContent("Cancelled"),)
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            content = (TextContent("Cancelled" if cancelled else "Failed: internal error (see the agent's log)"),)
             await _final(emit, ToolCallUpdated(call_id, "failed", content=content))
-            record.end(CANCELLED, "failed", content)
+            record.end(CANCELLED if cancelled else "Error: the tool failed unexpectedly.", "failed", content)
         raise
 
 

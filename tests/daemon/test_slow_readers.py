@@ -167,8 +167,10 @@ async def test_a_paused_acp_reader_gets_every_update_then_the_response(monkeypat
             handles: list[PromptHandle] = []
             send_prompt = served.bridge.send_prompt
 
-            def capture(session_id: str, prompt: Prompt, *, deadline_ms: int | None = None) -> PromptHandle:
-                handles.append(send_prompt(session_id, prompt, deadline_ms=deadline_ms))
+            def capture(
+                session_id: str, prompt: Prompt, *, deadline_ms: int | None = None, client: Any = None
+            ) -> PromptHandle:
+                handles.append(send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client))
                 return handles[-1]
 
             monkeypatch.setattr(served.bridge, "send_prompt", capture)

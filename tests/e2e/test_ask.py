@@ -112,3 +112,37 @@ def test_bare_agent_on_a_pipe_prints_no_hint() -> None:
     result = subprocess.run(COMMAND, input=b"", capture_output=True, env=_env(), timeout=30)
     assert result.returncode == 0
     assert b"Agent Client Protocol agent" not in result.stderr
+
+
+def test_ask_offline_reads_a_named_file_with_the_read_file_tool(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# Field notes\nline two\nline three\n")
+    result = _ask("--offline", "what is in notes.md?", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "→ Read notes.md" in result.stderr  # each tool call is shown on stderr
+    assert "3 lines" in result.stdout and "# Field notes" in result.stdout
+
+
+async def test_ask_in_default_mode_declines_an_edit_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
+    from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+
+    write = ScriptedCall("write_file", {"path": "new.txt", "content": "x\n"}, id="w1")
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((write,)), Answer(text="I could not write it.", reasoning=""))
+        result = await anyio.run_process(
+            [*COMMAND, "ask", "--base-url", model.base_url, "--mode", "default", "write new.txt"],
+            cwd=tmp_path,
+            env=_env(),
+            check=False,
+        )
+        tools = model.requests[0].tool_names
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert "write_file" in tools  # the default mode offers edits...
+    assert "→ Write new.txt" in stderr and "declined" in stderr  # ...and asks, which a pipe cannot answer
+    assert not (tmp_path / "new.txt").exists()
+    assert result.stdout.decode() == "I could not write it.\n"
+
+
+def test_ask_rejects_an_unknown_mode(tmp_path: Path) -> None:
+    refused = _ask("--offline", "--mode", "no-such-mode", "hi", cwd=tmp_path)
+    assert refused.returncode == 2 and "--mode" in refused.stderr
