@@ -92,7 +92,8 @@ class AcpToolClient:
         )
         outcome = result.get("outcome")
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
-            choice = _CHOICES.get(outcome.get("optionId"))  # type: ignore[arg-type]
+            option_id = outcome.get("optionId")
+            choice = _CHOICES.get(option_id) if isinstance(option_id, str) else None  # a list is not even hashable
             if choice is not None:
                 return choice
             logger.info("permission for %s: unknown option %r, read as a rejection", call.call_id, outcome)

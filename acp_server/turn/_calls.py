@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, Literal
 
 import anyio
@@ -95,6 +96,19 @@ async def _final(emit: Emit, update: ToolCallUpdated) -> None:
         await emit(update)
 
 
+async def _end(emit: Emit, update: ToolCallUpdated, record: Callable[[], None]) -> None:
+    """Send the final update of a call that ended, then ``record`` it. Cancelled while the update waits for the
+    reader (so it was not taken), the update is still sent (:func:`_final`) and recorded: the call ends as it did,
+    not as cancelled, and never without its final update."""
+    try:
+        await emit(update)
+    except BaseException:
+        await _final(emit, update)
+        raise
+    finally:
+        record()
+
+
 DECLINED = (
     "The user declined this {name} call, so it did not run. Do not retry it unchanged: continue without it, or "
     "explain what you wanted to do and ask the user how to proceed."
@@ -154,11 +168,10 @@ async def run_call(
     try:
         prepared = await prepare_call(name, arguments, cwd=cwd, client=client, offered=offered)
     except ServerError as exc:  # unknown tool, bad arguments, a path outside the project...
-        message = str(exc)
+        message = (TextContent(str(exc)),)
         await emit(ToolCallStarted(call_id, name or "Unknown tool", "other", raw_input))
-        await emit(ToolCallUpdated(call_id, "failed", content=(TextContent(message),)))
-        done(ToolCallRecord(call_id, name, arguments, f"Error: {message}", "failed", name, "other",
-                            content=(TextContent(message),)))
+        failed = ToolCallRecord(call_id, name, arguments, f"Error: {exc}", "failed", name, "other", content=message)
+        await _end(emit, ToolCallUpdated(call_id, "failed", content=message), partial(done, failed))
         return
     started = ToolCallStarted(call_id, prepared.title, prepared.kind, raw_input, prepared.locations, prepared.preview)
     record = _Recorder(call_id, name, arguments, prepared, done)
@@ -167,8 +180,11 @@ async def run_call(
         refusal = await _decision(prepared, started, mode=mode, rules=rules, client=client)
         if refusal is not None:
             content: tuple[ToolContent, ...] = (TextContent(refusal),)
-            await emit(ToolCallUpdated(call_id, "failed", content=content))
-            record.end(refusal, "failed", content)
+            await _end(
+                emit,
+                ToolCallUpdated(call_id, "failed", content=content),
+                partial(record.end, refusal, "failed", content),
+            )
             return
         await emit(ToolCallUpdated(call_id, "in_progress"))
         shown: list[ToolContent] = []
@@ -183,8 +199,11 @@ async def run_call(
             result = ToolResult(f"Error: {exc}", (TextContent(str(exc)),), failed=True)
         final_content = (*shown, *result.content) if shown else result.content
         status: Final = "failed" if result.failed else "completed"
-        await emit(ToolCallUpdated(call_id, status, content=final_content, raw_output=result.raw_output))
-        record.end(result.output, status, final_content, result.raw_output)
+        await _end(
+            emit,
+            ToolCallUpdated(call_id, status, content=final_content, raw_output=result.raw_output),
+            partial(record.end, result.output, status, final_content, result.raw_output),
+        )
     except BaseException as exc:
         if not record.ended:
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())

@@ -104,6 +104,13 @@ def offered_tools(mode: str) -> tuple[str, ...]:
     return TOOL_NAMES if mode in MODES and mode != READ_ONLY_MODE else _READ_ONLY
 
 
+def _still_offered(offered: tuple[str, ...], mode: str) -> tuple[str, ...]:
+    """The tools a call may use: offered in its request and still offered in the session's mode now (a switch to
+    ``read-only`` while a call waits refuses the step's remaining edits and commands, "always" rules included)."""
+    now = offered_tools(mode)
+    return offered if now == offered else tuple(name for name in offered if name in now)
+
+
 @lru_cache(maxsize=8)
 def _tool_entries(names: tuple[str, ...]) -> list[dict[str, Any]]:
     return openai_tools(names)
@@ -209,13 +216,14 @@ class ModelTurn:
                     break
                 answer.calls = ended = list[ToolCallRecord]()
                 for call_id, name, arguments in calls.calls():
+                    mode = session.mode  # read per call: a switch mid-step applies from the next call
                     await run_call(
                         call_id,
                         name,
                         arguments,
                         cwd=session.cwd,
-                        mode=session.mode,
-                        offered=offered,
+                        mode=mode,
+                        offered=_still_offered(offered, mode),
                         rules=session.permission_rules,
                         client=client,
                         emit=emit,

@@ -1,0 +1,153 @@
+"""``AcpToolClient``: a request to the client follows the prompt's updates on the wire (it waits until the stream's
+reader has handed them over), and a permission answer maps to a choice, anything odd to ``reject_once``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import pytest
+from acp import schema
+
+from acp_server.acp import update_from_event
+from acp_server.acp._client import PERMISSION_OPTIONS, AcpToolClient, ClientCapabilities
+from acp_server.bridge import PromptStream
+from acp_server.domain import DiffContent, PromptEnded, ToolCallStarted, ToolLocation
+from acp_server.errors import RemoteError
+
+from .test_convert import dumps
+
+pytestmark = pytest.mark.anyio
+
+SID = "0123456789abcdef0123456789abcdef"
+CALL = ToolCallStarted(
+    "c1",
+    "Write a.txt",
+    "edit",
+    {"path": "a.txt", "content": "new\n"},
+    (ToolLocation("/p/a.txt"),),
+    (DiffContent("/p/a.txt", "old\n", "new\n"),),
+)
+
+
+class RecordingPeer:
+    """The connection: records notifications and requests in the order they were sent; answers requests with
+    ``result`` (or raises it)."""
+
+    def __init__(self, result: Any = None) -> None:
+        self.result = result
+        self.log: list[tuple[str, str, Mapping[str, Any]]] = []
+
+    @property
+    def request_id(self) -> str | int | None:
+        return 1
+
+    def admitted(self) -> None:
+        pass
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        self.log.append(("notify", method, params))
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+        self.log.append(("request", method, params))
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return self.result
+
+    def cancel_request(self, request_id: str | int) -> bool:
+        return False
+
+
+def client_of(peer: RecordingPeer) -> AcpToolClient:
+    return AcpToolClient(peer, ClientCapabilities({}), SID)
+
+
+def selected(option_id: object) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+async def test_a_permission_request_waits_until_the_call_it_is_about_was_handed_to_the_wire() -> None:
+    peer = RecordingPeer(selected("allow_once"))
+    client = client_of(peer)
+    stream = PromptStream()
+    client.stream = stream
+    slow = anyio.Event()
+    choices: list[str] = []
+
+    async def reader() -> None:  # like AcpAgent.prompt, with a connection that is slow to take the update
+        async for event in stream:
+            if isinstance(event, PromptEnded):
+                return
+            await slow.wait()
+            await peer.notify("session/update", update_from_event(SID, event))
+
+    async def turn() -> None:
+        await stream.send(CALL)
+        choices.append(await client.request_permission(CALL))
+        stream.end(PromptEnded(stop_reason="end_turn"))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(turn)
+            await anyio.wait_all_tasks_blocked()
+            assert peer.log == []  # the reader took the announcement but has not sent it: the request waits
+            slow.set()
+
+    assert choices == ["allow_once"]
+    assert [(kind, method) for kind, method, _ in peer.log] == [
+        ("notify", "session/update"),
+        ("request", "session/request_permission"),
+    ]
+    assert peer.log[0][2]["update"]["sessionUpdate"] == "tool_call"
+
+
+async def test_a_permission_request_is_what_the_official_model_reads() -> None:
+    peer = RecordingPeer(selected("reject_once"))
+    assert await client_of(peer).request_permission(CALL) == "reject_once"
+    [(_, method, params)] = peer.log
+    assert method == "session/request_permission"
+    request = schema.RequestPermissionRequest.model_validate(params)
+    assert dumps(request) == params
+    assert request.tool_call.tool_call_id == "c1" and request.tool_call.kind == "edit"
+    assert [(o.option_id, o.kind) for o in request.options] == [(o["optionId"], o["kind"]) for o in PERMISSION_OPTIONS]
+
+
+@pytest.mark.parametrize("choice", ["allow_once", "allow_always", "reject_once", "reject_always"])
+async def test_each_offered_option_maps_to_its_choice(choice: str) -> None:
+    assert await client_of(RecordingPeer(selected(choice))).request_permission(CALL) == choice
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        selected("allow_everything"),  # not an option we offered
+        selected(None),
+        selected(1),
+        selected(["allow_once"]),  # unhashable: must not break the lookup
+        selected({"id": "allow_once"}),
+        {"outcome": {"outcome": "cancelled"}},
+        {"outcome": {"outcome": "selected"}},
+        {"outcome": "allow_once"},
+        {"outcome": None},
+        {},
+        None,
+    ],
+    ids=repr,
+)
+async def test_an_unknown_option_a_cancelled_or_a_malformed_answer_rejects_once(answer: Any) -> None:
+    assert await client_of(RecordingPeer(answer)).request_permission(CALL) == "reject_once"
+
+
+@pytest.mark.parametrize("result", ["allow_once", ["allow_once"], 3])
+async def test_an_answer_that_is_not_an_object_is_a_client_error(result: Any) -> None:
+    with pytest.raises(RemoteError):  # the turn reads it as a rejection (tests/turn/test_tool_loop.py)
+        await client_of(RecordingPeer(result)).request_permission(CALL)
+
+
+async def test_an_error_answer_propagates_as_the_remote_error() -> None:
+    error = RemoteError("no", code=-32603)
+    with pytest.raises(RemoteError) as caught:
+        await client_of(RecordingPeer(error)).request_permission(CALL)
+    assert caught.value is error
