@@ -503,3 +503,74 @@ async def test_modes_both_ways_and_read_only_offers_only_reading(project: Path) 
             assert answer.config_options[0].current_value == "accept-edits"
     assert "write_file" in model.requests[0].tool_names
     assert sorted(model.requests[1].tool_names) == sorted(READ_ONLY_TOOLS)
+
+
+async def test_kill_9_mid_tool_loses_at_most_the_running_call(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    pid_file = project / "pid"
+    calls = (
+        ScriptedCall("read_file", {"path": "src/app.py"}, id="done1"),
+        ScriptedCall("run_command", {"command": f"echo $$ > {pid_file}; exec sleep 1000"}, id="lost2"),
+    )
+    flags = ("--allow-bypass-permissions", "--default-mode", "bypass-permissions")
+    editor = Editor()
+    pid = 0
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls(calls))
+        args = ["-m", "acp_server", "--base-url", model.base_url, "--model", "m", "--state-dir", str(state), *flags]
+        try:
+            async with spawn_agent_process(editor, sys.executable, *args) as (conn, process):
+                session_id = await _session(conn, project, terminal=False)
+                async with anyio.create_task_group() as tg:
+
+                    async def prompt() -> None:
+                        with contextlib.suppress(Exception):
+                            await conn.prompt(session_id=session_id, prompt=[text_block("read, then sleep")])
+
+                    tg.start_soon(prompt)
+                    await _eventually(lambda: pid_file.exists() and bool(pid_file.read_text().strip()))
+                    pid = int(pid_file.read_text())
+                    process.kill()  # SIGKILL, mid-command
+                    await process.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            if pid and _alive(pid):
+                os.kill(pid, 9)  # the agent died without reaping it: the test cleans up its own mess
+        model.enqueue(Answer(text="after the crash", reasoning=""))
+        second = Editor()
+        async with _agent(second, model, *flags, state=state) as conn:
+            await conn.initialize(protocol_version=1, client_capabilities=_capabilities())
+            await conn.load_session(session_id=session_id, cwd=str(project), mcp_servers=[])
+            replayed = list(second.updates)
+            await conn.prompt(session_id=session_id, prompt=[text_block("go on")])
+    ids = [u.tool_call_id for u in replayed if isinstance(u, ToolCallStart)]
+    assert ids == ["done1"]  # the finished call was stored; the one running at the kill is lost
+    assert [u.status for u in replayed if isinstance(u, ToolCallProgress)] == ["completed"]
+    history = model.requests[-1].messages
+    assistant = [m for m in history if m.get("tool_calls")]
+    assert [c["id"] for c in assistant[0]["tool_calls"]] == ["done1"]  # the model's history stays well formed
+    assert [m["tool_call_id"] for m in history if m.get("role") == "tool"] == ["done1"]
+
+
+async def test_cancel_during_an_editor_terminal_kills_and_releases_it(project: Path) -> None:
+    editor = Editor(answers=["allow_once"])
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((ScriptedCall("run_command", {"command": "sleep 1000"}, id="t1"),)))
+        async with _agent(editor, model) as conn:
+            session_id = await _session(conn, project)
+            async with anyio.create_task_group() as tg:
+                result: dict[str, Any] = {}
+
+                async def prompt() -> None:
+                    result["r"] = await conn.prompt(session_id=session_id, prompt=[text_block("sleep")])
+
+                tg.start_soon(prompt)
+                with anyio.fail_after(10):
+                    await editor.created.wait()
+                await conn.cancel(session_id=session_id)
+    assert result["r"].stop_reason == "cancelled"
+    assert editor.terminal_calls[0] == "create"
+    assert "kill" in editor.terminal_calls and editor.terminal_calls[-1] == "release"
+    terminal = editor.terminals["term-1"]
+    assert terminal.killed and terminal.released and terminal.process.returncode is not None
+    assert editor.final("t1").status == "failed"
