@@ -267,12 +267,14 @@ async def reloaded_prompts(model: ModelProcess, project: Path, session_id: str, 
             replayed += 1
         load_ms = (time.perf_counter() - started) * 1000
         first_ms, first_messages = await prompt_to_request(agent, model, session_id, "first")
-        loaded, empty, counts = [], [], []
+        loaded, empty, counts, empty_counts = [], [], [], []
         for i in range(samples):  # interleaved, so drift on the shared machine hits both alike
             ms, messages = await prompt_to_request(agent, model, session_id, f"l{i}")
             loaded.append(ms)
             counts.append(messages)
-            empty.append((await prompt_to_request(agent, model, fresh, f"e{i}"))[0])
+            ms, messages = await prompt_to_request(agent, model, fresh, f"e{i}")
+            empty.append(ms)
+            empty_counts.append(messages)
     loaded_median, empty_median = statistics.median(loaded), statistics.median(empty)
     print(
         f"   b) across processes, session/load of it in a new agent: {load_ms:.1f} ms ({replayed} updates "
@@ -284,7 +286,7 @@ async def reloaded_prompts(model: ModelProcess, project: Path, session_id: str, 
         f"(min {min(loaded):.2f}, max {max(loaded):.2f}; {samples} prompts)"
     )
     print(
-        f"      fresh session (2–{samples + 4} messages):   median {empty_median:.2f} ms "
+        f"      fresh session ({min(empty_counts)}–{max(empty_counts)} messages):  median {empty_median:.2f} ms "
         f"(min {min(empty):.2f}, max {max(empty):.2f}); the history costs +{loaded_median - empty_median:.2f} ms"
     )
 
