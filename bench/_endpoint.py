@@ -1,4 +1,5 @@
-"""``bench/_model_server.py`` as a child process: its base URL, and the arrival of each chat request it reports."""
+"""``bench/_model_server.py`` as a child process: its base URL, the arrival of each chat request it reports (and,
+with ``--report-done``, the end of each response; with ``--script``, the tool calls it is told to make)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_model_server
 
 
 class ModelProcess:
-    """The endpoint's process: ``base_url``, ``pid``, and ``next_request()`` (arrival instant, message count)."""
+    """The endpoint's process: ``base_url``, ``pid``, ``next_request()`` (arrival instant, message count),
+    ``next_event()`` (any reported line) and ``script(*paths)`` (the next prompt's ``read_file`` rounds)."""
 
     def __init__(self, process: Process) -> None:
         assert process.stdout is not None
@@ -41,6 +43,21 @@ class ModelProcess:
         kind, at, messages = (await self._line()).split()
         assert kind == "request", kind
         return float(at), int(messages)
+
+    async def next_event(self) -> tuple[str, float, int]:
+        """``("request", arrival, messages)`` or ``("done", end of the response, -1)``, in the order they happened."""
+        kind, at, *rest = (await self._line()).split()
+        assert kind in ("request", "done"), kind
+        return kind, float(at), int(rest[0]) if rest else -1
+
+    async def script(self, *paths: str) -> None:
+        """Queue one ``read_file`` call per path, then an answer (``--script``); returns once the model has them.
+
+        Every event reported before must have been read (the acknowledgement is the next line)."""
+        assert self.process.stdin is not None
+        await self.process.stdin.send(" ".join(("script", *paths)).encode() + b"\n")
+        kind, queued = (await self._line()).split()
+        assert kind == "scripted" and int(queued) == len(paths) + 1, (kind, queued)
 
 
 @asynccontextmanager
