@@ -114,13 +114,24 @@ async def _reap(process: Process) -> None:
         await process.wait()
 
 
+SECRET_ENV = frozenset({"OPENAI_API_KEY", "ACP_SERVER_TOKEN"})
+"""The agent's own secrets (its model key, its daemon token): never passed to the commands the model runs, whose
+output the model reads."""
+
+
+def _command_env(cwd: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name not in SECRET_ENV}
+    env["PWD"] = cwd
+    return env
+
+
 async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
             process = await anyio.open_process(
                 ["/bin/sh", "-c", command],
                 cwd=workspace.cwd,
-                env={**os.environ, "PWD": workspace.cwd},
+                env=_command_env(workspace.cwd),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -68,6 +68,15 @@ async def test_exit_code_and_merged_output(tmp_path: Path) -> None:
     assert result.raw_output == {"exitCode": 3, "signal": None, "timedOut": False, "outputBytes": size}
 
 
+async def test_the_agents_secrets_are_not_passed_to_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-of-the-agent")
+    monkeypatch.setenv("ACP_SERVER_TOKEN", "token-of-the-daemon")
+    monkeypatch.setenv("SOME_USER_SETTING", "kept")
+    result = await call(tmp_path, "run_command", command="env")
+    assert "sk-secret-of-the-agent" not in result.output and "token-of-the-daemon" not in result.output
+    assert "SOME_USER_SETTING=kept" in result.output
+
+
 async def test_no_input_and_no_output(tmp_path: Path) -> None:
     result = await call(tmp_path, "run_command", command="cat")  # stdin is /dev/null: cat ends at once
     assert result.output == "Exit code: 0\n(no output)"
