@@ -267,6 +267,11 @@ class Dispatcher:
         checked, invalid, _ = check_envelope(message)
         if invalid is not None:
             logger.warning("Ignoring a malformed response (id %.80r): %s", message.get("id"), invalid.message)
+            msg_id = message.get("id")
+            outgoing = self._outgoing.pop(msg_id, None) if isinstance(msg_id, str) else None
+            if outgoing is not None and not outgoing.future.done():  # its request must not wait for ever
+                problem = f"{outgoing.method} failed: the client's response is malformed ({invalid.message})"
+                outgoing.future.set_result(RemoteError(problem))
             return
         assert checked is not None
         msg_id = checked["id"]

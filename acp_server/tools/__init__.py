@@ -24,7 +24,7 @@ in its module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``
 
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
-from ._prepare import prepare_call
+from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 from ._types import (
     ContentSink,
@@ -38,6 +38,7 @@ from ._types import (
 from ._workspace import Target, Workspace
 
 __all__ = [
+    "MAX_ARGUMENTS_BYTES",
     "OUTPUT_LIMIT_BYTES",
     "READ_ONLY_TOOLS",
     "TOOL_NAMES",

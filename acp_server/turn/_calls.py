@@ -30,7 +30,15 @@ from ..domain import (
 from ..errors import RemoteError, ServerError
 from ..modes import needs_asking
 from ..pipeline import ToolCallFragment
-from ..tools import PermissionChoice, PreparedCall, ToolClient, ToolResult, prepare_call
+from ..tools import (
+    MAX_ARGUMENTS_BYTES,
+    PermissionChoice,
+    PreparedCall,
+    ToolCallError,
+    ToolClient,
+    ToolResult,
+    prepare_call,
+)
 
 __all__ = ["CallAssembler", "PendingCall", "run_call"]
 
@@ -40,52 +48,106 @@ FINAL_UPDATE_TIMEOUT_S = 1.0
 """How long a cancelled call's final update may wait for the stream's reader (it never blocks the cancel)."""
 
 
+MAX_CALLS_PER_ANSWER = 64
+"""Tool calls one model answer may make; the ones past it are not run (the model is told)."""
+MAX_NAME_CHARS = 128
+"""Longer tool names are cut (no tool has such a name: the call fails as unknown either way)."""
+
+
 @dataclass(slots=True)
 class PendingCall:
-    """A tool call as the model streamed it: id and name from its first fragment, arguments concatenated."""
+    """A tool call as the model streamed it: id and name from its first fragment, arguments concatenated (kept only
+    up to the arguments limit: past it, ``size`` keeps counting and the call fails without them)."""
 
     call_id: str
     name: str
     arguments: list[str] = field(default_factory=list)
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledCall:
+    """A call ready to run: ``problem`` set when it must fail without running (its arguments were too large)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    problem: str | None = None
 
 
 class CallAssembler:
-    """Assembles streamed tool-call fragments by ``index``; :meth:`calls` in index order."""
+    """Assembles streamed tool-call fragments by ``index``; :meth:`calls` in index order.
 
-    __slots__ = ("_calls",)
+    Bounded whatever the model streams: at most :data:`MAX_CALLS_PER_ANSWER` calls are kept (the others are only
+    counted), each with at most ``MAX_ARGUMENTS_BYTES`` of arguments and a name of at most :data:`MAX_NAME_CHARS`.
+    """
+
+    __slots__ = ("_calls", "_dropped")
 
     def __init__(self) -> None:
         self._calls: dict[int, PendingCall] = {}
+        self._dropped: set[int] = set()
 
     def __bool__(self) -> bool:
         return bool(self._calls)
 
+    @property
+    def dropped(self) -> int:
+        """Calls the answer made past :data:`MAX_CALLS_PER_ANSWER` (not run)."""
+        return len(self._dropped)
+
     def add(self, fragment: ToolCallFragment) -> None:
         call = self._calls.get(fragment.index)
         if call is None:
-            call = self._calls[fragment.index] = PendingCall(fragment.id or "", fragment.name or "")
+            if len(self._calls) >= MAX_CALLS_PER_ANSWER:
+                self._dropped.add(fragment.index)
+                return
+            call = self._calls[fragment.index] = PendingCall(fragment.id or "", (fragment.name or "")[:MAX_NAME_CHARS])
         else:
             if fragment.id and not call.call_id:
                 call.call_id = fragment.id
             if fragment.name and not call.name:
-                call.name = fragment.name
+                call.name = fragment.name[:MAX_NAME_CHARS]
         if fragment.arguments:
-            call.arguments.append(fragment.arguments)
+            call.size += len(fragment.arguments)
+            if call.size <= MAX_ARGUMENTS_BYTES:
+                call.arguments.append(fragment.arguments)
+            else:
+                call.arguments.clear()
 
-    def calls(self) -> list[tuple[str, str, str]]:
-        """``(call_id, name, arguments)`` per call; a call the model sent without an id gets one."""
-        out: list[tuple[str, str, str]] = []
+    def calls(self, seen: set[str]) -> list[AssembledCall]:
+        """The calls in index order. A call without an id, or with one already ``seen`` in the session (or twice in
+        this answer), gets a fresh one (an editor shows one card per id); ``seen`` gains every id given out."""
+        out: list[AssembledCall] = []
         for index in sorted(self._calls):
             call = self._calls[index]
-            call_id = call.call_id or f"call_{uuid.uuid4().hex[:24]}"
-            out.append((call_id, call.name, "".join(call.arguments)))
+            call_id = call.call_id[:MAX_NAME_CHARS]
+            if not call_id or call_id in seen:
+                call_id = f"call_{uuid.uuid4().hex[:24]}"
+            seen.add(call_id)
+            if call.size > MAX_ARGUMENTS_BYTES:
+                problem = f"arguments are too large (more than {MAX_ARGUMENTS_BYTES} bytes); they were not read"
+                out.append(AssembledCall(call_id, call.name, "{}", problem))
+            else:
+                out.append(AssembledCall(call_id, call.name, "".join(call.arguments)))
         return out
 
 
-def _raw_input(arguments: str) -> object:
+def _without_lone_surrogates(value: object) -> object:
+    """``value`` with every lone UTF-16 surrogate replaced by U+FFFD (what strict JSON readers accept)."""
+    text = json.dumps(value, ensure_ascii=False)
     try:
-        return json.loads(arguments) if arguments else {}
-    except ValueError:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.loads(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    return value
+
+
+def _raw_input(arguments: str) -> object:
+    """The arguments as a JSON value for display (``rawInput``); None when they are not JSON."""
+    try:
+        return _without_lone_surrogates(json.loads(arguments)) if arguments else {}
+    except (ValueError, RecursionError):
         return None
 
 
@@ -162,15 +224,25 @@ async def run_call(
     client: ToolClient | None,
     emit: Emit,
     done: Callable[[ToolCallRecord], None],
+    problem: str | None = None,
 ) -> None:
-    """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation)."""
-    raw_input = _raw_input(arguments)
+    """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation). ``problem``: why
+    the call fails without running (found while it was assembled)."""
+    raw_input = None if problem is not None else _raw_input(arguments)
     try:
+        if problem is not None:
+            raise ToolCallError(problem)
         prepared = await prepare_call(name, arguments, cwd=cwd, client=client, offered=offered)
-    except ServerError as exc:  # unknown tool, bad arguments, a path outside the project...
-        message = (TextContent(str(exc)),)
+    except Exception as exc:  # unknown tool, bad arguments, a path outside the project... or a bug (logged)
+        if not isinstance(exc, ServerError):
+            logger.exception("a tool call could not be prepared")
+        text = str(exc) if isinstance(exc, ServerError) else "internal error while reading the call (see the log)"
+        message = (TextContent(text),)
+        stored_name = name or "unknown_tool"
         await emit(ToolCallStarted(call_id, name or "Unknown tool", "other", raw_input))
-        failed = ToolCallRecord(call_id, name, arguments, f"Error: {exc}", "failed", name, "other", content=message)
+        failed = ToolCallRecord(
+            call_id, stored_name, arguments, f"Error: {text}", "failed", stored_name, "other", content=message
+        )
         await _end(emit, ToolCallUpdated(call_id, "failed", content=message), partial(done, failed))
         return
     started = ToolCallStarted(call_id, prepared.title, prepared.kind, raw_input, prepared.locations, prepared.preview)
@@ -237,7 +309,15 @@ class _Recorder:
         p = self._prepared
         self._done(
             ToolCallRecord(
-                self._call_id, self._name, self._arguments, output, status, p.title, p.kind, p.locations, content,
+                self._call_id,
+                self._name,
+                self._arguments,
+                output,
+                status,
+                p.title,
+                p.kind,
+                p.locations,
+                content,
                 raw_output,
             )
         )

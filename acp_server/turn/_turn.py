@@ -3,6 +3,7 @@ between, until the model answers without calling a tool."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -190,6 +191,7 @@ class ModelTurn:
         history = await session.begin_turn(prompt, user)
         answer = _Answer()
         settings = self.settings
+        seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
         async def on_delta(delta: Delta) -> None:
             if delta.tool_calls:
@@ -215,12 +217,12 @@ class ModelTurn:
                     stop_reason = _STOP_REASONS.get(finished.finish_reason, "end_turn")
                     break
                 answer.calls = ended = list[ToolCallRecord]()
-                for call_id, name, arguments in calls.calls():
+                for call in calls.calls(seen):
                     mode = session.mode  # read per call: a switch mid-step applies from the next call
                     await run_call(
-                        call_id,
-                        name,
-                        arguments,
+                        call.call_id,
+                        call.name,
+                        call.arguments,
                         cwd=session.cwd,
                         mode=mode,
                         offered=_still_offered(offered, mode),
@@ -228,9 +230,16 @@ class ModelTurn:
                         client=client,
                         emit=emit,
                         done=ended.append,
+                        problem=call.problem,
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps((*answer.steps, answer.step()))
+                if calls.dropped and ended:
+                    note = (
+                        f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "
+                        f"{len(ended)} ran. Ask for fewer at a time.)"
+                    )
+                    ended[-1] = dataclasses.replace(ended[-1], output=ended[-1].output + note)
                 step = answer.step()
                 answer.steps.append(step)
                 messages = [*messages, *step_messages(step)]

@@ -210,7 +210,7 @@ MALFORMED: list[tuple[str, Any]] = [
 
 
 @pytest.mark.parametrize(("name", "build"), MALFORMED, ids=[name for name, _ in MALFORMED])
-async def test_a_malformed_response_is_logged_ignored_and_never_answered(
+async def test_a_malformed_response_is_logged_never_answered_and_fails_the_request_it_names(
     name: str, build: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     sink = Sink()
@@ -222,6 +222,13 @@ async def test_a_malformed_response_is_logged_ignored_and_never_answered(
     with caplog.at_level(logging.DEBUG, logger="acp_server.rpc"):
         dispatcher.feed(bad)
     assert any("malformed response" in r.getMessage() for r in caplog.records)
+    if bad.get("id") == outgoing["id"]:
+        # It names our request: that request fails at once (it must not wait for an answer that will not come).
+        await sink.until(2)
+        assert dispatcher._outgoing == {}
+        assert len(asker.outcomes) == 1 and isinstance(asker.outcomes[0], RemoteError)
+        assert "malformed" in str(asker.outcomes[0]) and sink.messages[1]["id"] == 1
+        return
     assert sink.messages == [outgoing] and asker.outcomes == []  # nothing answered, the request still waits
     assert list(dispatcher._outgoing) == [outgoing["id"]]
     dispatcher.feed(result(outgoing["id"], "fine"))

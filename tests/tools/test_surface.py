@@ -37,6 +37,7 @@ CONTRACT = {
 def test_exported_members() -> None:
     assert tools.__all__ == sorted(tools.__all__, key=lambda name: (not name.isupper(), name))
     assert set(tools.__all__) == {
+        "MAX_ARGUMENTS_BYTES",
         "OUTPUT_LIMIT_BYTES",
         "READ_ONLY_TOOLS",
         "TOOL_NAMES",
