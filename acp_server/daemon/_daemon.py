@@ -276,7 +276,7 @@ class Daemon:
         mode = self.bridge.default_mode if mode_id is None else self.offered_mode(mode_id)
         entry = await self.bridge.open_session(cwd)
         self._channel(entry.session_id)
-        if entry.mode != mode:
+        if mode_id is not None:  # stored: it stays this mode whatever the daemon's default becomes
             await entry.set_mode(mode)
         logger.info("session %s created (cwd %s, mode %s)", entry.session_id, cwd, mode)
         return entry.session_id
