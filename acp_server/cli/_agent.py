@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import BinaryIO, TypeAlias
@@ -33,8 +33,10 @@ OFFLINE_MODEL = "acp-server-offline"
 
 
 @asynccontextmanager
-async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
-    """The model (the offline one when asked), the turn runner and the session bridge, closed in reverse order."""
+async def open_bridge(settings: Settings, *, modes: Collection[str] | None = None) -> AsyncIterator[SessionBridge]:
+    """The model (the offline one when asked), the turn runner and the session bridge, closed in reverse order.
+
+    ``modes``: the modes sessions may have (None: every mode the settings allow)."""
     async with AsyncExitStack() as stack:
         base_url, api_key, model = settings.base_url, settings.api_key, settings.model
         if settings.offline:
@@ -65,7 +67,11 @@ async def open_bridge(settings: Settings) -> AsyncIterator[SessionBridge]:
             prompt_deadline_ms=settings.prompt_deadline_ms,
             coalesce_bytes=DEFAULT_COALESCE_BYTES,  # a client slower than the model gets fewer, larger updates
             default_mode=settings.default_mode,
-            modes=[mode.id for mode in available_modes(allow_bypass=settings.allow_bypass_permissions)],
+            modes=(
+                [mode.id for mode in available_modes(allow_bypass=settings.allow_bypass_permissions)]
+                if modes is None
+                else modes
+            ),
         )
         yield await stack.enter_async_context(bridge)
 

@@ -127,11 +127,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: Settings) -> int:
     """``acp-server serve``: usage errors (a public address without a token included) exit 2 before anything
-    starts; an address that cannot be bound exits 1."""
-    from ..daemon import DaemonOptions, ListenError, bind_socket, run_daemon
+    starts; an address that cannot be bound exits 1. The sessions' modes are :func:`daemon_modes`: without a token
+    only ``read-only`` (asking for another default mode, or for bypass, is a usage error)."""
+    from ..daemon import DaemonOptions, ListenError, bind_socket, daemon_modes, run_daemon
     from ._agent import open_bridge
 
     serve: ServeSettings = serve_settings_from_args(parser, args)
+    modes = daemon_modes(token=serve.token, allow_bypass_permissions=settings.allow_bypass_permissions)
+    if not serve.token:  # the safe default: a tokenless (loopback) daemon only reads and searches
+        asked = getattr(args, "default_mode", None) is not None or bool(os.environ.get("ACP_SERVER_DEFAULT_MODE"))
+        if asked and settings.default_mode != READ_ONLY_MODE:
+            parser.error(
+                f"--default-mode {settings.default_mode} needs --token: a daemon without a token offers only the "
+                f"{READ_ONLY_MODE} mode"
+            )
+        if settings.allow_bypass_permissions:
+            parser.error("--allow-bypass-permissions needs --token: a daemon without a token offers only the "
+                         f"{READ_ONLY_MODE} mode")
+        settings = replace(settings, default_mode=READ_ONLY_MODE)
     try:
         options = DaemonOptions(
             host=serve.host,
@@ -156,7 +169,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
         return 1
 
     async def run() -> int:
-        async with open_bridge(settings) as bridge:
+        async with open_bridge(settings, modes=modes) as bridge:
             return await run_daemon(bridge, options, sock=sock)
 
     try:

@@ -5,6 +5,8 @@ long-lived event subscription. Both keep a local per-session count of prompts in
 the limit *before sending anything* (:class:`DaemonPendingPromptLimitError`); the daemon stays the authority and
 answers 503 (:class:`DaemonPromptQueueFullError`) past its own limit. Errors: one tree, in ``_exceptions.py``.
 The ids Q1–Q14 cited in its comments are the queue requirements written out in ``docs/requirements.md``.
+Tool calls arrive as :class:`ToolCallEvent` (also given to ``on_update``); a prompt's permission requests
+(:class:`PermissionRequestEvent`) are answered by its ``on_permission`` callback — without one, rejected.
 
     async with DaemonClient("http://127.0.0.1:4170") as client:
         async with await DaemonSessionClient.create_or_attach(client, "/my/project") as session:
@@ -33,6 +35,7 @@ from ._exceptions import (
     DaemonNotFoundError,
     DaemonPayloadTooLargeError,
     DaemonPendingPromptLimitError,
+    DaemonPermissionRequestNotFoundError,
     DaemonPromptNotFoundError,
     DaemonPromptQueueFullError,
     DaemonProtocolError,
@@ -49,19 +52,24 @@ from ._limits import validate_limit
 from ._models import (
     Capabilities,
     DaemonEvent,
+    ModeChangedEvent,
+    ModeInfo,
+    PermissionOption,
+    PermissionRequestEvent,
     PromptAcceptedEvent,
     PromptInput,
     PromptResult,
     ResyncRequiredEvent,
     SessionClosedEvent,
     SessionUpdateEvent,
+    ToolCallEvent,
     TurnCompleteEvent,
     TurnErrorEvent,
     UnknownEvent,
 )
 from ._session import INHERIT, DaemonSessionClient, Inherit
 from ._stream import EventStream
-from ._turn import OnUpdate
+from ._turn import OnPermission, OnUpdate
 
 __all__ = [
     "CANCEL_TIMEOUT_S",
@@ -86,6 +94,7 @@ __all__ = [
     "DaemonNotFoundError",
     "DaemonPayloadTooLargeError",
     "DaemonPendingPromptLimitError",
+    "DaemonPermissionRequestNotFoundError",
     "DaemonPromptNotFoundError",
     "DaemonPromptQueueFullError",
     "DaemonProtocolError",
@@ -100,13 +109,19 @@ __all__ = [
     "DaemonUnsupportedMediaTypeError",
     "EventStream",
     "Inherit",
+    "ModeChangedEvent",
+    "ModeInfo",
+    "OnPermission",
     "OnUpdate",
+    "PermissionOption",
+    "PermissionRequestEvent",
     "PromptAcceptedEvent",
     "PromptInput",
     "PromptResult",
     "ResyncRequiredEvent",
     "SessionClosedEvent",
     "SessionUpdateEvent",
+    "ToolCallEvent",
     "TurnCompleteEvent",
     "TurnErrorEvent",
     "UnknownEvent",

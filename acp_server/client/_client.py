@@ -30,6 +30,7 @@ from ._exceptions import (
     DaemonEventStreamEndedError,
     DaemonFeatureUnavailableError,
     DaemonNotFoundError,
+    DaemonPermissionRequestNotFoundError,
     DaemonPromptNotFoundError,
     DaemonProtocolError,
 )
@@ -37,6 +38,7 @@ from ._http import error_from_response, json_object, map_httpx_errors
 from ._limits import PromptReservations, PromptSlot, validate_limit
 from ._models import (
     Capabilities,
+    PermissionRequestEvent,
     PromptInput,
     PromptResult,
     SessionUpdateEvent,
@@ -44,7 +46,7 @@ from ._models import (
     prompt_blocks,
 )
 from ._stream import EventStream
-from ._turn import OnUpdate, TurnItem, TurnTracker, result_of
+from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker, result_of
 
 __all__ = [
     "CANCEL_TIMEOUT_S",
@@ -273,10 +275,35 @@ class DaemonClient:
             url = self._url("/capabilities")
             raise DaemonProtocolError(f"GET {url}: {exc}", method="GET", url=url, status_code=200) from exc
 
-    async def create_session(self, cwd: str | os.PathLike[str]) -> str:
-        """``POST /session``: a new session working in ``cwd`` (an absolute path); its id."""
-        body = await self._json("POST", "/session", json={"cwd": os.fspath(cwd)}, expect=(201, 200))
+    async def create_session(self, cwd: str | os.PathLike[str], *, mode_id: str | None = None) -> str:
+        """``POST /session``: a new session working in ``cwd`` (an absolute path) in ``mode_id`` (None: the daemon's
+        default, ``Capabilities.default_mode_id``); its id. A mode the daemon does not offer is
+        :class:`DaemonInvalidRequestError` (a daemon without a token offers only ``read-only``)."""
+        request: dict[str, Any] = {"cwd": os.fspath(cwd)}
+        if mode_id is not None:
+            request["modeId"] = mode_id
+        body = await self._json("POST", "/session", json=request, expect=(201, 200))
         return self._session_id_of(body, "POST", "/session")
+
+    async def set_mode(self, session_id: str, mode_id: str) -> str:
+        """``POST /session/{id}/mode``: switch the session's mode (it applies from the next tool call, also in the
+        middle of a prompt); the mode now. Unknown or not offered: :class:`DaemonInvalidRequestError`."""
+        path = self._session_path(session_id, "/mode")
+        body = await self._json("POST", path, json={"modeId": mode_id})
+        mode = body.get("modeId")
+        if not isinstance(mode, str) or not mode:
+            url = self._url(path)
+            raise DaemonProtocolError(f"POST {url}: no modeId in {dict(body)!r}", method="POST", url=url)
+        return mode
+
+    async def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
+        """``POST /session/{id}/permission/{requestId}``: answer a pending permission request with one of its
+        options (``PermissionRequestEvent.options``). Raises :class:`DaemonPermissionRequestNotFoundError` when it is
+        no longer pending (answered, or its prompt ended), :class:`DaemonInvalidRequestError` for an unknown option."""
+        if not isinstance(request_id, str) or not request_id:
+            raise ValueError(f"request_id must be a non-empty string; got {request_id!r}")
+        path = self._session_path(session_id, f"/permission/{quote(request_id, safe='')}")
+        await self._send("POST", path, json={"optionId": option_id}, expect=(204, 200))
 
     async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> str:
         """``POST /session/{id}/load`` (a stored session, history replayed on its event stream).
@@ -371,14 +398,17 @@ class DaemonClient:
         deadline_ms: int | None = None,
         wait: bool = False,
         on_update: OnUpdate | None = None,
+        on_permission: OnPermission | None = None,
     ) -> PromptResult:
         """Send a prompt and wait for its turn to end: its :class:`PromptResult` (``stop_reason``), or an error.
 
         Raises :class:`DaemonPendingPromptLimitError` at once, having sent nothing, when this client already has
         ``limit`` prompts in flight for the session; :class:`DaemonPromptQueueFullError` when the daemon refuses it;
-        :class:`DaemonTurnError` when the accepted turn fails. ``on_update`` gets the turn's ``session_update``
-        events in order. ``wait=True`` uses the daemon's blocking mode (one request, no event stream; leaving it
-        cancels the prompt on the daemon) and takes no ``on_update``.
+        :class:`DaemonTurnError` when the accepted turn fails. ``on_update`` gets the turn's ``session_update`` and
+        ``tool_call`` events in order. ``on_permission`` answers each permission request of the turn (it returns an
+        option id; the turn waits meanwhile); **without it every permission request is rejected**. ``wait=True``
+        uses the daemon's blocking mode (one request, no event stream; leaving it cancels the prompt on the daemon)
+        and takes neither: its permission requests wait, unanswered by this call, until the prompt's deadline.
 
         Cancelling the call cancels exactly this prompt on the daemon (``POST .../prompt/{promptId}/cancel``):
         a waiting one leaves the queue, a running one stops.
@@ -386,6 +416,8 @@ class DaemonClient:
         body = _prompt_body(prompt, deadline_ms)
         if wait and on_update is not None:
             raise ValueError("on_update needs the event stream; it cannot be used with wait=True")
+        if wait and on_permission is not None:
+            raise ValueError("on_permission needs the event stream; it cannot be used with wait=True")
         self._check_open()
         with self._reserve(session_id, self._limit) as slot:
             outcome = await self._submit(session_id, body, wait=wait)
@@ -402,7 +434,7 @@ class DaemonClient:
                                 return item
                         return None
 
-                    return await self._run_turn(tracker, slot, next_item, on_update)
+                    return await self._run_turn(tracker, slot, next_item, on_update, on_permission)
             except BaseException as exc:  # given up while its event stream was still opening: it is abandoned too
                 if not isinstance(exc, DaemonClientError) and not tracker.done:
                     slot.release()
@@ -452,12 +484,19 @@ class DaemonClient:
         )
 
     async def _run_turn(
-        self, tracker: TurnTracker, slot: PromptSlot, next_item: ItemSource, on_update: OnUpdate | None
+        self,
+        tracker: TurnTracker,
+        slot: PromptSlot,
+        next_item: ItemSource,
+        on_update: OnUpdate | None,
+        on_permission: OnPermission | None = None,
     ) -> PromptResult:
-        """Follow an accepted prompt to its end; release its slot the moment its outcome is known.
+        """Follow an accepted prompt to its end; release its slot the moment its outcome is known. Each permission
+        request is answered (``on_permission``'s option, else a rejection) before the next item is read.
 
-        When the caller gives up (cancellation, or its ``on_update`` raised) the prompt is abandoned: its slot is
-        released and the prompt itself is cancelled on the daemon (shielded, bounded).
+        When the caller gives up (cancellation, its ``on_update`` or ``on_permission`` raised, or answering failed)
+        the prompt is abandoned: its slot is released and the prompt itself is cancelled on the daemon (shielded,
+        bounded).
         """
         in_callback = False
         try:
@@ -480,6 +519,11 @@ class DaemonClient:
                             await outcome
                         in_callback = False
                     continue
+                if isinstance(item, PermissionRequestEvent):
+                    in_callback = True
+                    await self._answer_request(item, on_permission)
+                    in_callback = False
+                    continue
                 slot.release()
                 return result_of(item)
         except BaseException as exc:
@@ -488,6 +532,24 @@ class DaemonClient:
             if abandoned and not tracker.done:
                 await self._cancel_abandoned(tracker)
             raise
+
+    async def _answer_request(self, request: PermissionRequestEvent, on_permission: OnPermission | None) -> None:
+        """Answer one permission request of a followed prompt: ``on_permission``'s option, else its reject option.
+        A request no longer pending (its prompt ended meanwhile, or someone else answered) is left alone."""
+        if on_permission is None:
+            option_id = request.option_id("reject_once") or request.option_id("reject_always")
+            if option_id is None:
+                url = self._url(self._session_path(request.session_id, "/events"))
+                raise DaemonProtocolError(
+                    f"permission request {request.request_id} offers no reject option", method="GET", url=url
+                )
+        else:
+            answer = on_permission(request)
+            option_id = await answer if isawaitable(answer) else answer
+        try:
+            await self.answer_permission(request.session_id, request.request_id, option_id)
+        except DaemonPermissionRequestNotFoundError:
+            logger.debug("permission request %s was no longer pending", request.request_id)
 
     async def _cancel_abandoned(self, tracker: TurnTracker) -> None:
         """Cancel exactly the abandoned prompt (waiting: it leaves the daemon's queue; running: it stops); once."""

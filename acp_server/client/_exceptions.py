@@ -18,6 +18,8 @@
           │    └── DaemonFeatureUnavailableError   this daemon does not serve load / resume
           ├── DaemonSessionNotFoundError       404 session_not_found           ``session_id``
           ├── DaemonPromptNotFoundError        404 prompt_not_found            ``session_id``, ``prompt_id``
+          ├── DaemonPermissionRequestNotFoundError
+          │                                    404 permission_request_not_found ``session_id``, ``request_id``
           ├── DaemonMethodNotAllowedError      405 method_not_allowed          ``allowed``
           ├── DaemonPayloadTooLargeError       413 payload_too_large           ``limit``
           ├── DaemonUnsupportedMediaTypeError  415 unsupported_media_type
@@ -51,6 +53,7 @@ __all__ = [
     "DaemonNotFoundError",
     "DaemonPayloadTooLargeError",
     "DaemonPendingPromptLimitError",
+    "DaemonPermissionRequestNotFoundError",
     "DaemonPromptNotFoundError",
     "DaemonPromptQueueFullError",
     "DaemonProtocolError",
@@ -269,6 +272,21 @@ class DaemonPromptNotFoundError(DaemonHTTPError):
     def prompt_id(self) -> str | None:
         prompt_id = self.body.get("promptId")
         return prompt_id if isinstance(prompt_id, str) else None
+
+
+class DaemonPermissionRequestNotFoundError(DaemonHTTPError):
+    """404 ``permission_request_not_found``: no such permission request is pending in the session (answered
+    already, ended with its prompt, or another session's)."""
+
+    @property
+    def session_id(self) -> str | None:
+        session_id = self.body.get("sessionId")
+        return session_id if isinstance(session_id, str) else None
+
+    @property
+    def request_id(self) -> str | None:
+        request_id = self.body.get("requestId")
+        return request_id if isinstance(request_id, str) else None
 
 
 class DaemonMethodNotAllowedError(DaemonHTTPError):

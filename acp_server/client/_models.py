@@ -17,12 +17,17 @@ from ._limits import validate_limit
 __all__ = [
     "Capabilities",
     "DaemonEvent",
+    "ModeChangedEvent",
+    "ModeInfo",
+    "PermissionOption",
+    "PermissionRequestEvent",
     "PromptAcceptedEvent",
     "PromptInput",
     "PromptResult",
     "ResyncRequiredEvent",
     "SessionClosedEvent",
     "SessionUpdateEvent",
+    "ToolCallEvent",
     "TurnCompleteEvent",
     "TurnErrorEvent",
     "UnknownEvent",
@@ -78,9 +83,30 @@ def _object(payload: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 # -- capabilities and results ----------------------------------------------------------------------------------
 
 
+def _strings(payload: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = payload.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key!r} must be a list of strings; got {value!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ModeInfo:
+    """A mode sessions may have on the daemon: ``tools`` are the tools the model is offered in it."""
+
+    id: str
+    name: str
+    description: str
+    tools: tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """``GET /capabilities``. ``max_pending_prompts_per_session`` None = the daemon has no limit (Q9)."""
+    """``GET /capabilities``. ``max_pending_prompts_per_session`` None = the daemon has no limit (Q9).
+
+    ``modes``: the modes sessions may have (a daemon without a token offers only ``read-only``), ``default_mode_id``
+    a new session's; ``tools``: every tool some mode offers. Empty / None from a daemon older than modes.
+    """
 
     version: int
     protocol_versions: tuple[int, ...]
@@ -89,10 +115,36 @@ class Capabilities:
     prompt_deadline_ms: int | None
     stream_idle_timeout_ms: int | None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    modes: tuple[ModeInfo, ...] = ()
+    default_mode_id: str | None = None
+    tools: tuple[str, ...] = ()
 
     def supports(self, feature: str) -> bool:
         """Whether ``features`` lists ``feature`` (e.g. ``"session.load"``)."""
         return feature in self.features
+
+
+def _modes(body: Mapping[str, Any]) -> tuple[tuple[ModeInfo, ...], str | None]:
+    if body.get("modes") is None:
+        return (), None
+    modes = _object(body, "modes")
+    available = modes.get("availableModes")
+    if not isinstance(available, list):
+        raise ValueError(f"'modes.availableModes' must be a list; got {available!r}")
+    infos: list[ModeInfo] = []
+    for mode in available:
+        if not isinstance(mode, Mapping):
+            raise ValueError(f"a mode must be an object; got {mode!r}")
+        description = mode.get("description")
+        infos.append(
+            ModeInfo(
+                _str(mode, "id"),
+                _str(mode, "name"),
+                description if isinstance(description, str) else "",
+                _strings(mode, "tools"),
+            )
+        )
+    return tuple(infos), _str(modes, "defaultModeId")
 
 
 def parse_capabilities(body: object) -> Capabilities:
@@ -105,7 +157,11 @@ def parse_capabilities(body: object) -> Capabilities:
         raise ValueError(f"'protocolVersions' must be a list of integers; got {versions!r}")
     if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
         raise ValueError(f"'features' must be a list of strings; got {features!r}")
+    modes, default_mode_id = _modes(body)
     return Capabilities(
+        modes=modes,
+        default_mode_id=default_mode_id,
+        tools=_strings(body, "tools"),
         version=_int(body, "v"),
         protocol_versions=tuple(versions),
         features=frozenset(features),
@@ -181,6 +237,72 @@ class SessionUpdateEvent(DaemonEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEvent(SessionUpdateEvent):
+    """A tool call of a running prompt: ``update`` is ACP's ``tool_call`` (announced, status ``pending``) or
+    ``tool_call_update`` (``in_progress``, content, then ``completed`` / ``failed``). A :class:`SessionUpdateEvent`,
+    so ``on_update`` gets these too."""
+
+    EVENT: ClassVar[str] = "tool_call"
+
+    @property
+    def tool_call_id(self) -> str:
+        value = self.update.get("toolCallId")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def status(self) -> str | None:
+        """``pending``, ``in_progress``, ``completed``, ``failed``; None when this update does not change it."""
+        value = self.update.get("status")
+        return value if isinstance(value, str) else None
+
+    @property
+    def title(self) -> str | None:
+        value = self.update.get("title")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    """One answer a permission request offers: ``kind`` is ``allow_once``, ``allow_always``, ``reject_once`` or
+    ``reject_always`` (an "always" answer holds for that kind of call for the rest of the session)."""
+
+    option_id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionRequestEvent(DaemonEvent):
+    """A tool call of the prompt waits for permission (answer with :meth:`DaemonClient.answer_permission`);
+    ``tool_call`` holds ACP's ``ToolCall`` fields (``title``, ``kind``, ``rawInput``, ``content``: an edit's diff)."""
+
+    EVENT: ClassVar[str] = "permission_request"
+
+    prompt_id: str
+    request_id: str
+    tool_call: Mapping[str, Any]
+    options: tuple[PermissionOption, ...]
+
+    @property
+    def title(self) -> str:
+        value = self.tool_call.get("title")
+        return value if isinstance(value, str) else ""
+
+    def option_id(self, kind: str) -> str | None:
+        """The id of the first option of ``kind`` (``allow_once``, ``reject_once``, ...), None if none is."""
+        return next((option.option_id for option in self.options if option.kind == kind), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeChangedEvent(DaemonEvent):
+    """The session's mode changed (``POST /session/{id}/mode``)."""
+
+    EVENT: ClassVar[str] = "mode_changed"
+
+    mode_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCompleteEvent(DaemonEvent):
     EVENT: ClassVar[str] = "turn_complete"
 
@@ -229,6 +351,21 @@ class UnknownEvent(DaemonEvent):
         return self.name
 
 
+def _options(payload: Mapping[str, Any]) -> tuple[PermissionOption, ...]:
+    options = payload.get("options")
+    if not isinstance(options, list) or not options:
+        raise ValueError(f"'options' must be a non-empty list; got {options!r}")
+    parsed: list[PermissionOption] = []
+    for option in options:
+        if not isinstance(option, Mapping):
+            raise ValueError(f"a permission option must be an object; got {option!r}")
+        name = option.get("name")
+        parsed.append(
+            PermissionOption(_str(option, "optionId"), name if isinstance(name, str) else "", _str(option, "kind"))
+        )
+    return tuple(parsed)
+
+
 def parse_event(sse: httpx2.ServerSentEvent, session_id: str) -> DaemonEvent:
     """A typed event from one SSE frame; ``ValueError`` when its id or JSON payload is malformed."""
     if not sse.id.isdigit():
@@ -252,6 +389,18 @@ def parse_event(sse: httpx2.ServerSentEvent, session_id: str) -> DaemonEvent:
             )
         case "session_update":
             return SessionUpdateEvent(**base, prompt_id=_str(payload, "promptId"), update=_object(payload, "update"))
+        case "tool_call":
+            return ToolCallEvent(**base, prompt_id=_str(payload, "promptId"), update=_object(payload, "update"))
+        case "permission_request":
+            return PermissionRequestEvent(
+                **base,
+                prompt_id=_str(payload, "promptId"),
+                request_id=_str(payload, "requestId"),
+                tool_call=_object(payload, "toolCall"),
+                options=_options(payload),
+            )
+        case "mode_changed":
+            return ModeChangedEvent(**base, mode_id=_str(payload, "modeId"))
         case "turn_complete":
             return TurnCompleteEvent(
                 **base, prompt_id=_str(payload, "promptId"), stop_reason=_str(payload, "stopReason")

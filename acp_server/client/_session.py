@@ -29,9 +29,9 @@ from ..tasks import Lifecycle, OwnedTaskGroup
 from ._client import Accepted, DaemonClient, _prompt_body
 from ._exceptions import DaemonClientClosedError, DaemonClientError, DaemonEventStreamEndedError
 from ._limits import PromptSlot, validate_limit
-from ._models import DaemonEvent, PromptInput, PromptResult, SessionUpdateEvent
+from ._models import DaemonEvent, PermissionRequestEvent, PromptInput, PromptResult, SessionUpdateEvent
 from ._stream import EventStream
-from ._turn import OnUpdate, TurnItem, TurnTracker
+from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker
 
 __all__ = ["INHERIT", "DaemonSessionClient", "Inherit"]
 
@@ -124,12 +124,16 @@ class DaemonSessionClient:
         *,
         session_id: str | None = None,
         max_pending_prompts_per_session: int | float | Inherit | None = INHERIT,
+        mode_id: str | None = None,
     ) -> Self:
-        """Attach to ``session_id`` when given (nothing is sent until it opens), else create a session in ``cwd``."""
+        """Attach to ``session_id`` when given (nothing is sent until it opens), else create a session in ``cwd``
+        in ``mode_id`` (None: the daemon's default; attaching takes none: use :meth:`set_mode`)."""
         if max_pending_prompts_per_session is not INHERIT:
             validate_limit(max_pending_prompts_per_session)  # before a session is created for nothing
+        if session_id is not None and mode_id is not None:
+            raise ValueError("mode_id applies to a session being created; attach, then set_mode()")
         if session_id is None:
-            session_id = await client.create_session(cwd)
+            session_id = await client.create_session(cwd, mode_id=mode_id)
         return cls(client, session_id, max_pending_prompts_per_session=max_pending_prompts_per_session)
 
     @classmethod
@@ -272,7 +276,7 @@ class DaemonSessionClient:
             item = watch.tracker.feed(event)
             if item is None:
                 continue
-            terminal = not isinstance(item, SessionUpdateEvent)
+            terminal = not isinstance(item, SessionUpdateEvent | PermissionRequestEvent)
             if terminal:
                 watch.slot.release()  # its outcome is known now
                 self._watches.pop(prompt_id, None)
@@ -286,10 +290,17 @@ class DaemonSessionClient:
     # -- prompts -----------------------------------------------------------------------------------------------
 
     async def prompt(
-        self, prompt: PromptInput, *, deadline_ms: int | None = None, on_update: OnUpdate | None = None
+        self,
+        prompt: PromptInput,
+        *,
+        deadline_ms: int | None = None,
+        on_update: OnUpdate | None = None,
+        on_permission: OnPermission | None = None,
     ) -> PromptResult:
         """Like :meth:`DaemonClient.prompt` (same local limit, same errors, same release rules), followed on this
-        session's subscription. ``on_update`` must not wait for another prompt of this session."""
+        session's subscription. ``on_update`` gets its ``session_update`` and ``tool_call`` events;
+        ``on_permission`` answers its permission requests (an option id) — without it, **every permission request is
+        rejected**. Neither may wait for another prompt of this session."""
         body = _prompt_body(prompt, deadline_ms)
         self._check_open()
         if self._ended is not None:
@@ -310,7 +321,7 @@ class DaemonSessionClient:
                 if not self._posting:
                     self._backlog.clear()
             try:
-                return await self._client._run_turn(watch.tracker, slot, watch.next_item, on_update)
+                return await self._client._run_turn(watch.tracker, slot, watch.next_item, on_update, on_permission)
             finally:
                 self._watches.pop(watch.tracker.prompt_id, None)
                 watch.close()
@@ -329,6 +340,16 @@ class DaemonSessionClient:
         else:
             self._watches[accepted.prompt_id] = watch
         return watch
+
+    async def set_mode(self, mode_id: str) -> str:
+        """Switch the session's mode (:meth:`DaemonClient.set_mode`); the mode now."""
+        self._check_open()
+        return await self._client.set_mode(self.session_id, mode_id)
+
+    async def answer_permission(self, request_id: str, option_id: str) -> None:
+        """Answer one of the session's permission requests (:meth:`DaemonClient.answer_permission`)."""
+        self._check_open()
+        await self._client.answer_permission(self.session_id, request_id, option_id)
 
     async def cancel(self) -> None:
         """Stop the session's running prompt (:meth:`DaemonClient.cancel`)."""

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from ._exceptions import DaemonClientError, DaemonEventsLostError, DaemonEventStreamEndedError, DaemonTurnError
 from ._models import (
     DaemonEvent,
+    PermissionRequestEvent,
     PromptResult,
     ResyncRequiredEvent,
     SessionClosedEvent,
@@ -15,13 +16,19 @@ from ._models import (
     TurnErrorEvent,
 )
 
-__all__ = ["OnUpdate", "TurnItem", "TurnTracker", "result_of"]
+__all__ = ["OnPermission", "OnUpdate", "TurnItem", "TurnTracker", "result_of"]
 
 OnUpdate = Callable[[SessionUpdateEvent], Awaitable[None] | None]
-"""Called with each ``session_update`` of the prompt, in order (a coroutine function is awaited)."""
+"""Called with each ``session_update`` and ``tool_call`` (a :class:`ToolCallEvent`) of the prompt, in order (a
+coroutine function is awaited)."""
 
-TurnItem = SessionUpdateEvent | TurnCompleteEvent | TurnErrorEvent | DaemonClientError
-"""What a followed prompt yields: its updates, then its terminal event or the failure that ended the following."""
+OnPermission = Callable[[PermissionRequestEvent], Awaitable[str] | str]
+"""Called with each permission request of the prompt; returns the ``option_id`` to answer (a coroutine function is
+awaited). The prompt waits meanwhile."""
+
+TurnItem = SessionUpdateEvent | PermissionRequestEvent | TurnCompleteEvent | TurnErrorEvent | DaemonClientError
+"""What a followed prompt yields: its updates and permission requests, then its terminal event or the failure that
+ended the following."""
 
 
 class TurnTracker:
@@ -56,7 +63,7 @@ class TurnTracker:
         prompt_id = getattr(event, "prompt_id", None)
         if prompt_id != self.prompt_id:
             return None
-        if isinstance(event, SessionUpdateEvent):
+        if isinstance(event, SessionUpdateEvent | PermissionRequestEvent):
             return event
         if isinstance(event, TurnCompleteEvent | TurnErrorEvent):
             self.done = True

@@ -2,7 +2,9 @@
 
 ``create_app(Daemon(bridge, options))`` is the Starlette app; ``open_daemon`` serves it with uvicorn on a bound
 socket; ``run_daemon`` is the command's runner (signals, URL line). Admission stays the bridge's (Q3, Q8: the
-queue requirements written out in ``docs/requirements.md``).
+queue requirements written out in ``docs/requirements.md``). The bridge's modes are the daemon's safe default,
+:func:`daemon_modes` (without a token: ``read-only`` only); tool calls and permission requests travel on the
+session's event stream and are answered over REST (``_permissions.py``).
 """
 
 from ._app import create_app
@@ -16,6 +18,7 @@ from ._exceptions import (
     InvalidRequestError,
     ListenError,
     MethodNotAllowedError,
+    PermissionRequestNotFoundError,
     PromptNotFoundError,
     RequestBodyTooLargeError,
     RequestTimeoutError,
@@ -24,7 +27,8 @@ from ._exceptions import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
-from ._options import DEFAULT_HOST, DEFAULT_PORT, DaemonOptions, is_loopback_host
+from ._options import DEFAULT_HOST, DEFAULT_PORT, DaemonOptions, daemon_modes, is_loopback_host
+from ._permissions import PERMISSION_OPTIONS
 from ._server import ANNOUNCE_PREFIX, RunningDaemon, bind_socket, open_daemon, run_daemon, url_of
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "FEATURES",
+    "PERMISSION_OPTIONS",
     "RETRY_AFTER_S",
     "Accepted",
     "Daemon",
@@ -43,6 +48,7 @@ __all__ = [
     "InvalidRequestError",
     "ListenError",
     "MethodNotAllowedError",
+    "PermissionRequestNotFoundError",
     "PromptNotFoundError",
     "RequestBodyTooLargeError",
     "RequestTimeoutError",
@@ -55,6 +61,7 @@ __all__ = [
     "UnsupportedMediaTypeError",
     "bind_socket",
     "create_app",
+    "daemon_modes",
     "error_body",
     "error_response",
     "http_status",

@@ -3,10 +3,13 @@
 Routes (every one but ``/health`` needs the bearer token when one is set):
 
     GET    /health                     {"status": "ok"}
-    GET    /capabilities               {v, protocolVersions, features, limits}
-    POST   /session                    {cwd} → 201 {sessionId}
-    POST   /session/{id}/resume        {cwd?} → 200 {sessionId}: attach a stored session, no history replay
+    GET    /capabilities               {v, protocolVersions, features, modes, tools, limits}
+    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId}
+    POST   /session/{id}/resume        {cwd?} → 200 {sessionId, modeId}: attach a stored session, no history replay
     DELETE /session/{id}               204: detach (history stays stored); its streams end with ``session_closed``
+    POST   /session/{id}/mode          {modeId} → 200 {sessionId, modeId}; a change publishes ``mode_changed``
+    POST   /session/{id}/permission/{requestId}
+                                       {optionId} → 204: answer a pending ``permission_request``
     POST   /session/{id}/prompt        {prompt, deadlineMs?} → 202 {promptId, lastEventId};
                                        ?wait=true → 200 {promptId, stopReason}; full queue → 503 + Retry-After
     POST   /session/{id}/cancel        204 (the running prompt only)
@@ -57,7 +60,10 @@ __all__ = ["create_app"]
 ACP_HEADERS = (CONNECTION_HEADER, SESSION_HEADER)
 
 _PROMPT_FIELDS = frozenset({"prompt", "deadlineMs"})
-_SESSION_FIELDS = frozenset({"cwd"})
+_SESSION_FIELDS = frozenset({"cwd", "modeId"})
+_RESUME_FIELDS = frozenset({"cwd"})
+_MODE_FIELDS = frozenset({"modeId"})
+_ANSWER_FIELDS = frozenset({"optionId"})
 MAX_DEADLINE_MS = 2**31 - 1
 """The longest per-prompt ``deadlineMs`` (~24.8 days, JavaScript's longest timer): longer is a 400, not an overflow."""
 _EVENT_ID = re.compile(r"[0-9]{1,16}")  # ASCII digits only: str.isdigit() also takes "²", which int() refuses
@@ -115,6 +121,14 @@ def _parse_prompt(body: dict[str, Any]) -> tuple[Prompt, int | None]:
     return prompt, deadline
 
 
+def _required_str(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str):
+        problem = "Field required" if name not in body else "must be a string"
+        raise InvalidRequestError(f"{name}: a string is required", [{"field": name, "message": problem}])
+    return value
+
+
 def _flag(request: Request, name: str) -> bool:
     value = request.query_params.get(name)
     if value is None or value.lower() in ("false", "0", ""):
@@ -160,19 +174,33 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
     async def capabilities(request: Request) -> Response:
         return JSONResponse(daemon.capabilities())
 
+    def session_answer(session_id: str) -> dict[str, Any]:
+        return {"sessionId": session_id, "modeId": daemon.current_mode(session_id)}
+
     async def create_session(request: Request) -> Response:
         body = await _json_object(request, _SESSION_FIELDS)
-        cwd = body.get("cwd")
-        if not isinstance(cwd, str):
-            raise InvalidRequestError("cwd: a string is required", [{"field": "cwd", "message": "Field required"}])
-        return JSONResponse({"sessionId": await daemon.create_session(cwd)}, status_code=201)
+        cwd = _required_str(body, "cwd")
+        mode_id = daemon.offered_mode(body["modeId"]) if body.get("modeId") is not None else None
+        session_id = await daemon.create_session(cwd, mode_id)
+        return JSONResponse(session_answer(session_id), status_code=201)
 
     async def resume_session(request: Request) -> Response:
-        body = await _json_object(request, _SESSION_FIELDS)
+        body = await _json_object(request, _RESUME_FIELDS)
         cwd = body.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise InvalidRequestError("cwd must be a string", [{"field": "cwd", "message": "must be a string"}])
-        return JSONResponse({"sessionId": await daemon.resume_session(request.path_params["session_id"], cwd)})
+        return JSONResponse(session_answer(await daemon.resume_session(request.path_params["session_id"], cwd)))
+
+    async def set_mode(request: Request) -> Response:
+        session_id: str = request.path_params["session_id"]
+        mode_id = daemon.offered_mode(_required_str(await _json_object(request, _MODE_FIELDS), "modeId"))
+        await daemon.set_mode(session_id, mode_id)
+        return JSONResponse(session_answer(session_id))
+
+    async def answer_permission(request: Request) -> Response:
+        option_id = _required_str(await _json_object(request, _ANSWER_FIELDS), "optionId")
+        daemon.answer_permission(request.path_params["session_id"], request.path_params["requestId"], option_id)
+        return Response(status_code=204)
 
     async def delete_session(request: Request) -> Response:
         await daemon.close_session(request.path_params["session_id"])
@@ -239,6 +267,8 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         Route("/session", create_session, methods=["POST"]),
         Route("/session/{session_id}", delete_session, methods=["DELETE"]),
         Route("/session/{session_id}/resume", resume_session, methods=["POST"]),
+        Route("/session/{session_id}/mode", set_mode, methods=["POST"]),
+        Route("/session/{session_id}/permission/{requestId}", answer_permission, methods=["POST"]),
         Route("/session/{session_id}/prompt", prompt, methods=["POST"]),
         Route("/session/{session_id}/cancel", cancel, methods=["POST"]),
         Route("/session/{session_id}/prompt/{promptId}/cancel", cancel_prompt, methods=["POST"]),

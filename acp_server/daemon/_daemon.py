@@ -17,7 +17,10 @@ Invariants:
   session's own last id, remembered for the most recent ``_PREVIOUS_IDS_KEPT`` detached sessions). A restart is
   safe while the wall clock does not step back by more than the downtime (ids are far below 2**53 until ~2255);
 - every detach of an attached session, whichever face closed it (REST, ``/acp``, stdio over the same bridge),
-  publishes its prompts' terminal events, then ``session_closed``, then ends its streams.
+  publishes its prompts' terminal events, then ``session_closed``, then ends its streams;
+- a prompt's tool calls are published as ``tool_call`` events; a call that needs asking publishes one
+  ``permission_request`` after them and waits for its answer (``_permissions.py``); a daemon without a token serves
+  a bridge that offers only ``read-only`` (checked when it is built), so nothing asks and nothing changes.
 """
 
 from __future__ import annotations
@@ -35,14 +38,18 @@ from anyio.abc import TaskGroup
 
 from .. import __version__
 from ..acp import PROTOCOL_VERSION, AgentOptions, update_from_event
-from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionNotFoundError
-from ..domain import Prompt, PromptEnded, PromptEvent
+from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionEntry, SessionNotFoundError
+from ..domain import Prompt, PromptEnded, PromptEvent, ToolCallStarted, ToolCallUpdated
+from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
+from ..tools import TOOL_NAMES
+from ..turn import offered_tools
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, RingBudget, Subscription
-from ._exceptions import PromptNotFoundError
+from ._exceptions import InvalidRequestError, PromptNotFoundError
 from ._options import MAX_EVENT_ID, DaemonOptions
+from ._permissions import DaemonToolClient, PermissionDesk
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
 
@@ -56,6 +63,8 @@ FEATURES: tuple[str, ...] = (
     "session.delete",
     "session.events",
     "session.events.replay",
+    "session.mode",
+    "session.permission",
     "session.prompt",
     "session.prompt.wait",
     "session.resume",
@@ -78,6 +87,7 @@ class _Channel:
     def __init__(self, session_id: str, log: EventLog) -> None:
         self.session_id = session_id
         self.log = log
+        self.permissions = PermissionDesk(session_id, log)
         self.pending: OrderedDict[str, PromptHandle] = OrderedDict()
         self._pumping = False
         self._idle = anyio.Event()
@@ -116,7 +126,8 @@ class _Channel:
         base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
         if not isinstance(event, PromptEnded):
             update = update_from_event(self.session_id, event)
-            self.log.publish("session_update", {"promptId": handle.prompt_id, **update})
+            name = "tool_call" if isinstance(event, ToolCallStarted | ToolCallUpdated) else "session_update"
+            self.log.publish(name, {"promptId": handle.prompt_id, **update})
         elif event.error is not None:
             self.log.publish("turn_error", {**base, **turn_error_payload(event.error)})
         else:
@@ -146,9 +157,22 @@ class Daemon:
         *,
         wall_clock_us: Callable[[], int] = _wall_clock_us,
     ) -> None:
-        """``wall_clock_us``: where event ids of a new attachment start (a test may pin it)."""
+        """``wall_clock_us``: where event ids of a new attachment start (a test may pin it).
+
+        Without a token, ``bridge`` must offer only ``read-only`` (``daemon_modes``), as its default too: else
+        ``ValueError``.
+        """
         self.bridge = bridge
         self.options = options if options is not None else DaemonOptions()
+        if not self.options.token:
+            extra = [mode for mode in MODES if mode != READ_ONLY_MODE and bridge.allows_mode(mode)]
+            if extra or bridge.default_mode != READ_ONLY_MODE:
+                raise ValueError(
+                    "a daemon without a token offers only the read-only mode, but its bridge offers "
+                    f"{', '.join(extra) or 'read-only'} (default {bridge.default_mode}): build it with "
+                    "modes=daemon_modes(token=None) and default_mode='read-only', or give the daemon a token"
+                )
+        self.modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
         self._channels: dict[str, _Channel] = {}
         self._tasks = OwnedTaskGroup()
         self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
@@ -221,10 +245,19 @@ class Daemon:
     def capabilities(self) -> dict[str, Any]:
         """``GET /capabilities``: the limits come from the bridge itself (Q9: ``null`` when off)."""
         idle = self.options.stream_idle_timeout_ms
+        offered = [(mode, offered_tools(mode.id)) for mode in self.modes]
         return {
             "v": 1,
             "protocolVersions": [PROTOCOL_VERSION],
             "features": list(FEATURES),
+            "modes": {
+                "defaultModeId": self.bridge.default_mode,
+                "availableModes": [
+                    {"id": mode.id, "name": mode.name, "description": mode.description, "tools": list(tools)}
+                    for mode, tools in offered
+                ],
+            },
+            "tools": [name for name in TOOL_NAMES if any(name in tools for _, tools in offered)],
             "limits": {
                 "maxPendingPromptsPerSession": self.bridge.limit,
                 "promptDeadlineMs": self.bridge.prompt_deadline_ms,
@@ -236,12 +269,16 @@ class Daemon:
 
     # -- sessions --------------------------------------------------------------------------------------------
 
-    async def create_session(self, cwd: str) -> str:
-        """A new journaled session (like ACP ``session/new``); ``cwd`` must be absolute."""
+    async def create_session(self, cwd: str, mode_id: str | None = None) -> str:
+        """A new journaled session (like ACP ``session/new``) in ``mode_id`` (None: the default); ``cwd`` must be
+        absolute. A mode this daemon does not offer is refused before anything is created."""
         self._check_open()
+        mode = self.bridge.default_mode if mode_id is None else self.offered_mode(mode_id)
         entry = await self.bridge.open_session(cwd)
         self._channel(entry.session_id)
-        logger.info("session %s created (cwd %s)", entry.session_id, cwd)
+        if mode_id is not None:  # stored: it stays this mode whatever the daemon's default becomes
+            await entry.set_mode(mode)
+        logger.info("session %s created (cwd %s, mode %s)", entry.session_id, cwd, mode)
         return entry.session_id
 
     async def resume_session(self, session_id: str, cwd: str | None = None) -> str:
@@ -261,6 +298,39 @@ class Daemon:
         finished = self._finishing.get(channel) if channel is not None else None
         if finished is not None:
             await finished.wait()
+
+    # -- modes ---------------------------------------------------------------------------------------------
+
+    def offered_mode(self, mode_id: object, field: str = "modeId") -> str:
+        """``mode_id`` when it is a mode sessions may have here; else ``InvalidRequestError`` naming ``field``."""
+        if isinstance(mode_id, str) and any(mode.id == mode_id for mode in self.modes):
+            return mode_id
+        offered = ", ".join(mode.id for mode in self.modes)
+        problem = f"unknown mode {mode_id!r}; available: {offered}"
+        if isinstance(mode_id, str) and mode_id in MODES:
+            problem = f"mode {mode_id!r} is not offered by this daemon; available: {offered}"
+        raise InvalidRequestError(f"{field}: {problem}", [{"field": field, "message": problem}])
+
+    def current_mode(self, session_id: str) -> str:
+        """The session's mode as offered here (a stored mode this daemon does not offer reads as the default)."""
+        return self._mode_of(self.bridge.get(session_id))
+
+    def _mode_of(self, entry: SessionEntry) -> str:
+        return entry.mode if self.bridge.allows_mode(entry.mode) else self.bridge.default_mode
+
+    async def set_mode(self, session_id: str, mode_id: str) -> str:
+        """Switch the session's mode (stored; it applies from the next tool call, also mid-prompt); a change
+        publishes ``mode_changed``. Returns the mode now."""
+        self._check_open()
+        mode = self.offered_mode(mode_id)
+        channel = self._channel(session_id)
+        entry = self.bridge.get(session_id)
+        before = self._mode_of(entry)
+        await entry.set_mode(mode)
+        if mode != before and not channel.log.closed:
+            channel.log.publish("mode_changed", {"sessionId": session_id, "modeId": mode})
+            logger.info("session %s: mode %s", session_id, mode)
+        return mode
 
     def _detached(self, session_id: str) -> None:
         """The bridge detached the session (any face): finish its channel in the background (bridge listener)."""
@@ -329,7 +399,9 @@ class Daemon:
         """Admit through the bridge, synchronously: a refusal raises before anything is published."""
         tg = self._check_open()
         channel = self._channel(session_id)
-        handle = self.bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms)
+        client = DaemonToolClient(channel.permissions)
+        handle = self.bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client)
+        client.bind(handle)  # before its turn can run: the worker starts in the task group, not here
         pending_count = self.bridge.get(session_id).pending_prompt_count
         event_id = channel.log.publish(
             "prompt_accepted", {"sessionId": session_id, "promptId": handle.prompt_id, "pendingCount": pending_count}
@@ -352,6 +424,11 @@ class Daemon:
         """Cancel the session's running prompt, whoever sent it (same semantics as ``session/cancel``)."""
         self._check_open()
         return self.bridge.cancel_running(session_id)
+
+    def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
+        """Answer the session's pending permission request (see :meth:`PermissionDesk.answer`)."""
+        self._check_open()
+        self._channel(session_id).permissions.answer(request_id, option_id)
 
     # -- events ----------------------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ _STATUS_BY_KIND: dict[str, int] = {
     "not_found": 404,
     "session_not_found": 404,
     "prompt_not_found": 404,
+    "permission_request_not_found": 404,
     "method_not_allowed": 405,
     "session_closed": 409,
     "session_busy": 409,

@@ -10,6 +10,9 @@
           ├── ForbiddenHostError          forbidden_host          tokenless loopback daemon, non-loopback ``Host``
           ├── ForbiddenOriginError        forbidden_origin        a browser ``Origin`` not in ``--allow-origin``
           ├── RouteNotFoundError          not_found               no such route
+          ├── PromptNotFoundError         prompt_not_found        no such pending prompt in the session
+          ├── PermissionRequestNotFoundError  permission_request_not_found: no such pending permission request
+          │                                   in the session (answered, ended with its prompt, or another's)
           ├── MethodNotAllowedError       method_not_allowed      the route exists, not with this method
           ├── RequestBodyTooLargeError    payload_too_large       body over ``--max-body-bytes``
           ├── RequestTimeoutError         request_timeout         headers or body not complete in time
@@ -33,6 +36,8 @@ __all__ = [
     "InvalidRequestError",
     "ListenError",
     "MethodNotAllowedError",
+    "PermissionRequestNotFoundError",
+    "PromptNotFoundError",
     "RequestBodyTooLargeError",
     "RequestTimeoutError",
     "RouteNotFoundError",
@@ -114,6 +119,21 @@ class PromptNotFoundError(DaemonError):
 
     def details(self) -> Mapping[str, object]:
         return {"sessionId": self.session_id, "promptId": self.prompt_id}
+
+
+class PermissionRequestNotFoundError(DaemonError):
+    """No permission request with this id is pending in the session: answered already, ended with its prompt
+    (cancel, deadline, close), or another session's."""
+
+    error_kind: ClassVar[str] = "permission_request_not_found"
+
+    def __init__(self, session_id: str, request_id: str) -> None:
+        super().__init__(f'No pending permission request "{request_id}" in session "{session_id}"')
+        self.session_id = session_id
+        self.request_id = request_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id, "requestId": self.request_id}
 
 
 class MethodNotAllowedError(DaemonError):

@@ -6,7 +6,9 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "is_loopback_host"]
+from ..modes import READ_ONLY_MODE, available_modes
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4170
@@ -25,6 +27,15 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def daemon_modes(*, token: str | None, allow_bypass_permissions: bool = False) -> tuple[str, ...]:
+    """The modes a daemon's sessions may have — the safe default: without a token only ``read-only`` (anyone on the
+    host may call a loopback daemon: it must not edit or run anything); with one ``default``, ``accept-edits`` and
+    ``read-only``, and ``bypass-permissions`` only when allowed. Its bridge is built with these (``/acp`` too)."""
+    if not token:
+        return (READ_ONLY_MODE,)
+    return tuple(mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions))
 
 
 @dataclass(frozen=True)

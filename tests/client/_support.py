@@ -23,7 +23,8 @@ from acp_server.bridge import SessionBridge
 from acp_server.cli._agent import open_bridge
 from acp_server.client import DaemonPendingPromptLimitError
 from acp_server.config import Settings
-from acp_server.daemon import Daemon, DaemonOptions, open_daemon
+from acp_server.daemon import Daemon, DaemonOptions, daemon_modes, open_daemon
+from acp_server.modes import READ_ONLY_MODE
 from acp_server.provider.offline import HangAfterHeaders, LoopbackModel
 
 
@@ -48,7 +49,11 @@ async def running_daemon(
     base = settings or Settings()
     if model is not None:
         base = replace(base, base_url=model.base_url, model=base.model or "m")
-    async with open_bridge(base) as bridge, open_daemon(bridge, DaemonOptions(port=0, token=token, **options)) as run:
+    modes = daemon_modes(token=token, allow_bypass_permissions=base.allow_bypass_permissions)
+    if not token:  # what ``acp-server serve`` does: a tokenless daemon only reads
+        base = replace(base, default_mode=READ_ONLY_MODE)
+    options_ = DaemonOptions(port=0, token=token, **options)
+    async with open_bridge(base, modes=modes) as bridge, open_daemon(bridge, options_) as run:
         yield Served(run.url, run.daemon, bridge)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,8 @@ import jsonschema
 from acp_server.bridge import SessionBridge
 from acp_server.cli._agent import open_bridge
 from acp_server.config import Settings
-from acp_server.daemon import Daemon, DaemonOptions, open_daemon
+from acp_server.daemon import Daemon, DaemonOptions, daemon_modes, open_daemon
+from acp_server.modes import READ_ONLY_MODE
 from acp_server.provider.offline import LoopbackModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +123,14 @@ class Served:
             yield EventReader(response)
 
 
+def serve_bridge(settings: Settings, token: str | None = None) -> AbstractAsyncContextManager[SessionBridge]:
+    """The bridge ``acp-server serve`` builds: the daemon's modes (tokenless: read-only only, its default too)."""
+    modes = daemon_modes(token=token, allow_bypass_permissions=settings.allow_bypass_permissions)
+    if not token:
+        settings = replace(settings, default_mode=READ_ONLY_MODE)
+    return open_bridge(settings, modes=modes)
+
+
 @asynccontextmanager
 async def running_daemon(
     model: LoopbackModel | None,
@@ -135,7 +144,7 @@ async def running_daemon(
     if model is not None:
         base = replace(base, base_url=model.base_url, model=base.model or "m")
     daemon_options = DaemonOptions(port=0, token=token, **options)
-    async with open_bridge(base) as bridge, open_daemon(bridge, daemon_options) as running:
+    async with serve_bridge(base, token) as bridge, open_daemon(bridge, daemon_options) as running:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with httpx2.AsyncClient(base_url=running.url, headers=headers, timeout=10) as client:
             yield Served(running.url, running.daemon, bridge, client)

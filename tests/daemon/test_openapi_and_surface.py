@@ -52,10 +52,15 @@ async def test_every_route_is_documented_and_every_documented_route_exists() -> 
                 kwargs = {"json": {"cwd": "/"}}
             if template.endswith("/resume"):
                 kwargs = {"json": {}}
+            if template.endswith("/mode"):
+                kwargs = {"json": {"modeId": "read-only"}}
+            if template.endswith("/permission/{requestId}"):
+                kwargs = {"json": {"optionId": "allow_once"}}
             response = await served.client.request(method, path, **kwargs)
             assert response.status_code not in (404, 405) or response.json()["code"] in (
                 "session_not_found",
                 "prompt_not_found",
+                "permission_request_not_found",
             )
             assert_documented(method, template, response)
 
@@ -73,6 +78,9 @@ def test_the_document_is_openapi_3_1_with_valid_schemas() -> None:
         "turn_error",
         "resync_required",
         "session_closed",
+        "tool_call",
+        "permission_request",
+        "mode_changed",
     }
     queue_full = OPENAPI["components"]["schemas"]["PromptQueueFullError"]
     assert set(queue_full["required"]) == {"code", "error", "sessionId", "limit", "pendingCount"}
@@ -97,6 +105,7 @@ def test_public_surface_is_pinned() -> None:
         "DEFAULT_HOST",
         "DEFAULT_PORT",
         "FEATURES",
+        "PERMISSION_OPTIONS",
         "RETRY_AFTER_S",
         "Accepted",
         "Daemon",
@@ -108,6 +117,7 @@ def test_public_surface_is_pinned() -> None:
         "InvalidRequestError",
         "ListenError",
         "MethodNotAllowedError",
+        "PermissionRequestNotFoundError",
         "PromptNotFoundError",
         "RequestBodyTooLargeError",
         "RequestTimeoutError",
@@ -120,6 +130,7 @@ def test_public_surface_is_pinned() -> None:
         "UnsupportedMediaTypeError",
         "bind_socket",
         "create_app",
+        "daemon_modes",
         "error_body",
         "error_response",
         "http_status",

@@ -10,13 +10,12 @@ import httpx2
 import pytest
 
 from acp_server.bridge import BridgeClosedError
-from acp_server.cli._agent import open_bridge
 from acp_server.config import Settings
 from acp_server.daemon import Daemon, DaemonOptions, open_daemon
 from acp_server.domain import Prompt, TextPart
 from acp_server.provider.offline import HangAfterHeaders, LoopbackModel
 
-from ._support import TEXT, EventReader
+from ._support import TEXT, EventReader, serve_bridge
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +25,7 @@ async def test_shutdown_cancels_turns_answers_waiters_and_ends_streams() -> None
         model.enqueue(HangAfterHeaders())
         settings = Settings(base_url=model.base_url, model="m")
         results: dict[str, Any] = {}
-        async with open_bridge(settings) as bridge:
+        async with serve_bridge(settings) as bridge:
             async with (
                 open_daemon(bridge, DaemonOptions(port=0)) as running,
                 httpx2.AsyncClient(base_url=running.url, timeout=10) as client,
@@ -58,7 +57,7 @@ async def test_shutdown_cancels_turns_answers_waiters_and_ends_streams() -> None
 async def test_a_closing_daemon_refuses_new_work_with_503() -> None:
     async with (
         LoopbackModel() as model,
-        open_bridge(Settings(base_url=model.base_url, model="m")) as bridge,
+        serve_bridge(Settings(base_url=model.base_url, model="m")) as bridge,
         Daemon(bridge, DaemonOptions(port=0)) as daemon,
     ):
             session_id = await daemon.create_session("/")
@@ -74,7 +73,7 @@ async def test_leaving_open_daemon_on_an_error_propagates_it_unwrapped() -> None
     class Boom(Exception):
         pass
 
-    async with open_bridge(Settings()) as bridge:
+    async with serve_bridge(Settings()) as bridge:
         with pytest.raises(Boom):
             async with open_daemon(bridge, DaemonOptions(port=0)) as running:
                 async with httpx2.AsyncClient(base_url=running.url) as client:
@@ -83,7 +82,7 @@ async def test_leaving_open_daemon_on_an_error_propagates_it_unwrapped() -> None
 
 
 async def test_an_idle_stream_ends_at_shutdown_without_waiting_for_a_heartbeat() -> None:
-    async with open_bridge(Settings()) as bridge:
+    async with serve_bridge(Settings()) as bridge:
         with anyio.fail_after(5):
             async with (
                 open_daemon(bridge, DaemonOptions(port=0, heartbeat_s=3600)) as running,

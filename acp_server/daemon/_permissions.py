@@ -1,0 +1,171 @@
+"""Permission requests over HTTP: the daemon's :class:`~acp_server.tools.ToolClient` and each session's pending one.
+
+A daemon prompt's tools run on the daemon's host, in the session's cwd, confined as over stdio: the client offers no
+file system and no terminal. A call that needs asking publishes ``permission_request`` on the session's event stream
+— after the prompt's earlier events, so it never overtakes the ``tool_call`` it is about — and waits for
+``POST /session/{id}/permission/{requestId}``.
+
+Invariants: a session has at most one pending request (one prompt of a session runs at a time and its calls run one
+after the other), so the table is bounded by the sessions; a request is pending from the publication of its event
+until it is answered or its wait ends with the prompt (cancel, deadline, close — the turn's task is cancelled): the
+entry goes in a ``finally``, so a late answer is a 404, never a leak.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..acp import update_from_event
+from ..domain import ToolCallStarted
+from ..errors import RemoteError
+from ..tools import PermissionChoice, TerminalExit, TerminalOutput
+from ._exceptions import InvalidRequestError, PermissionRequestNotFoundError
+
+if TYPE_CHECKING:
+    from ..bridge import PromptHandle
+    from ._events import EventLog
+
+__all__ = ["PERMISSION_OPTIONS", "DaemonToolClient", "PermissionDesk"]
+
+PERMISSION_OPTIONS: tuple[dict[str, str], ...] = (
+    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+)
+"""The options of every permission request (the ACP face offers the same four): an ``optionId`` is its kind."""
+
+_CHOICES: Mapping[str, PermissionChoice] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
+
+
+class _Pending:
+    __slots__ = ("answered", "choice", "prompt_id", "request_id")
+
+    def __init__(self, request_id: str, prompt_id: str) -> None:
+        self.request_id = request_id
+        self.prompt_id = prompt_id
+        self.choice: PermissionChoice = "reject_once"
+        self.answered = anyio.Event()
+
+
+class PermissionDesk:
+    """One session's pending permission request (at most one), published on its event log, answered by id."""
+
+    def __init__(self, session_id: str, log: EventLog) -> None:
+        self.session_id = session_id
+        self._log = log
+        self._pending: _Pending | None = None
+
+    @property
+    def pending_request_id(self) -> str | None:
+        """The id of the request waiting for an answer, if one is."""
+        return None if self._pending is None else self._pending.request_id
+
+    async def ask(self, prompt_id: str, call: ToolCallStarted) -> PermissionChoice:
+        """Publish ``permission_request`` for ``call`` and wait for its answer (cancelled with the prompt)."""
+        if self._pending is not None:
+            raise RuntimeError(f"session {self.session_id} already waits for permission request "
+                               f"{self._pending.request_id}: calls run one after the other")
+        if self._log.closed:  # the session is being closed: its prompt is ending
+            return "reject_once"
+        pending = self._pending = _Pending(uuid.uuid4().hex, prompt_id)
+        try:
+            update = dict(update_from_event(self.session_id, call)["update"])
+            del update["sessionUpdate"]
+            self._log.publish(
+                "permission_request",
+                {
+                    "sessionId": self.session_id,
+                    "promptId": prompt_id,
+                    "requestId": pending.request_id,
+                    "toolCall": update,
+                    "options": list(PERMISSION_OPTIONS),
+                },
+            )
+            await pending.answered.wait()
+            return pending.choice
+        finally:
+            if self._pending is pending:
+                self._pending = None
+
+    def answer(self, request_id: str, option_id: str) -> None:
+        """Answer the pending request ``request_id`` with ``option_id``; it is no longer pending once this returns.
+
+        Raises :class:`PermissionRequestNotFoundError` when it is not pending here, and ``InvalidRequestError``
+        (the request stays pending) for an option it does not offer.
+        """
+        pending = self._pending
+        if pending is None or pending.request_id != request_id:
+            raise PermissionRequestNotFoundError(self.session_id, request_id)
+        choice = _CHOICES.get(option_id)
+        if choice is None:
+            offered = ", ".join(option["optionId"] for option in PERMISSION_OPTIONS)
+            problem = f"unknown option {option_id!r}; options: {offered}"
+            raise InvalidRequestError(f"optionId: {problem}", [{"field": "optionId", "message": problem}])
+        pending.choice = choice
+        self._pending = None
+        pending.answered.set()
+
+
+class DaemonToolClient:
+    """One daemon prompt's :class:`~acp_server.tools.ToolClient`: permission over the session's event stream, no
+    file system or terminal (the tools run locally). :meth:`bind` it to the prompt's handle before its turn runs."""
+
+    def __init__(self, desk: PermissionDesk) -> None:
+        self._desk = desk
+        self._handle: PromptHandle | None = None
+
+    def bind(self, handle: PromptHandle) -> None:
+        self._handle = handle
+
+    @property
+    def can_read_files(self) -> bool:
+        return False
+
+    @property
+    def can_write_files(self) -> bool:
+        return False
+
+    @property
+    def has_terminal(self) -> bool:
+        return False
+
+    async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
+        """Once the prompt's earlier events are published (its ``tool_call`` first), ask and wait."""
+        handle = self._handle
+        if handle is None:
+            raise RuntimeError("DaemonToolClient.request_permission before bind()")
+        await handle.events.wait_delivered()
+        return await self._desk.ask(handle.prompt_id, call)
+
+    # Never called: the capabilities above are off, so the tools read, write and run commands themselves.
+
+    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        raise RemoteError("the daemon's client has no file system")
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        raise RemoteError("the daemon's client has no file system")
+
+    async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
+        raise RemoteError("the daemon's client has no terminal")
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
+        raise RemoteError("the daemon's client has no terminal")
+
+    async def terminal_output(self, terminal_id: str) -> TerminalOutput:
+        raise RemoteError("the daemon's client has no terminal")
+
+    async def kill_terminal(self, terminal_id: str) -> None:
+        raise RemoteError("the daemon's client has no terminal")
+
+    async def release_terminal(self, terminal_id: str) -> None:
+        raise RemoteError("the daemon's client has no terminal")

@@ -1,0 +1,89 @@
+"""``acp-server serve`` as a process: which modes it offers (``--token``, ``--allow-bypass-permissions``), and a
+permission round trip over HTTP against it."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+
+from ._support import EventReader
+from .test_process import clean_env, serve
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+TOKEN = "process-token-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--default-mode", "default"], {}, "--default-mode default needs --token"),
+        ([], {"ACP_SERVER_DEFAULT_MODE": "accept-edits"}, "--default-mode accept-edits needs --token"),
+        (["--allow-bypass-permissions"], {}, "--allow-bypass-permissions needs --token"),
+    ],
+)
+async def test_a_tokenless_serve_refuses_to_offer_more_than_read_only(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    async with serve("--offline", "--port", "0", "--no-persist", *args, env=clean_env(**env)) as served:
+        with anyio.fail_after(15):
+            code = await served.process.wait()
+        stderr = await served.drain_stderr()
+    assert code == 2
+    assert message in stderr and "offers only the read-only mode" in stderr
+
+
+async def modes_of(url: str, token: str | None = None) -> tuple[str, list[str]]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=10) as client:
+        modes = (await client.get("/capabilities")).json()["modes"]
+    return modes["defaultModeId"], [mode["id"] for mode in modes["availableModes"]]
+
+
+async def test_the_modes_follow_the_token_and_the_bypass_flag() -> None:
+    async with serve("--offline", "--port", "0", "--no-persist", "--default-mode", "read-only") as served:
+        assert await modes_of(await served.read_url()) == ("read-only", ["read-only"])
+    env = clean_env(ACP_SERVER_TOKEN=TOKEN)
+    async with serve("--offline", "--port", "0", "--no-persist", env=env) as served:
+        assert await modes_of(await served.read_url(), TOKEN) == ("default", ["default", "accept-edits", "read-only"])
+    async with serve("--offline", "--port", "0", "--no-persist", "--allow-bypass-permissions", env=env) as served:
+        default, modes = await modes_of(await served.read_url(), TOKEN)
+        assert (default, modes[-1]) == ("default", "bypass-permissions")
+
+
+async def test_a_permission_round_trip_against_the_process(tmp_path: Path) -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(
+            ToolCalls((ScriptedCall("write_file", {"path": "NOTES.md", "content": "hello\n"}, id="w1"),)),
+            Answer(text="written"),
+        )
+        env = clean_env(ACP_SERVER_TOKEN=TOKEN)
+        args = ("--base-url", model.base_url, "--model", "m", "--port", "0", "--no-persist")
+        async with serve(*args, env=env) as served:
+            url = await served.read_url()
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=10) as client:
+                created = await client.post("/session", json={"cwd": str(tmp_path)})
+                assert created.json()["modeId"] == "default"
+                session_id = created.json()["sessionId"]
+                async with client.stream("GET", f"/session/{session_id}/events") as stream:
+                    events = EventReader(stream)
+                    body = {"prompt": [{"type": "text", "text": "write NOTES.md"}]}
+                    assert (await client.post(f"/session/{session_id}/prompt", json=body)).status_code == 202
+                    request = (await events.until(lambda e: e.event == "permission_request", 10))[-1].data
+                    assert not (tmp_path / "NOTES.md").exists()
+                    path = f"/session/{session_id}/permission/{request['requestId']}"
+                    assert (await client.post(path, json={"optionId": "allow_once"})).status_code == 204
+                    done = await events.until(lambda e: e.event == "turn_complete", 10)
+            assert done[-1].data["stopReason"] == "end_turn"
+            assert (tmp_path / "NOTES.md").read_text() == "hello\n"
+            served.process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(10):
+                assert await served.process.wait() == 0
+        assert request["toolCall"]["kind"] == "edit"
