@@ -13,29 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..domain import ToolCallStarted
 from ..errors import RemoteError
-from ..tools import PermissionChoice, TerminalExit, TerminalOutput
+from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, permission_choice
 from ._convert import tool_call_fields
 
 if TYPE_CHECKING:
     from ..bridge import PromptStream
     from ._peer import Peer
 
-__all__ = ["PERMISSION_OPTIONS", "AcpToolClient", "ClientCapabilities"]
+__all__ = ["AcpToolClient", "ClientCapabilities"]
 
 logger = logging.getLogger("acp_server.acp")
 
-PERMISSION_OPTIONS: tuple[dict[str, str], ...] = (
-    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
-)
-_CHOICES: Mapping[str, PermissionChoice] = {
-    "allow_once": "allow_once",
-    "allow_always": "allow_always",
-    "reject_once": "reject_once",
-    "reject_always": "reject_always",
-}
 
 
 class ClientCapabilities:
@@ -93,7 +81,7 @@ class AcpToolClient:
         outcome = result.get("outcome")
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
             option_id = outcome.get("optionId")
-            choice = _CHOICES.get(option_id) if isinstance(option_id, str) else None  # a list is not even hashable
+            choice = permission_choice(option_id)
             if choice is not None:
                 return choice
             logger.info("permission for %s: unknown option %r, read as a rejection", call.call_id, outcome)

@@ -7,6 +7,7 @@ queue requirements written out in ``docs/requirements.md``). The bridge's modes 
 session's event stream and are answered over REST (``_permissions.py``).
 """
 
+from ..tools import PERMISSION_OPTIONS
 from ._app import create_app
 from ._daemon import FEATURES, Accepted, Daemon
 from ._errors import RETRY_AFTER_S, error_body, error_response, http_status, turn_error_payload
@@ -28,7 +29,6 @@ from ._exceptions import (
     UnsupportedMediaTypeError,
 )
 from ._options import DEFAULT_HOST, DEFAULT_PORT, DaemonOptions, daemon_modes, is_loopback_host
-from ._permissions import PERMISSION_OPTIONS
 from ._server import ANNOUNCE_PREFIX, RunningDaemon, bind_socket, open_daemon, run_daemon, url_of
 
 __all__ = [

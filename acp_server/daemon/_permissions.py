@@ -14,7 +14,6 @@ entry goes in a ``finally``, so a late answer is a 404, never a leak.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import anyio
@@ -22,29 +21,15 @@ import anyio
 from ..acp import update_from_event
 from ..domain import ToolCallStarted
 from ..errors import RemoteError
-from ..tools import PermissionChoice, TerminalExit, TerminalOutput
+from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, permission_choice
 from ._exceptions import InvalidRequestError, PermissionRequestNotFoundError
 
 if TYPE_CHECKING:
     from ..bridge import PromptHandle
     from ._events import EventLog
 
-__all__ = ["PERMISSION_OPTIONS", "DaemonToolClient", "PermissionDesk"]
+__all__ = ["DaemonToolClient", "PermissionDesk"]
 
-PERMISSION_OPTIONS: tuple[dict[str, str], ...] = (
-    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
-)
-"""The options of every permission request (the ACP face offers the same four): an ``optionId`` is its kind."""
-
-_CHOICES: Mapping[str, PermissionChoice] = {
-    "allow_once": "allow_once",
-    "allow_always": "allow_always",
-    "reject_once": "reject_once",
-    "reject_always": "reject_always",
-}
 
 
 class _Pending:
@@ -106,7 +91,7 @@ class PermissionDesk:
         pending = self._pending
         if pending is None or pending.request_id != request_id:
             raise PermissionRequestNotFoundError(self.session_id, request_id)
-        choice = _CHOICES.get(option_id)
+        choice = permission_choice(option_id)
         if choice is None:
             offered = ", ".join(option["optionId"] for option in PERMISSION_OPTIONS)
             problem = f"unknown option {option_id!r}; options: {offered}"

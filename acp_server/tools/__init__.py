@@ -27,6 +27,7 @@ from ._output import OUTPUT_LIMIT_BYTES
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 from ._types import (
+    PERMISSION_OPTIONS,
     ContentSink,
     PermissionChoice,
     PreparedCall,
@@ -34,12 +35,14 @@ from ._types import (
     TerminalOutput,
     ToolClient,
     ToolResult,
+    permission_choice,
 )
 from ._workspace import Target, Workspace
 
 __all__ = [
     "MAX_ARGUMENTS_BYTES",
     "OUTPUT_LIMIT_BYTES",
+    "PERMISSION_OPTIONS",
     "READ_ONLY_TOOLS",
     "TOOL_NAMES",
     "ContentSink",
@@ -54,5 +57,6 @@ __all__ = [
     "ToolResult",
     "Workspace",
     "openai_tools",
+    "permission_choice",
     "prepare_call",
 ]

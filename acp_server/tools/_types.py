@@ -14,6 +14,7 @@ from typing import Literal, Protocol, TypeAlias
 from ..domain import ToolCallStarted, ToolContent, ToolKind, ToolLocation
 
 __all__ = [
+    "PERMISSION_OPTIONS",
     "ContentSink",
     "PermissionChoice",
     "PreparedCall",
@@ -21,11 +22,32 @@ __all__ = [
     "TerminalOutput",
     "ToolClient",
     "ToolResult",
+    "permission_choice",
 ]
 
 PermissionChoice: TypeAlias = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 """The kind of the option the user picked; anything else the client answers (an error, an unknown option,
 ``cancelled``) is read as ``reject_once``."""
+
+PERMISSION_OPTIONS: tuple[dict[str, str], ...] = (
+    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+)
+"""The options of every permission request, whichever face asks: an ``optionId`` is its kind."""
+
+_CHOICES: dict[object, PermissionChoice] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
+
+
+def permission_choice(option_id: object) -> PermissionChoice | None:
+    """The choice an answered ``optionId`` stands for; None for anything that is not one of the options."""
+    return _CHOICES.get(option_id) if isinstance(option_id, str) else None
 
 
 @dataclass(frozen=True, slots=True)

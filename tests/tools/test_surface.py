@@ -39,6 +39,7 @@ def test_exported_members() -> None:
     assert set(tools.__all__) == {
         "MAX_ARGUMENTS_BYTES",
         "OUTPUT_LIMIT_BYTES",
+        "PERMISSION_OPTIONS",
         "READ_ONLY_TOOLS",
         "TOOL_NAMES",
         "ContentSink",
@@ -53,6 +54,7 @@ def test_exported_members() -> None:
         "ToolResult",
         "Workspace",
         "openai_tools",
+        "permission_choice",
         "prepare_call",
     }
     for name in tools.__all__:
