@@ -15,8 +15,11 @@ their OpenAI function-calling entries. A call is made in two steps:
 
 What the model gets is capped at 64 KiB per call (:data:`OUTPUT_LIMIT_BYTES`), a note saying what was cut and
 how to see more. read_file numbers lines like ``cat -n`` (``     7\\tline``). Binary files (a NUL byte in the
-first 8 KiB, or not UTF-8) are refused; so are files over 10 MiB (grep skips them). The details of each part are
-in its module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, commands ``_command``.
+first 8 KiB, or not UTF-8) are refused; so are files over 10 MiB (grep skips them). No input makes a call
+unbounded: globs match without backtracking, grep's regular expressions release the GIL and have a time budget,
+the blocking work runs in worker threads that a cancel abandons at once. The details of each part are in its
+module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs ``_globs``, searches
+``_search``, commands ``_command``.
 
 ``schemas/tools/<name>.json`` hold the parameters schemas the model is sent; regenerate them with
 ``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).

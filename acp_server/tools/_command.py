@@ -1,8 +1,9 @@
 """run_command: a shell command line, in the client's terminal when it has one, else a local subprocess.
 
 Terminal (``terminal/*``): create → show it in the call (``content_sink``) → wait for the exit under the timeout
-(timeout: kill) → output → release. Release always happens, shielded and bounded; a cancelled or failed run kills
-the terminal first.
+(timeout: kill) → output → release. The kill and the output after the wait are bounded (an editor that does not
+answer them costs at most 5 s each; the output is then a note). Release always happens, shielded and bounded; a
+cancelled or failed run kills the terminal first.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
 ``/dev/null``, stdout and stderr merged into one pipe. Its output is read with a bound (the first and the last
@@ -32,7 +33,7 @@ from ._call import prepared
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._specs import DEFAULT_COMMAND_TIMEOUT_MS, RunCommandArgs
-from ._types import ContentSink, PreparedCall, TerminalExit, ToolClient, ToolResult
+from ._types import ContentSink, PreparedCall, TerminalExit, TerminalOutput, ToolClient, ToolResult
 from ._workspace import Workspace
 
 __all__ = ["KEEP_HEAD_BYTES", "KEEP_TAIL_BYTES", "prepare_run_command"]
@@ -44,7 +45,8 @@ KEEP_TAIL_BYTES = 30 * 1024
 _TERM_GRACE_S = 2.0  # SIGTERM → SIGKILL at a timeout
 _DRAIN_S = 1.0  # after the shell exits and its group is killed, how long the pipe may take to close
 _REAP_S = 5.0  # a SIGKILLed shell is reaped within this (bounded, in case it is stuck in the kernel)
-_RELEASE_S = 5.0  # the shielded kill/release of a client terminal
+_RELEASE_S = 5.0  # each of a client terminal's kill, output and (shielded) release may take this long
+_NO_OUTPUT = TerminalOutput(f"[the editor did not send the output within {_RELEASE_S:g} s]", False, None)
 
 
 class _Capture:
@@ -203,8 +205,11 @@ async def _run_terminal(
             exit_status = await client.wait_for_terminal_exit(terminal_id)
         timed_out = deadline.cancelled_caught
         if timed_out:
-            await client.kill_terminal(terminal_id)
-        result = await client.terminal_output(terminal_id)
+            with anyio.move_on_after(_RELEASE_S):
+                await client.kill_terminal(terminal_id)
+        result = _NO_OUTPUT
+        with anyio.move_on_after(_RELEASE_S):
+            result = await client.terminal_output(terminal_id)
         ended = True
     except RemoteError as exc:
         raise ToolCallError(f"the editor's terminal failed: {exc}") from exc

@@ -1,15 +1,21 @@
 """The file tools: read_file, list_directory, write_file, edit_file.
 
 Reads go through the client when it can read files (the model then sees the editor's unsaved buffer), else the
-disk; writes through the client when it can write files, else an atomic write to disk. read_file shows lines
-numbered like ``cat -n``. An edit's or a write's diff is computed when it is prepared, from the current text;
-at run time the text must still be the same (else the call fails: the user approved another change).
+disk; a read through the client is refused as the disk one would be (the file on disk is checked first: at most
+10 MiB, text) and never asks for more than :data:`MAX_CLIENT_READ_LINES` lines (more could not be shown). Writes
+go through the client when it can write files, else an atomic write to disk. read_file shows lines numbered like
+``cat -n``. list_directory runs in a worker thread (a huge directory does not stall the event loop). An edit's or
+a write's diff is computed when it is prepared, from the current text, and refused when the file would end over
+10 MiB (before the diff is built); at run time the text must still be the same (else the call fails: the user
+approved another change).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import threading
 from itertools import islice
 
 from ..domain import DiffContent, TextContent, ToolLocation
@@ -17,16 +23,33 @@ from ..errors import RemoteError
 from ._call import prepared
 from ._exceptions import ToolCallError
 from ._gitignore import Ignores
-from ._output import join_lines, number_lines
+from ._output import OUTPUT_LIMIT_BYTES, join_lines, number_lines, plural, utf8_len
 from ._specs import EditFileArgs, ListDirectoryArgs, ReadFileArgs, WriteFileArgs
-from ._textfile import check_text_head, read_text, write_text_atomic
+from ._textfile import (
+    MAX_TEXT_FILE_BYTES,
+    check_text_head,
+    check_written_size,
+    read_text,
+    too_large,
+    write_text_atomic,
+)
 from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
-from ._walk import sorted_entries
+from ._walk import WalkStopped, sorted_entries
+from ._worker import in_thread
 from ._workspace import Target, Workspace
 
-__all__ = ["MAX_LIST_ENTRIES", "prepare_edit_file", "prepare_list_directory", "prepare_read_file", "prepare_write_file"]
+__all__ = [
+    "MAX_CLIENT_READ_LINES",
+    "MAX_LIST_ENTRIES",
+    "prepare_edit_file",
+    "prepare_list_directory",
+    "prepare_read_file",
+    "prepare_write_file",
+]
 
 MAX_LIST_ENTRIES = 1000
+MAX_CLIENT_READ_LINES = OUTPUT_LIMIT_BYTES // 8 + 1
+"""The most lines read_file asks the editor for: more could not be shown (a numbered line is at least 8 bytes)."""
 
 _LINE_NUMBERED = re.compile(r"^ *\d+\t")
 
@@ -44,11 +67,16 @@ def _reads_through(client: ToolClient | None) -> ToolClient | None:
 
 
 async def _client_read(client: ToolClient, target: Target, line: int | None = None, limit: int | None = None) -> str:
+    """The editor's text of ``target``, refused as the disk read would be (the file on disk is checked first:
+    not over 10 MiB, not binary), and refused too when the editor's buffer is over 10 MiB."""
     check_text_head(target)
     try:
-        return await client.read_text_file(target.path, line=line, limit=limit)
+        text = await client.read_text_file(target.path, line=line, limit=limit)
     except RemoteError as exc:
         raise ToolCallError(f"the editor could not read {target.rel}: {exc}") from exc
+    if len(text) > MAX_TEXT_FILE_BYTES // 4 and utf8_len(text) > MAX_TEXT_FILE_BYTES:
+        raise too_large(target, utf8_len(text))
+    return text
 
 
 def _exists(target: Target) -> bool:
@@ -132,13 +160,14 @@ async def prepare_read_file(args: ReadFileArgs, workspace: Workspace, client: To
 
     async def run(sink: ContentSink) -> ToolResult:
         if reader is not None:
-            window = _lines(await _client_read(reader, target, offset, limit))
-            if limit is not None and len(window) > limit:  # a client that ignored the limit
-                del window[limit:]
+            asked = min(limit or MAX_CLIENT_READ_LINES, MAX_CLIENT_READ_LINES)
+            window = _lines(await _client_read(reader, target, offset, asked))
+            if len(window) > asked:  # a client that ignored the limit
+                del window[asked:]
             total: int | None = None  # unknown unless the client gave every line up to the end
             if not window:
                 total = 0 if start == 1 else None
-            elif limit is None or len(window) < limit:
+            elif len(window) < asked:
                 total = start - 1 + len(window)
             return _read_result(target, window, start, total)
         lines = _lines(read_text(target))
@@ -152,11 +181,14 @@ async def prepare_read_file(args: ReadFileArgs, workspace: Workspace, client: To
 # --- list_directory -----------------------------------------------------------------------------------------
 
 
-def _list(workspace: Workspace, target: Target) -> ToolResult:
+def _list(workspace: Workspace, target: Target, stop: threading.Event) -> ToolResult:
+    """The listing of ``target`` (run in a worker thread: it ends early, with no result, once ``stop`` is set)."""
     chain = Ignores(workspace.root).chain_for(target.real)
     names: list[str] = []
     hidden = 0
     for entry in sorted_entries(target.real):
+        if stop.is_set():
+            raise WalkStopped
         if entry.name == ".git":
             continue
         try:
@@ -193,7 +225,7 @@ async def prepare_list_directory(
     target = workspace.existing_directory(args.path)
 
     async def run(sink: ContentSink) -> ToolResult:
-        return _list(workspace, target)
+        return await in_thread(functools.partial(_list, workspace, target))
 
     return prepared("list_directory", f"List {target.rel}", (ToolLocation(target.path),), (), run)
 
@@ -207,8 +239,9 @@ def _line_count(text: str) -> int:
 
 async def prepare_write_file(args: WriteFileArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
     target, exists = workspace.writable_file(args.path)
-    old = await _current_text(target, client) if exists else None
     content = args.content
+    check_written_size(target, utf8_len(content), "content")
+    old = await _current_text(target, client) if exists else None
     diff = (DiffContent(target.path, old, content),)
 
     async def run(sink: ContentSink) -> ToolResult:
@@ -257,6 +290,9 @@ async def prepare_edit_file(args: EditFileArgs, workspace: Workspace, client: To
         raise ToolCallError(
             f"old_text occurs {count} times in {target.rel}; give more context to make it unique, or set replace_all"
         )
+    replaced = count if args.replace_all else 1
+    size = utf8_len(text) + replaced * (utf8_len(new_text) - utf8_len(old_text))
+    check_written_size(target, size, f"replacing {plural(replaced, 'occurrence')} of old_text by new_text")
     updated = text.replace(old_text, new_text) if args.replace_all else text.replace(old_text, new_text, 1)
     line = text.count("\n", 0, text.index(old_text)) + 1
     diff = (DiffContent(target.path, text, updated),)

@@ -14,15 +14,81 @@ ignored directory is never looked at (the walk does not enter it), so it cannot 
 from __future__ import annotations
 
 import os
-import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ._globs import glob_regex
+from ._globs import Glob, Segment
 
 __all__ = ["IgnoreChain", "IgnoreFile", "Ignores", "parse_ignore_file"]
 
 _MAX_IGNORE_FILE_BYTES = 1024 * 1024
+
+
+@dataclass(slots=True)
+class _Rules:
+    """Rules indexed so that the last one matching a path is found in a few dictionary look-ups for the usual
+    shapes (``name``, ``*.ext``, ``prefix*``, ``/some/path``), the others tried last rule first; each index maps
+    to the number of the latest rule of that shape (a later rule wins)."""
+
+    names: dict[str, int] = field(default_factory=dict)
+    suffixes: dict[str, int] = field(default_factory=dict)
+    prefixes: dict[str, int] = field(default_factory=dict)
+    paths: dict[str, int] = field(default_factory=dict)
+    others: list[tuple[int, Segment | Glob]] = field(default_factory=list)  # latest first once sealed
+    suffix_sizes: tuple[int, ...] = ()
+    prefix_sizes: tuple[int, ...] = ()
+
+    def add(self, number: int, pattern: str, anchored: bool) -> None:
+        if anchored:
+            glob = Glob(pattern)
+            parts = glob.segments
+            literal = [part.literal if part is not None else None for part in parts]
+            if all(name is not None for name in literal):
+                self.paths["/".join(name for name in literal if name is not None)] = number
+            else:
+                self.others.append((number, glob))
+            return
+        segment = Segment.parse("*" if pattern.count("*") == len(pattern) else pattern)
+        if segment.literal is not None:
+            self.names[segment.literal] = number
+            return
+        ends = segment.literal_ends
+        if ends is not None and ends[0] == "" and ends[1]:
+            self.suffixes[ends[1]] = number
+        elif ends is not None and ends[1] == "" and ends[0]:
+            self.prefixes[ends[0]] = number
+        else:
+            self.others.append((number, segment))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.names or self.suffixes or self.prefixes or self.paths or self.others)
+
+    def seal(self) -> None:
+        self.others.reverse()
+        self.suffix_sizes = tuple(sorted({len(suffix) for suffix in self.suffixes}))
+        self.prefix_sizes = tuple(sorted({len(prefix) for prefix in self.prefixes}))
+
+    def latest(self, path: str) -> int:
+        """The number of the last rule matching ``path`` (relative to the rules' directory); -1 when none."""
+        name = path[path.rfind("/") + 1 :]
+        best = self.names.get(name, -1)
+        if self.paths:
+            best = max(best, self.paths.get(path, -1))
+        for size in self.suffix_sizes:
+            if size > len(name):
+                break
+            best = max(best, self.suffixes.get(name[-size:], -1))
+        for size in self.prefix_sizes:
+            if size > len(name):
+                break
+            best = max(best, self.prefixes.get(name[:size], -1))
+        for number, rule in self.others:
+            if number <= best:
+                break
+            if rule.match(path if isinstance(rule, Glob) else name):
+                return number
+        return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,19 +96,16 @@ class IgnoreFile:
     """The rules of one ignore file; ``base`` is its directory's real path with a trailing separator."""
 
     base: str
-    _for_dirs: re.Pattern[str] | None
-    _for_files: re.Pattern[str] | None
-    _negated: frozenset[str]
+    _for_dirs: _Rules
+    _for_files: _Rules
+    _negated: frozenset[int]
 
     def decide(self, path: str, is_dir: bool) -> bool | None:
         """For ``path`` (relative to ``base``): True ignored, False re-included (``!``), None no rule matches."""
-        rules = self._for_dirs if is_dir else self._for_files
-        if rules is None:
+        number = (self._for_dirs if is_dir else self._for_files).latest(path)
+        if number < 0:
             return None
-        match = rules.fullmatch(path)
-        if match is None:
-            return None
-        return match.lastgroup not in self._negated
+        return number not in self._negated
 
 
 def _unescape_trailing_spaces(line: str) -> str:
@@ -54,9 +117,8 @@ def _unescape_trailing_spaces(line: str) -> str:
 
 def parse_ignore_file(text: str, base: str) -> IgnoreFile | None:
     """The rules of an ignore file's ``text`` for the directory ``base`` (real path + separator); None if none."""
-    branches_dirs: list[str] = []
-    branches_files: list[str] = []
-    negated: set[str] = set()
+    for_dirs, for_files = _Rules(), _Rules()
+    negated: set[int] = set()
     for number, raw in enumerate(text.split("\n")):
         line = _unescape_trailing_spaces(raw.rstrip("\r"))
         if not line or line.startswith("#"):
@@ -69,21 +131,16 @@ def parse_ignore_file(text: str, base: str) -> IgnoreFile | None:
         if not line:
             continue
         anchored = "/" in line
-        regex = glob_regex(line.lstrip("/"))
-        if not anchored:
-            regex = "(?:.*/)?" + regex
-        name = f"r{number}"
-        branch = f"(?P<{name}>{regex})"
+        pattern = line.lstrip("/")
         if negate:
-            negated.add(name)
-        branches_dirs.append(branch)
+            negated.add(number)
+        for_dirs.add(number, pattern, anchored)
         if not dir_only:
-            branches_files.append(branch)
-    if not branches_dirs:
+            for_files.add(number, pattern, anchored)
+    if for_dirs.empty:
         return None
-    # the last rule that matches wins: alternatives are tried first to last, so list them last rule first
-    for_dirs = re.compile("|".join(reversed(branches_dirs)), re.DOTALL)
-    for_files = re.compile("|".join(reversed(branches_files)), re.DOTALL) if branches_files else None
+    for_dirs.seal()
+    for_files.seal()
     return IgnoreFile(base, for_dirs, for_files, frozenset(negated))
 
 

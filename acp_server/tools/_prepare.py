@@ -2,8 +2,9 @@
 
 Everything that can be checked before the user is shown or asked anything is checked here, and fails with a
 :class:`ToolCallError` whose message the model gets: the tool is known and offered; the arguments are at most
-1 MiB, JSON, an object, and match the tool's schema; the paths are confined; an edit applies. Arguments are
-validated by the tool's pydantic model only (no second validation against the JSON Schema).
+1 MiB, JSON, an object, and match the tool's schema, their strings valid Unicode (no lone surrogate); the paths
+are confined; an edit applies. Arguments are validated by the tool's pydantic model only (no second validation
+against the JSON Schema).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ._output import cap_text, utf8_len
 from ._search import prepare_glob, prepare_grep
 from ._specs import SPECS, TOOL_NAMES
 from ._types import PreparedCall, ToolClient
-from ._workspace import Workspace
+from ._workspace import Workspace, check_unicode
 
 __all__ = ["MAX_ARGUMENTS_BYTES", "parse_arguments", "prepare_call"]
 
@@ -75,6 +76,10 @@ def parse_arguments(name: str, arguments: str) -> BaseModel:
     if not isinstance(value, dict):
         kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
         raise ToolCallError(f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(name)}")
+    for key, item in value.items():
+        check_unicode(key, "a parameter name")
+        if isinstance(item, str):
+            check_unicode(item, key)
     try:
         return SPECS[name].args.model_validate(value)
     except ValidationError as exc:
@@ -101,6 +106,7 @@ async def prepare_call(
         raise ToolCallError(f"unknown tool '{name}'; available: {available}")
     try:
         args = parse_arguments(name, arguments)
+        check_unicode(cwd, "the project directory")
         return await _PREPARERS[name](args, Workspace(cwd), client)
     except ToolCallError as exc:
         message = str(exc)

@@ -3,45 +3,61 @@
 Both walk the project with :class:`~._walk.Walk` (``.git`` and what ``.gitignore`` hides skipped, symbolic links
 never entered) in a worker thread, so a big project does not stall the event loop; cancelling the call stops the
 walk. Output is capped: :data:`MAX_GLOB_PATHS` paths, :data:`MAX_GREP_MATCHES` lines, 64 KiB, each with a note.
+
+Globs are matched without backtracking (:mod:`._globs`). grep's pattern is a Python regular expression run by the
+``regex`` module (its default syntax is ``re``'s), which releases the GIL while it matches (a slow pattern never
+stalls the event loop) and is given :data:`GREP_TIME_BUDGET_S` of matching per call: a pattern that backtracks
+for longer stops the search there, and the call returns the matches found so far with a note saying so. Lines
+longer than :data:`MAX_GREP_SCAN_CHARS` are matched in their first :data:`MAX_GREP_SCAN_CHARS` characters only
+(a note says how many). A cancelled grep returns at once; its thread ends within the time budget. A pattern that
+would be slow to compile (compiling holds the GIL) is refused: over :data:`MAX_GREP_PATTERN_CHARS` characters,
+or counted repetitions unrolling past :data:`MAX_GREP_PATTERN_ITEMS` items.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import threading
+import time
 from collections.abc import Callable
-from typing import TypeVar
 
-import anyio.to_thread
+import regex
 
 from ..domain import TextContent, ToolLocation
 from ._call import prepared
 from ._exceptions import ToolCallError
-from ._globs import compile_globs, expand_braces, has_magic
+from ._globs import GlobSet, expand_braces, has_magic
 from ._output import OUTPUT_LIMIT_BYTES, clip_line, join_lines, plural, utf8_len
+from ._regex_size import unrolled_size
 from ._specs import GlobArgs, GrepArgs
 from ._textfile import MAX_TEXT_FILE_BYTES, read_searchable
 from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from ._walk import MAX_WALK_ENTRIES, Walk
+from ._worker import in_thread
 from ._workspace import Target, Workspace
 
-__all__ = ["MAX_GLOB_PATHS", "MAX_GREP_LINE_CHARS", "MAX_GREP_MATCHES", "prepare_glob", "prepare_grep"]
+__all__ = [
+    "GREP_TIME_BUDGET_S",
+    "MAX_GLOB_PATHS",
+    "MAX_GREP_LINE_CHARS",
+    "MAX_GREP_MATCHES",
+    "MAX_GREP_PATTERN_CHARS",
+    "MAX_GREP_PATTERN_ITEMS",
+    "MAX_GREP_SCAN_CHARS",
+    "prepare_glob",
+    "prepare_grep",
+]
 
 MAX_GLOB_PATHS = 1000
 MAX_GREP_MATCHES = 500
 MAX_GREP_LINE_CHARS = 500
-
-_T = TypeVar("_T")
-
-
-async def _in_thread(work: Callable[[threading.Event], _T]) -> _T:
-    """``work(stop)`` in a worker thread; on cancellation ``stop`` is set and the call returns at once."""
-    stop = threading.Event()
-    try:
-        return await anyio.to_thread.run_sync(work, stop, abandon_on_cancel=True)
-    finally:
-        stop.set()
+MAX_GREP_SCAN_CHARS = 64 * 1024
+"""A longer line is matched in its first this many characters only."""
+GREP_TIME_BUDGET_S = 5.0
+"""The matching time one grep call may use (the walk and the reads are not counted)."""
+MAX_GREP_PATTERN_CHARS = 8192
+MAX_GREP_PATTERN_ITEMS = 100_000
+"""The most a pattern may unroll to (:func:`~._regex_size.unrolled_size`): compiling it takes at most ~50 ms."""
 
 
 def _walk_note(walk: Walk) -> str:
@@ -71,7 +87,7 @@ def _relative_pattern(workspace: Workspace, pattern: str) -> str:
     )
 
 
-def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, re.Pattern[str], int | None]:
+def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet, int | None]:
     """Where to walk (the literal directories the pattern starts with), the label of the walked paths, the
     regex of the whole pattern, and how deep to walk (None: ``**`` goes all the way down)."""
     try:
@@ -95,21 +111,21 @@ def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, re.Patt
             break
         base.append(column[0])
     target = workspace.resolve("/".join(base) or ".", "pattern")
-    regex = compile_globs(["/".join(segments) for segments in split])
+    globs = GlobSet("/".join(segments) for segments in split)
     deep = any("**" in segment for segments in split for segment in segments)
     depth = None if deep else max(len(segments) for segments in split) - len(base)
-    return target, "".join(part + "/" for part in base), regex, depth
+    return target, "".join(part + "/" for part in base), globs, depth
 
 
 def _glob(
-    workspace: Workspace, pattern: str, base: Target, label: str, regex: re.Pattern[str], depth: int | None
+    workspace: Workspace, pattern: str, base: Target, label: str, globs: GlobSet, depth: int | None
 ) -> Callable[[threading.Event], ToolResult]:
     def work(stop: threading.Event) -> ToolResult:
         found: list[str] = []
         walk = Walk(workspace.root, base.real, label, stop=stop, max_depth=depth)
         if os.path.isdir(base.real):
             for entry in walk:
-                if not regex.fullmatch(entry.rel):
+                if not globs.match(entry.rel):
                     continue
                 if entry.is_link:
                     real = os.path.realpath(entry.real)
@@ -133,11 +149,11 @@ def _glob(
 
 
 async def prepare_glob(args: GlobArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
-    base, label, regex, depth = _glob_plan(workspace, args.pattern)
-    work = _glob(workspace, args.pattern, base, label, regex, depth)
+    base, label, globs, depth = _glob_plan(workspace, args.pattern)
+    work = _glob(workspace, args.pattern, base, label, globs, depth)
 
     async def run(sink: ContentSink) -> ToolResult:
-        return await _in_thread(work)
+        return await in_thread(work)
 
     return prepared("glob", f"Glob {_clip_title(args.pattern)}", (), (), run)
 
@@ -145,41 +161,76 @@ async def prepare_glob(args: GlobArgs, workspace: Workspace, client: ToolClient 
 # --- grep ---------------------------------------------------------------------------------------------------
 
 
-class _Matches:
-    """The matching lines found so far, within the caps."""
+def _clip_long_lines(text: str) -> tuple[str, int]:
+    """``text`` with each line cut to :data:`MAX_GREP_SCAN_CHARS` characters, and how many were cut."""
+    if len(text) <= MAX_GREP_SCAN_CHARS:
+        return text, 0
+    lines = text.split("\n")
+    if max(map(len, lines)) <= MAX_GREP_SCAN_CHARS:
+        return text, 0
+    cut = sum(1 for line in lines if len(line) > MAX_GREP_SCAN_CHARS)
+    return "\n".join(line[:MAX_GREP_SCAN_CHARS] for line in lines), cut
 
-    def __init__(self) -> None:
+
+class _Matches:
+    """The matching lines found so far, within the caps and the matching time budget."""
+
+    def __init__(self, stop: threading.Event) -> None:
         self.lines: list[str] = []
         self.size = 0
         self.files = 0
         self.capped = False
         self.skipped: dict[str, int] = {}
+        self.long_lines = 0
+        self.timed_out_in: str | None = None
+        self._stop = stop
+        self._budget = GREP_TIME_BUDGET_S
 
-    def search(self, text: str, rel: str, line_regex: re.Pattern[str], text_regex: re.Pattern[str]) -> bool:
-        """Add the lines of ``text`` (the file ``rel``) that match; False once a cap is reached."""
+    def _search(self, pattern: regex.Pattern[str], text: str, position: int = 0) -> regex.Match[str] | None:
+        """``pattern.search`` within what is left of the time budget (TimeoutError once it is spent)."""
+        if self._budget <= 0:
+            raise TimeoutError
+        started = time.monotonic()
+        try:
+            return pattern.search(text, position, concurrent=True, timeout=self._budget)
+        finally:
+            self._budget -= time.monotonic() - started
+
+    def search(self, text: str, rel: str, line_regex: regex.Pattern[str], text_regex: regex.Pattern[str]) -> bool:
+        """Add the lines of ``text`` (the file ``rel``) that match; False once a cap, the time budget or a
+        cancellation stops the search."""
+        text, cut = _clip_long_lines(text)
+        self.long_lines += cut
         position, number, counted_to = 0, 1, 0
         found = False
-        while position <= len(text):
-            match = text_regex.search(text, position)
-            if match is None:
-                break
-            start = text.rfind("\n", 0, match.start()) + 1
-            end = text.find("\n", match.start())
-            end = len(text) if end < 0 else end
-            number += text.count("\n", counted_to, start)
-            counted_to = start
-            line = text[start:end]
-            if line_regex.search(line):
-                entry = f"{rel}:{number}:{clip_line(line.removesuffix(chr(13)), MAX_GREP_LINE_CHARS)}"
-                size = utf8_len(entry) + 1
-                if len(self.lines) >= MAX_GREP_MATCHES or self.size + size > OUTPUT_LIMIT_BYTES - 400:
-                    self.capped = True
+        try:
+            while position <= len(text):
+                if self._stop.is_set():
                     return False
-                self.lines.append(entry)
-                self.size += size
-                found = True
-            position = end + 1
-        self.files += found
+                match = self._search(text_regex, text, position)
+                if match is None:
+                    break
+                start = text.rfind("\n", 0, match.start()) + 1
+                end = text.find("\n", match.start())
+                end = len(text) if end < 0 else end
+                number += text.count("\n", counted_to, start)
+                counted_to = start
+                line = text[start:end]
+                if self._search(line_regex, line):
+                    entry = f"{rel}:{number}:{clip_line(line.removesuffix(chr(13)), MAX_GREP_LINE_CHARS)}"
+                    size = utf8_len(entry) + 1
+                    if len(self.lines) >= MAX_GREP_MATCHES or self.size + size > OUTPUT_LIMIT_BYTES - 400:
+                        self.capped = True
+                        return False
+                    self.lines.append(entry)
+                    self.size += size
+                    found = True
+                position = end + 1
+        except TimeoutError:
+            self.timed_out_in = rel
+            return False
+        finally:
+            self.files += found
         return True
 
 
@@ -187,13 +238,13 @@ def _grep(
     workspace: Workspace,
     target: Target,
     is_dir: bool,
-    line_regex: re.Pattern[str],
-    text_regex: re.Pattern[str],
-    include: tuple[re.Pattern[str], bool] | None,
+    line_regex: regex.Pattern[str],
+    text_regex: regex.Pattern[str],
+    include: tuple[GlobSet, bool] | None,
     where: str,
 ) -> Callable[[threading.Event], ToolResult]:
     def work(stop: threading.Event) -> ToolResult:
-        matches = _Matches()
+        matches = _Matches(stop)
         note = ""
         if not is_dir:
             text, why = read_searchable(target.real)
@@ -206,7 +257,7 @@ def _grep(
             for entry in walk:
                 if entry.is_dir or entry.is_link:
                     continue
-                if include is not None and not include[0].fullmatch(entry.rel if include[1] else entry.name):
+                if include is not None and not include[0].match(entry.rel if include[1] else entry.name):
                     continue
                 text, why = read_searchable(entry.real)
                 if text is None:
@@ -216,15 +267,32 @@ def _grep(
                     break
             note = _walk_note(walk)
         notes = [note]
+        if matches.timed_out_in is not None:
+            notes.append(
+                f"[grep stopped after {GREP_TIME_BUDGET_S:g} s of matching, in {matches.timed_out_in}: the regular "
+                "expression is too slow there (it backtracks: nested repetition like (a+)+, or several .* on long "
+                "lines); the matches above are incomplete: simplify the pattern, or narrow path or include]"
+            )
         if matches.capped:
             notes.append(f"[output capped at {len(matches.lines)} matching lines; narrow the pattern, path or include]")
+        if matches.long_lines:
+            notes.append(
+                f"[{plural(matches.long_lines, 'line')} longer than {MAX_GREP_SCAN_CHARS // 1024} KiB "
+                f"{'was' if matches.long_lines == 1 else 'were'} searched in the first "
+                f"{MAX_GREP_SCAN_CHARS // 1024} KiB only]"
+            )
         if matches.skipped.get("large"):
             notes.append(f"[{matches.skipped['large']} file(s) over {MAX_TEXT_FILE_BYTES // 1024 // 1024} MiB skipped]")
         text = "".join(line + "\n" for line in matches.lines) or f"no matches{where}\n"
         output = (text + "\n".join(n for n in notes if n)).rstrip("\n")
         count = len(matches.lines)
         summary = f"{plural(count, 'matching line')} in {plural(matches.files, 'file')}"
-        raw = {"matches": count, "files": matches.files, "truncated": matches.capped}
+        if matches.timed_out_in is not None:
+            summary += " (stopped: the pattern is too slow)"
+        timed_out = matches.timed_out_in is not None
+        raw = {"matches": count, "files": matches.files, "truncated": matches.capped or timed_out}
+        if timed_out:
+            raw["timedOut"] = True
         return ToolResult(output, (TextContent(summary),), raw)
 
     return work
@@ -237,19 +305,35 @@ _WHY = {
 }
 
 
-async def prepare_grep(args: GrepArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+def _compile(pattern: str) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
+    """The pattern for one line and the one for a whole text (``MULTILINE``); refused when invalid or when it
+    would take long to compile (compiling holds the GIL: the event loop would stall)."""
+    if len(pattern) > MAX_GREP_PATTERN_CHARS:
+        raise ToolCallError(
+            f"pattern is {len(pattern)} characters long, more than {MAX_GREP_PATTERN_CHARS}; search for a shorter, "
+            "distinctive part of the text"
+        )
+    size = unrolled_size(pattern)
+    if size > MAX_GREP_PATTERN_ITEMS:
+        raise ToolCallError(
+            f"pattern repeats too much: its counted repetitions ({{n}}) make it about {size} items once "
+            f"compiled, more than {MAX_GREP_PATTERN_ITEMS}; use smaller counts, or + and * instead"
+        )
     try:
-        line_regex = re.compile(args.pattern)
-        text_regex = re.compile(args.pattern, re.MULTILINE)
-    except (re.error, OverflowError, RecursionError) as exc:
-        raise ToolCallError(f"invalid regular expression {args.pattern!r}: {exc}") from None
+        return regex.compile(pattern), regex.compile(pattern, regex.MULTILINE)
+    except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        raise ToolCallError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+async def prepare_grep(args: GrepArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+    line_regex, text_regex = _compile(args.pattern)
     target, is_dir = workspace.existing(args.path or ".")
-    include: tuple[re.Pattern[str], bool] | None = None
+    include: tuple[GlobSet, bool] | None = None
     if args.include:
         if "\0" in args.include:
             raise ToolCallError(f"include {args.include!r} contains a NUL byte")
         try:
-            include = (compile_globs(expand_braces(args.include.removeprefix("./"))), "/" in args.include)
+            include = (GlobSet(expand_braces(args.include.removeprefix("./"))), "/" in args.include)
         except ValueError as exc:
             raise ToolCallError(f"include '{args.include}': {exc}") from None
     title = f"Grep '{_clip_title(args.pattern)}'"
@@ -263,7 +347,7 @@ async def prepare_grep(args: GrepArgs, workspace: Workspace, client: ToolClient 
     work = _grep(workspace, target, is_dir, line_regex, text_regex, include, where)
 
     async def run(sink: ContentSink) -> ToolResult:
-        return await _in_thread(work)
+        return await in_thread(work)
 
     locations = (ToolLocation(target.path),) if args.path is not None else ()
     return prepared("grep", title, locations, (), run)

@@ -19,11 +19,13 @@ __all__ = [
     "MAX_TEXT_FILE_BYTES",
     "SNIFF_BYTES",
     "check_text_head",
+    "check_written_size",
     "decode_text",
     "encode_text",
     "is_binary",
     "read_searchable",
     "read_text",
+    "too_large",
     "write_text_atomic",
 ]
 
@@ -72,11 +74,20 @@ def _open_regular(target: Target) -> tuple[int, int]:
     return fd, info.st_size
 
 
-def _too_large(target: Target, size: int) -> ToolCallError:
+def too_large(target: Target, size: int) -> ToolCallError:
     return ToolCallError(
         f"{target.rel} is {size / 1024 / 1024:.1f} MiB; files over {MAX_TEXT_FILE_BYTES // 1024 // 1024} MiB are "
         "not read (run_command can show parts of it, e.g. with head, tail or sed -n)"
     )
+
+
+def check_written_size(target: Target, size: int, what: str) -> None:
+    """Refuse a write that would leave ``target`` over 10 MiB (``size`` bytes); ``what`` says what makes it so."""
+    if size > MAX_TEXT_FILE_BYTES:
+        raise ToolCallError(
+            f"{what} would make {target.rel} {size / 1024 / 1024:.1f} MiB ({size} bytes); files over "
+            f"{MAX_TEXT_FILE_BYTES // 1024 // 1024} MiB ({MAX_TEXT_FILE_BYTES} bytes) are not written"
+        )
 
 
 def read_text(target: Target) -> str:
@@ -84,7 +95,7 @@ def read_text(target: Target) -> str:
     fd, size = _open_regular(target)
     try:
         if size > MAX_TEXT_FILE_BYTES:
-            raise _too_large(target, size)
+            raise too_large(target, size)
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(MAX_TEXT_FILE_BYTES + 1)
     except OSError as exc:
@@ -92,14 +103,17 @@ def read_text(target: Target) -> str:
     finally:
         os.close(fd)
     if len(data) > MAX_TEXT_FILE_BYTES:
-        raise _too_large(target, len(data))
+        raise too_large(target, len(data))
     return decode_text(data, target)
 
 
 def check_text_head(target: Target) -> None:
-    """Refuse ``target`` when it is not a regular file or its first bytes are binary (before the client reads it)."""
-    fd, _ = _open_regular(target)
+    """Refuse ``target`` as :func:`read_text` would, from the file on disk, before the client is asked to read
+    it: not a regular file, over 10 MiB, or binary in its first bytes."""
+    fd, size = _open_regular(target)
     try:
+        if size > MAX_TEXT_FILE_BYTES:
+            raise too_large(target, size)
         head = os.read(fd, SNIFF_BYTES)
     except OSError as exc:
         raise ToolCallError(f"cannot read {target.rel}: {exc.strerror}") from None

@@ -3,7 +3,8 @@
 A path is relative to the project directory or absolute inside it. It is resolved like the kernel would (``..``
 and every symbolic link, :func:`os.path.realpath`, the project directory's own real path included), and what lands
 outside is refused with a :class:`ToolCallError` before anything is shown to the user or asked of the client. So
-is an empty path or one with a NUL byte. A :class:`Target` carries the resolved path three ways: ``real`` (no
+is an empty path, one with a NUL byte, and one that is not valid Unicode (a lone surrogate, which JSON can
+carry but no file name can: :func:`check_unicode`). A :class:`Target` carries the resolved path three ways: ``real`` (no
 symbolic link in it) for local I/O, ``path`` (absolute, spelled under the project directory as the session gave
 it) for announcements and the client, ``rel`` (relative to the project directory) for titles and messages.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from ._exceptions import ToolCallError
 
-__all__ = ["Target", "Workspace", "describe_mode"]
+__all__ = ["Target", "Workspace", "check_unicode", "describe_mode"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,20 @@ def describe_mode(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return "not a regular file"
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Refuse ``text`` (the parameter ``what``) when it holds a lone surrogate: it could not be encoded for the
+    OS (a path, a command) nor sent to the editor as valid JSON text."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolCallError(
+            f"{what} contains text that is not valid Unicode (a lone surrogate, \\u{ord(text[exc.start]):04x}, at "
+            f"character {exc.start}); send plain UTF-8 text"
+        ) from None
 
 
 class Workspace:
@@ -68,6 +83,7 @@ class Workspace:
             raise ToolCallError(f"{what} is empty; give a path relative to the project directory {self.cwd}")
         if "\0" in path:
             raise ToolCallError(f"{what} {path!r} contains a NUL byte")
+        check_unicode(path, what)
         joined = os.path.join(self.cwd, path)
         real = os.path.realpath(joined)
         if not self.contains(real):

@@ -10,6 +10,7 @@ import pytest
 from acp_server.domain import DiffContent
 from acp_server.errors import RemoteError
 from acp_server.tools import ToolCallError
+from acp_server.tools._files import MAX_CLIENT_READ_LINES
 
 from ._support import FakeClient, call, prepare
 
@@ -27,7 +28,7 @@ async def test_read_file_reads_the_editors_buffer_when_it_can(project: Path) -> 
     path = str(project / "app.py")
     client.buffers[path] = "unsaved 1\nunsaved 2\nunsaved 3\n"
     result = await call(project, "read_file", client, path="app.py")
-    assert client.calls == [("read_text_file", (path, None, None))]
+    assert client.calls == [("read_text_file", (path, None, MAX_CLIENT_READ_LINES))]  # never more than can be shown
     assert result.output == "     1\tunsaved 1\n     2\tunsaved 2\n     3\tunsaved 3\n"
     assert result.raw_output == {"startLine": 1, "lines": 3, "totalLines": 3, "truncated": False}
 

@@ -202,10 +202,12 @@ async def test_write_file_fails_when_the_file_changed_after_the_preview(tmp_path
 
 
 async def test_write_file_refuses_lone_surrogates(tmp_path: Path) -> None:
-    result = await (
+    with pytest.raises(ToolCallError) as caught:  # before the diff is shown: it could not be sent as valid JSON
         await prepare_raw(tmp_path, "write_file", '{"path": "s.txt", "content": "a\\ud800b"}')
-    ).run(_noop)
-    assert result.failed and "lone surrogate (\\ud800) at character 1" in result.output
+    assert str(caught.value) == (
+        "content contains text that is not valid Unicode (a lone surrogate, \\ud800, at character 1); "
+        "send plain UTF-8 text"
+    )
     assert not (tmp_path / "s.txt").exists()
 
 

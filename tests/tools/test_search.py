@@ -11,8 +11,8 @@ import pytest
 from acp_server.domain import ToolLocation
 from acp_server.tools import OUTPUT_LIMIT_BYTES, ToolCallError
 from acp_server.tools._gitignore import parse_ignore_file
-from acp_server.tools._globs import expand_braces, glob_regex
-from acp_server.tools._search import _in_thread
+from acp_server.tools._globs import Glob, expand_braces
+from acp_server.tools._worker import in_thread
 
 from ._support import call, prepare
 
@@ -44,12 +44,10 @@ def tree(root: Path, files: dict[str, str]) -> Path:
         ("\\*x", ["*x"], ["ax"]),
     ],
 )
-def test_glob_regex(pattern: str, matches: list[str], misses: list[str]) -> None:
-    import re
-
-    regex = re.compile(glob_regex(pattern))
-    assert [path for path in matches if regex.fullmatch(path)] == matches
-    assert [path for path in misses if regex.fullmatch(path)] == []
+def test_glob_matching(pattern: str, matches: list[str], misses: list[str]) -> None:
+    glob = Glob(pattern)
+    assert [path for path in matches if glob.match(path)] == matches
+    assert [path for path in misses if glob.match(path)] == []
 
 
 def test_brace_expansion() -> None:
@@ -205,10 +203,10 @@ async def test_grep_a_single_file_even_an_ignored_one(tmp_path: Path) -> None:
     )
 
 
-async def test_grep_invalid_regex_is_a_tool_error_with_res_message(tmp_path: Path) -> None:
+async def test_grep_invalid_regex_is_a_tool_error_with_the_engines_message(tmp_path: Path) -> None:
     with pytest.raises(ToolCallError) as caught:
         await prepare(tmp_path, "grep", pattern="foo(")
-    assert str(caught.value) == "invalid regular expression 'foo(': missing ), unterminated subpattern at position 3"
+    assert str(caught.value) == "invalid regular expression 'foo(': missing ) at position 4"
 
 
 async def test_grep_does_not_read_through_a_symlink_out_of_the_project(tmp_path: Path) -> None:
@@ -255,7 +253,7 @@ async def test_a_cancelled_search_returns_at_once_and_its_walk_is_told_to_stop()
         return "done"
 
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_in_thread, work)
+        tasks.start_soon(in_thread, work)
         await anyio.to_thread.run_sync(started.wait)
         tasks.cancel_scope.cancel()
     assert await anyio.to_thread.run_sync(finished.wait, 5)
