@@ -136,9 +136,7 @@ async def _dispatch_lines(
                 logger.warning("the client stopped reading its answers: the last lines it sent are not handled")
                 return
             if isinstance(line, OversizedLine):
-                dispatcher.send_error(
-                    None, RpcError.invalid_request(f"message of {line.size} bytes exceeds the {max_bytes}-byte limit")
-                )
+                dispatcher.refuse_oversized(line.size, max_bytes, line.head + b"\n" + line.tail)
                 continue
             try:
                 dispatcher.feed(decode_line(line))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeGuard, cast
@@ -120,6 +121,7 @@ def is_response(message: Any) -> TypeGuard[dict[str, Any]]:
 _RESPONSE_KEYS = frozenset({"id", "result", "error"})
 
 _ID_PREFIX = "acp-server:"
+_OUR_ID = re.compile(r'"id"\s*:\s*"(' + re.escape(_ID_PREFIX) + r'\d+)"')
 """Our request ids are strings ``"acp-server:<n>"``: never confused with the client's, even in a shared log."""
 
 
@@ -286,6 +288,16 @@ class Dispatcher:
             logger.debug("Ignoring a response to no pending request (id %.80r)", msg_id)
             return
         outgoing.future.set_result(checked)
+
+    def refuse_oversized(self, size: int, limit: int, edges: bytes = b"") -> None:
+        """A message too large to read: answer -32600 (``id`` null), and fail the request to the client it answers,
+        when one of ours is named in its first or last bytes (``edges``): it must not wait for ever."""
+        self.send_error(None, RpcError.invalid_request(f"message of {size} bytes exceeds the {limit}-byte limit"))
+        for match in _OUR_ID.finditer(edges.decode("utf-8", "replace")):
+            outgoing = self._outgoing.pop(match.group(1), None)
+            if outgoing is not None and not outgoing.future.done():
+                problem = f"the client's response ({size} bytes) exceeds the {limit}-byte limit"
+                outgoing.future.set_result(RemoteError(f"{outgoing.method} failed: {problem}"))
 
     def send_error(self, msg_id: Any, error: RpcError) -> None:
         """Write an error reply; ``msg_id`` None gives ``"id": null`` (pygls' converter would drop it)."""

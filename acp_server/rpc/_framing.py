@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import RpcError
@@ -18,9 +18,15 @@ __all__ = ["OversizedLine", "check_envelope", "decode_line", "iter_lines", "lone
 
 @dataclass(frozen=True, slots=True)
 class OversizedLine:
-    """A line longer than the cap; its bytes were discarded up to the next newline."""
+    """A line longer than the cap; its bytes were discarded up to the next newline, but for its first and last
+    :data:`EDGE_BYTES` (where a message's ``id`` is, so a response too large to read can still fail its request)."""
 
     size: int
+    head: bytes = field(default=b"", compare=False)
+    tail: bytes = field(default=b"", compare=False)
+
+
+EDGE_BYTES = 256
 
 
 async def iter_lines(receive: Callable[[], Awaitable[bytes]], max_bytes: int) -> AsyncIterator[bytes | OversizedLine]:
@@ -31,6 +37,8 @@ async def iter_lines(receive: Callable[[], Awaitable[bytes]], max_bytes: int) ->
     """
     buffer = bytearray()
     discarding = 0  # > 0 while skipping the rest of an oversized line
+    head = b""
+    tail = b""
     while True:
         chunk = await receive()
         if not chunk:
@@ -42,8 +50,11 @@ async def iter_lines(receive: Callable[[], Awaitable[bytes]], max_bytes: int) ->
             piece = chunk[start:end]
             if discarding:
                 discarding += len(piece)
+                tail = (tail + piece)[-EDGE_BYTES:]
             elif len(buffer) + len(piece) > max_bytes:
                 discarding = len(buffer) + len(piece)
+                whole = bytes(buffer[:EDGE_BYTES]) + piece[:EDGE_BYTES]
+                head, tail = whole[:EDGE_BYTES], (bytes(buffer[-EDGE_BYTES:]) + piece)[-EDGE_BYTES:]
                 buffer.clear()
             else:
                 buffer += piece
@@ -51,15 +62,16 @@ async def iter_lines(receive: Callable[[], Awaitable[bytes]], max_bytes: int) ->
                 break
             start = newline + 1
             if discarding:
-                yield OversizedLine(discarding)
+                yield OversizedLine(discarding, head, tail)
                 discarding = 0
+                head = tail = b""
             else:
                 line = bytes(buffer)
                 buffer.clear()
                 if line.strip():
                     yield line
     if discarding:
-        yield OversizedLine(discarding)
+        yield OversizedLine(discarding, head, tail)
     elif buffer.strip():
         yield bytes(buffer)
 

@@ -574,3 +574,17 @@ async def test_cancel_during_an_editor_terminal_kills_and_releases_it(project: P
     terminal = editor.terminals["term-1"]
     assert terminal.killed and terminal.released and terminal.process.returncode is not None
     assert editor.final("t1").status == "failed"
+
+
+async def test_an_editor_answer_too_large_to_read_fails_the_call_instead_of_hanging(project: Path) -> None:
+    app = str(project / "src" / "app.py")
+    editor = Editor(buffers={app: ("x" * 99 + "\n") * 4_000})  # 400 KB of unsaved buffer for a tiny file on disk
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((ScriptedCall("read_file", {"path": "src/app.py"}, id="big"),)), Answer(text="ok"))
+        async with _agent(editor, model, "--max-message-bytes", "100000") as conn:
+            session_id = await _session(conn, project)
+            with anyio.fail_after(20):
+                response = await conn.prompt(session_id=session_id, prompt=[text_block("read it")])
+    assert response.stop_reason == "end_turn"
+    assert editor.final("big").status == "failed"
+    assert "exceeds the 100000-byte limit" in _tool_messages(model, 1)["big"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import pytest
 
 from acp_server.rpc import OversizedLine, RpcError, decode_line, iter_lines
-from acp_server.rpc._framing import check_envelope
+from acp_server.rpc._framing import EDGE_BYTES, check_envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -94,3 +94,10 @@ def test_bad_envelopes(message: object, code: int, reply_id: object) -> None:
 def test_good_envelopes(message: object) -> None:
     checked, error, _ = check_envelope(message)
     assert error is None and checked == message
+
+
+async def test_an_oversized_line_keeps_its_first_and_last_bytes_only() -> None:
+    line = b'{"jsonrpc":"2.0","id":"acp-server:7","result":{"content":"' + b"x" * 5000 + b'"}}'
+    [out] = await _lines([line[:100], line[100:3000], line[3000:], b"\n"], cap=1000)
+    assert isinstance(out, OversizedLine) and out.size == len(line)
+    assert out.head == line[:EDGE_BYTES] and out.tail == line[-EDGE_BYTES:]

@@ -366,3 +366,21 @@ async def test_routed_a_request_waits_while_its_channel_is_full() -> None:
     routed.submit(result(asked["id"], "ok"), fallback)
     assert (await receive(session))["params"] == {"n": 3}
     assert await receive(session) == result("p", "ok")
+
+
+async def test_a_response_too_large_to_read_fails_the_request_it_names_and_no_other() -> None:
+    sink = Sink()
+    dispatcher, _ = make(sink)
+    dispatcher.feed(req(1, "ask", READ))
+    dispatcher.feed(req(2, "ask", READ))
+    first = await sent_request(sink)
+    second = await sent_request(sink, 1)
+    edges = b'{"jsonrpc":"2.0","id":"' + first["id"].encode() + b'","result":{"content":"xxxx\nxxxx"}}'
+    dispatcher.refuse_oversized(99_000_000, 1000, edges)
+    await sink.until(4)
+    assert sink.messages[2]["id"] is None and sink.messages[2]["error"]["code"] == -32600
+    assert sink.messages[3]["id"] == 1 and "exceeds the 1000-byte limit" in sink.messages[3]["result"]["failed"]
+    assert list(dispatcher._outgoing) == [second["id"]]  # the other request still waits for its answer
+    dispatcher.feed(result(second["id"], "fine"))
+    await sink.until(5)
+    assert sink.messages[4] == result(2, {"got": "fine"})
