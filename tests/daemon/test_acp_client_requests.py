@@ -63,9 +63,10 @@ async def test_http_a_request_goes_on_its_prompt_stream_and_the_posted_response_
                         )
                         asked = await next_request(session_stream)  # on the prompt's stream, not the connection's
                         assert asked["method"] == "session/request_permission" and asked["params"] == PERMISSION
-                        bad = {"jsonrpc": "2.0", "id": asked["id"], "result": 1, "error": {"code": 1, "message": "m"}}
+                        stray = asked["id"] + "0"  # malformed, naming no pending request: ignored, never answered
+                        bad = {"jsonrpc": "2.0", "id": stray, "result": 1, "error": {"code": 1, "message": "m"}}
                         refused = await acp.post(bad, header)
-                        assert (refused.status_code, refused.content) == (202, b"")  # ignored, never answered
+                        assert (refused.status_code, refused.content) == (202, b"")
                         assert not asking.done()
                         answered = await acp.post({"jsonrpc": "2.0", "id": asked["id"], "result": SELECTED}, header)
                         assert (answered.status_code, answered.content) == (202, b"")
@@ -118,9 +119,10 @@ async def test_websocket_a_response_frame_answers_the_request_and_a_malformed_on
             asking = asyncio.ensure_future(dispatcher.request("fs/read_text_file", {"path": "/x"}))
             asked = await receive(socket)
             assert asked["method"] == "fs/read_text_file" and asked["id"].startswith("acp-server:")
+            stray = asked["id"] + "0"  # malformed frames naming no pending request: ignored, never answered
             for bad in (
-                {"jsonrpc": "2.0", "id": asked["id"]},
-                {"jsonrpc": "2.0", "id": asked["id"], "error": "no"},
+                {"jsonrpc": "2.0", "id": stray},
+                {"jsonrpc": "2.0", "id": stray, "error": "no"},
                 {"jsonrpc": "2.0", "id": 1, "result": 1, "error": {"code": 1, "message": "m"}},
             ):
                 await socket.send(json.dumps(bad))
@@ -131,6 +133,13 @@ async def test_websocket_a_response_frame_answers_the_request_and_a_malformed_on
             await socket.send(json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"content": "x"}}))
             with anyio.fail_after(5):
                 assert await asking == {"content": "x"}
+
+            # A malformed frame naming a pending request fails that request at once (it must not wait for ever).
+            asking = asyncio.ensure_future(dispatcher.request("fs/read_text_file", {"path": "/y"}))
+            asked = await receive(socket)
+            await socket.send(json.dumps({"jsonrpc": "2.0", "id": asked["id"], "error": "no"}))
+            with pytest.raises(RemoteError, match="malformed"), anyio.fail_after(5):
+                await asking
 
             asking = asyncio.ensure_future(dispatcher.request("terminal/output", {"terminalId": "t"}))
             await receive(socket)
