@@ -48,7 +48,8 @@ async def test_official_client_full_session(tmp_path: Path) -> None:
             Answer(text="second answer"),
             SlowDrip(interval_s=0.02, text="word " * 2000),
         )
-        server = shlex.join([sys.executable, "-m", "acp_server", "--base-url", model.base_url, "--model", "m"])
+        agent = [sys.executable, "-m", "acp_server", "--no-persist", "--base-url", model.base_url, "--model", "m"]
+        server = shlex.join(agent)
         command = f"{server} | tee {shlex.quote(str(raw_path))}"
         async with spawn_agent_process(client, "sh", "-c", command) as (conn, _process):
             init = await conn.initialize(protocol_version=1)

@@ -40,7 +40,7 @@ async def test_eight_overlapping_prompts_five_admitted_in_order_three_refused(tm
     async with LoopbackModel() as model:
         model.enqueue(*(Answer(text=f"answer-{i}", reasoning="", chunk_delay_s=0.1) for i in range(5)))
         model.enqueue(Answer(text="answer-late", reasoning=""))
-        args = ["-m", "acp_server", "--base-url", model.base_url, "--model", "m"]
+        args = ["-m", "acp_server", "--no-persist", "--base-url", model.base_url, "--model", "m"]
         async with spawn_agent_process(client, sys.executable, *args) as (conn, _process):
             await conn.initialize(protocol_version=1)
             session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -95,6 +95,7 @@ async def test_slot_comes_back_when_the_running_prompt_finishes(tmp_path: Path) 
         args = [
             "-m",
             "acp_server",
+            "--no-persist",
             "--base-url",
             model.base_url,
             "--model",
