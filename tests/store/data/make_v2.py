@@ -58,7 +58,9 @@ async def _main(path: Path) -> None:
     assert SCHEMA_VERSION == 2, "this script documents the version 2 file; run it with that code"
     async with SqliteSessionStore(path) as store:
         await store.create_session("alpha", "/work/project")
-        t = await store.begin_turn("alpha", known=0, content="Fix a.py", parts=(TextPart("Fix a.py"),), title="Fix a.py")
+        t = await store.begin_turn(
+            "alpha", known=0, content="Fix a.py", parts=(TextPart("Fix a.py"),), title="Fix a.py"
+        )
         await store.end_turn(
             t, content="Done.", reasoning="", stop_reason="end_turn", outcome="complete", steps=(STEP,)
         )
