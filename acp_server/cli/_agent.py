@@ -6,7 +6,6 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import partial
 from typing import BinaryIO, TypeAlias
 
 import anyio
@@ -213,17 +212,21 @@ async def _pump(outbox: Outbox, send: Send, stop: anyio.Event) -> None:
 def _preload_after_first_reply(send: Send, tg: TaskGroup, discovery: ModelDiscovery | None = None) -> Send:
     """``send``, which also starts warming the ACP schema and the model client in a worker thread once the first
     reply (``initialize``, normally) is written: the import must not delay that reply, and must be done by the
-    time ``session/new`` needs the schema. The model list (``discovery``) is asked for then too."""
+    time ``session/new`` needs the schema. The model list (``discovery``) is asked for once the warm-up is done, so
+    its own work never competes with the schema's import that ``session/new`` waits for."""
     started = False
+
+    async def warm_up() -> None:
+        await anyio.to_thread.run_sync(preload, abandon_on_cancel=True)
+        if discovery is not None:
+            discovery.start()
 
     async def send_then_preload(data: bytes) -> None:
         nonlocal started
         await send(data)
         if not started:
             started = True
-            tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))
-            if discovery is not None:
-                discovery.start()
+            tg.start_soon(warm_up)
 
     return send_then_preload
 
