@@ -64,6 +64,7 @@ async def open_bridge(
 
             loopback = await stack.enter_async_context(LoopbackModel())
             base_url, api_key, model = loopback.base_url, None, model or OFFLINE_MODEL
+            loopback.listed_models = [{"id": model}]  # it answers any model name: it lists the one in use
         model = model or (settings.models[0] if settings.models else DEFAULT_MODEL)
         logger.info("%s", describe_model(base_url, api_key, model, offline=settings.offline))
         policy = StreamPolicy(
