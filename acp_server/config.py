@@ -36,6 +36,8 @@ class Settings:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     model: str | None = None
+    models: tuple[str, ...] = ()
+    context_window: int | None = None
     offline: bool = False
     max_pending_prompts_per_session: int | None = 5
     prompt_deadline_ms: int | None = None
@@ -132,6 +134,14 @@ def _mode(text: str) -> str:
     return mode
 
 
+def _models(text: str) -> tuple[str, ...]:
+    """A comma-separated list of model names: blanks around names are dropped, duplicates kept once."""
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    if not names:
+        raise ValueError("must name at least one model")
+    return names
+
+
 def _log_file(text: str) -> str:
     """A path the agent can append to: checked (and created) now, so a bad one is a usage error, not a crash."""
     if not text.strip():
@@ -159,7 +169,31 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("base_url", "--base-url", "OPENAI_BASE_URL", str, "OpenAI-compatible endpoint (e.g. http://localhost:11434/v1)"),
     Option("api_key", "--api-key", "OPENAI_API_KEY", str, "API key for the endpoint (never logged)"),
-    Option("model", "--model", "OPENAI_MODEL", str, "model name sent with each request (default gpt-4o-mini)"),
+    Option(
+        "model",
+        "--model",
+        "OPENAI_MODEL",
+        str,
+        "default model of a session (default: the first of --models, else gpt-4o-mini)",
+    ),
+    Option(
+        "models",
+        "--models",
+        "ACP_SERVER_MODELS",
+        _models,
+        "comma-separated models a session may pick (default: what the endpoint's GET /v1/models lists, asked "
+        "once in the background, else --model alone)",
+        "A,B,...",
+    ),
+    Option(
+        "context_window",
+        "--context-window",
+        "ACP_SERVER_CONTEXT_WINDOW",
+        _positive_int,
+        "context window in tokens reported with usage for every model (default: what the endpoint's model list "
+        "says, else the documented window of well-known model families, else none is reported)",
+        "TOKENS",
+    ),
     Option("offline", "--offline", None, None, "use the built-in deterministic offline model on 127.0.0.1"),
     Option(
         "max_pending_prompts_per_session",
@@ -333,7 +367,10 @@ def add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool = Fa
     """Add every setting's flag; values stay raw strings so flag and env errors are reported the same way.
 
     On a subcommand the defaults are suppressed, so ``acp-server --offline ask …`` keeps the flag given before it.
+    Abbreviated flags are off: ``ask --mode`` would be ambiguous with ``--model`` / ``--models`` (and an
+    abbreviation that works today would break the day a longer flag is added).
     """
+    parser.allow_abbrev = False
     default = argparse.SUPPRESS if subcommand else None
     for option in OPTIONS:
         if option.parse is None:

@@ -40,6 +40,7 @@ __all__ = [
     "ToolLocation",
     "ToolStatus",
     "TurnEvent",
+    "UsageReported",
     "UserChunk",
 ]
 
@@ -178,7 +179,25 @@ class ToolCallUpdated:
     raw_output: object = None
 
 
-TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk | ToolCallStarted | ToolCallUpdated
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    """What one model request of a turn used, as the endpoint reported it (sent after the request ends).
+
+    ``input_tokens`` / ``output_tokens``: its prompt and completion tokens; ``used`` (their sum) is what the
+    context holds after it. ``size``: the model's context window when it is known (configured, reported by the
+    endpoint or a documented family limit), None when it is not — never a guess.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    size: int | None = None
+
+    @property
+    def used(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk | ToolCallStarted | ToolCallUpdated | UsageReported
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""
 

@@ -1,15 +1,17 @@
 """ACP handlers: the method table (schema model + handler per method), the handlers over the session bridge, and the
 wire shapes of prompts and updates. Transport-neutral: a dispatcher calls them with a :class:`Peer`."""
 
-from ._agent import PROTOCOL_VERSION, AcpAgent, AgentOptions, Peer
-from ._convert import prompt_from_blocks, replay_updates, update_from_event, wire_block
+from ._agent import MAX_TITLE_CHARS, PROTOCOL_VERSION, SET_TITLE_METHOD, AcpAgent, AgentOptions, Peer
+from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
 from ._schema import model, preload, validate
 
 __all__ = [
+    "MAX_TITLE_CHARS",
     "METHODS",
     "NOTIFICATIONS",
     "PROTOCOL_VERSION",
+    "SET_TITLE_METHOD",
     "AcpAgent",
     "AgentOptions",
     "Method",
@@ -21,6 +23,7 @@ __all__ = [
     "prompt_from_blocks",
     "replay_updates",
     "update_from_event",
+    "usage_update",
     "validate",
     "wire_block",
 ]

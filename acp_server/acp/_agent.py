@@ -13,13 +13,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..bridge import PromptHandle, SessionBridge, SessionEntry
-from ..domain import PromptEnded
+from ..domain import PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
 from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
-from ._convert import prompt_from_blocks, replay_updates, update_from_event
+from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._peer import Peer
 
 if TYPE_CHECKING:
@@ -38,14 +38,16 @@ if TYPE_CHECKING:
         SetSessionModeRequest,
     )
 
-__all__ = ["PROTOCOL_VERSION", "AcpAgent", "AgentOptions", "Peer"]
+__all__ = ["MAX_TITLE_CHARS", "PROTOCOL_VERSION", "SET_TITLE_METHOD", "AcpAgent", "AgentOptions", "Peer"]
 
 logger = logging.getLogger("acp_server.acp")
 
 PROTOCOL_VERSION = 1
 
+SET_TITLE_METHOD = "_acp-server/set_title"
+"""The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
 
-
+MAX_TITLE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,49 @@ def _session_info(record: SessionRecord) -> dict[str, Any]:
     return info
 
 
+class _Totals:
+    """A prompt's token usage summed over its model requests (``_meta.acpServer.usage`` of its answer)."""
+
+    __slots__ = ("input", "output", "requests")
+
+    def __init__(self) -> None:
+        self.input = self.output = self.requests = 0
+
+    def add(self, event: UsageReported) -> None:
+        self.input += event.input_tokens
+        self.output += event.output_tokens
+        self.requests += 1
+
+    def meta(self) -> dict[str, Any]:
+        usage = {"inputTokens": self.input, "outputTokens": self.output, "totalTokens": self.input + self.output}
+        return {"acpServer": {"usage": {**usage, "requests": self.requests}}}
+
+
+
+
+def _check_set_title(params: Any) -> tuple[str, str]:
+    """``{sessionId, title}`` of :data:`SET_TITLE_METHOD`: a session id and a title of at most
+    :data:`MAX_TITLE_CHARS` characters on one line (``""`` clears it)."""
+    method = SET_TITLE_METHOD
+
+    def refuse(field: str, problem: str) -> InvalidInputError:
+        return InvalidInputError(
+            f"Invalid params for {method}: {field}: {problem}", [{"field": field, "message": problem}]
+        )
+
+    if not isinstance(params, dict):
+        raise refuse("(root)", "expected an object")
+    session_id, title = params.get("sessionId"), params.get("title")
+    if not isinstance(session_id, str) or not session_id:
+        raise refuse("sessionId", "must be a non-empty string")
+    if not isinstance(title, str):
+        raise refuse("title", "must be a string")
+    title = title.strip()
+    if len(title) > MAX_TITLE_CHARS or "\n" in title or "\r" in title:
+        raise refuse("title", f"must be one line of at most {MAX_TITLE_CHARS} characters")
+    return session_id, title
+
+
 def _deadline_from_meta(meta: Any) -> int | None:
     """``_meta.acpServer.promptDeadlineMs``: a positive integer that can only shorten the server's deadline."""
     if not isinstance(meta, dict) or not isinstance(meta.get("acpServer"), dict):
@@ -120,6 +165,7 @@ class AcpAgent:
         self._prompts: dict[str | int, PromptHandle] = {}  # by request id: the prompts this connection awaits
         self._client_caps = ClientCapabilities()  # what the client advertised in ``initialize``
         self._modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
+        self._titles: dict[str, str | None] = {}  # by session: the title this connection was told (None: none)
 
     # -- capabilities -------------------------------------------------------------------------------------------
 
@@ -134,7 +180,14 @@ class AcpAgent:
             "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
             "_meta": {
                 "acpServer": {
-                    "promptQueue": {"maxPendingPromptsPerSession": limit, "cancelScope": "running_only"},
+                    "promptQueue": {
+                        "maxPendingPromptsPerSession": limit,
+                        "queuesWhileRunning": True,
+                        "order": "fifo",
+                        "whenFull": {"code": -32603, "errorKind": "prompt_queue_full", "retryable": True},
+                        "cancelScope": "running_only",
+                        "withdrawWaiting": "$/cancel_request",
+                    },
                     "sessionStore": {
                         "persistent": store.persistent,
                         "available": problem is None,
@@ -165,6 +218,7 @@ class AcpAgent:
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.open_session(request.cwd)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
+        self._titles[entry.session_id] = ""
         return {"sessionId": entry.session_id, **self._mode_state(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -173,6 +227,7 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(session_id, cwd=request.cwd)
         for update in replay_updates(session_id, history):
             await peer.notify("session/update", update)
+        self._titles[session_id] = entry.title  # the one session/list shows
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
         return self._mode_state(entry)
 
@@ -180,6 +235,7 @@ class AcpAgent:
         """Attach the session without replaying its history."""
         entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd)
         logger.info("session %s resumed", request.session_id)
+        self._titles.setdefault(entry.session_id, entry.title)
         return self._mode_state(entry)
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
@@ -195,6 +251,7 @@ class AcpAgent:
         Answers after this connection's prompts of the session have been answered: their answers come first.
         """
         await self._bridge.close_session(request.session_id)
+        self._titles.pop(request.session_id, None)
         for handle in list(self._prompts.values()):
             if handle.session_id == request.session_id:
                 await handle.events.wait_released()
@@ -203,7 +260,17 @@ class AcpAgent:
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
+        self._titles[entry.session_id] = entry.title  # the source's, which the client knows
         return {"sessionId": entry.session_id}
+
+    async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
+        """:data:`SET_TITLE_METHOD`: store the session's title and announce it (``session_info_update``)."""
+        session_id, title = _check_set_title(params)
+        entry = self._bridge.get(session_id)
+        await entry.set_title(title)
+        logger.info("session %s: title set", session_id)
+        await self._sync_title(entry, peer)
+        return {}
 
     async def prompt(self, request: PromptRequest, peer: Peer) -> dict[str, Any]:
         """Admit the prompt (a refusal is this request's error), relay its events in order, answer its outcome."""
@@ -212,16 +279,30 @@ class AcpAgent:
         session_id = request.session_id
         client = AcpToolClient(peer, self._client_caps, session_id)
         handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client)
+        entry = self._bridge.get(session_id)  # no checkpoint since admission: it is the session admitted to
         client.stream = handle.events
         request_id = peer.request_id
         if request_id is not None:
             self._prompts[request_id] = handle
         peer.admitted()
+        totals = _Totals()
         try:
             async for event in handle.events:
                 if isinstance(event, PromptEnded):
                     # Answer with no checkpoint after the outcome: it leaves before whatever ended the prompt.
-                    return {"stopReason": event.result()}
+                    reply: dict[str, Any] = {"stopReason": event.result()}
+                    if totals.requests:
+                        reply["_meta"] = totals.meta()
+                    return reply
+                # With the turn's first update (never before: an update means the turn runs), the session's title
+                # when it changed (a new session's is its first prompt's).
+                await self._sync_title(entry, peer)
+                if isinstance(event, UsageReported):
+                    totals.add(event)
+                    if event.size is None:
+                        continue  # ACP's usage_update requires the window: an unknown one is never invented
+                    await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(event)})
+                    continue
                 await peer.notify("session/update", update_from_event(session_id, event))
             return {"stopReason": await handle.result()}  # not reached: the stream ends with its outcome
         except BaseException:
@@ -232,6 +313,22 @@ class AcpAgent:
             if request_id is not None:
                 self._prompts.pop(request_id, None)
 
+    # -- what the editor shows: the title -------------------------------------------------------------------------
+
+    async def _sync_title(self, entry: SessionEntry, peer: Peer) -> None:
+        """Send ``session_info_update`` when the session's title differs from what this connection was told."""
+        told = self._titles.get(entry.session_id)
+        if told == entry.title or (told is None and not entry.title):
+            return
+        self._titles[entry.session_id] = entry.title
+        update = {"sessionUpdate": "session_info_update", "title": entry.title or None}
+        update["updatedAt"] = _iso(entry.updated_at)
+        await peer.notify("session/update", {"sessionId": entry.session_id, "update": update})
+
+    async def _announce_options(self, entry: SessionEntry, peer: Peer) -> None:
+        update = {"sessionUpdate": "config_option_update", "configOptions": self._config_options(entry)}
+        await peer.notify("session/update", {"sessionId": entry.session_id, "update": update})
+
     # -- modes ---------------------------------------------------------------------------------------------------
 
     def _current_mode(self, entry: SessionEntry) -> str:
@@ -239,8 +336,10 @@ class AcpAgent:
         return entry.mode if any(mode.id == entry.mode for mode in self._modes) else DEFAULT_MODE
 
     def _config_options(self, entry: SessionEntry) -> list[dict[str, Any]]:
+        """The session's config options: its mode, then (when the runner offers a choice) its model, offered from
+        the models known now (a list that arrives later shows in later answers and updates)."""
         options = [{"value": m.id, "name": m.name, "description": m.description} for m in self._modes]
-        return [
+        config: list[dict[str, Any]] = [
             {
                 "type": "select",
                 "id": "mode",
@@ -251,6 +350,20 @@ class AcpAgent:
                 "options": options,
             }
         ]
+        catalog = self._bridge.models
+        if catalog is not None:
+            config.append(
+                {
+                    "type": "select",
+                    "id": "model",
+                    "name": "Model",
+                    "description": "The model that answers the next requests of this session",
+                    "category": "model",
+                    "currentValue": catalog.resolve(entry.model),
+                    "options": [{"value": name, "name": name} for name in catalog.available],
+                }
+            )
+        return config
 
     def _mode_state(self, entry: SessionEntry) -> dict[str, Any]:
         """``modes`` and ``configOptions`` of a session answer: two views of one mode, always in agreement."""
@@ -273,8 +386,20 @@ class AcpAgent:
             "session/update",
             {"sessionId": session_id, "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}},
         )
-        update = {"sessionUpdate": "config_option_update", "configOptions": self._config_options(entry)}
-        await peer.notify("session/update", {"sessionId": session_id, "update": update})
+        await self._announce_options(entry, peer)
+
+    async def _change_model(self, entry: SessionEntry, model: str, peer: Peer) -> None:
+        catalog = self._bridge.models
+        assert catalog is not None
+        if not catalog.offers(model):
+            problem = f"unknown model {model!r}; available: {', '.join(catalog.available)}"
+            raise InvalidInputError(
+                f"Invalid params for session/set_config_option: value: {problem}",
+                [{"field": "value", "message": problem}],
+            )
+        await entry.set_model(model)
+        logger.info("session %s: model %s", entry.session_id, model)
+        await self._announce_options(entry, peer)
 
     async def set_mode(self, request: SetSessionModeRequest, peer: Peer) -> dict[str, Any]:
         """Switch the session's mode (it applies from the next tool call, also mid-prompt); -32602 for an unknown id."""
@@ -283,15 +408,20 @@ class AcpAgent:
         return {}
 
     async def set_config_option(self, request: SetSessionConfigOptionSelectRequest, peer: Peer) -> dict[str, Any]:
-        """Set a session config option (only ``mode`` exists); answers every option's new state."""
+        """Set a session config option (``mode``, or ``model`` for its next requests); answers every option's new
+        state, after a ``config_option_update`` (and for the mode a ``current_mode_update``)."""
         entry = self._bridge.get(request.session_id)
-        if request.config_id != "mode":
-            problem = f"unknown config option {request.config_id!r}; available: mode"
+        if request.config_id == "mode":
+            await self._change_mode(entry, request.value, "value", "session/set_config_option", peer)
+        elif request.config_id == "model" and self._bridge.models is not None:
+            await self._change_model(entry, request.value, peer)
+        else:
+            offered = "mode, model" if self._bridge.models is not None else "mode"
+            problem = f"unknown config option {request.config_id!r}; available: {offered}"
             raise InvalidInputError(
                 f"Invalid params for session/set_config_option: configId: {problem}",
                 [{"field": "configId", "message": problem}],
             )
-        await self._change_mode(entry, request.value, "value", "session/set_config_option", peer)
         return {"configOptions": self._config_options(entry)}
 
     # -- notifications ------------------------------------------------------------------------------------------

@@ -24,11 +24,19 @@ from ..domain import (
     ToolContent,
     ToolLocation,
     TurnEvent,
+    UsageReported,
 )
 from ..errors import InvalidInputError
 from ..store import StoredMessage
 
-__all__ = ["prompt_from_blocks", "replay_updates", "tool_call_fields", "update_from_event", "wire_block"]
+__all__ = [
+    "prompt_from_blocks",
+    "replay_updates",
+    "tool_call_fields",
+    "update_from_event",
+    "usage_update",
+    "wire_block",
+]
 
 
 def prompt_from_blocks(blocks: list[Any]) -> Prompt:
@@ -146,6 +154,15 @@ def _progress(event: ToolCallUpdated) -> dict[str, Any]:
     return update
 
 
+def usage_update(event: UsageReported) -> dict[str, Any]:
+    """The ``usage_update`` of one model request: ``used`` tokens, and ``size`` only when the window is known (the
+    ACP schema requires it: the ACP face sends no ``usage_update`` without it)."""
+    update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": event.used}
+    if event.size is not None:
+        update["size"] = event.size
+    return update
+
+
 def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     """The ``session/update`` params for one live turn event."""
     if isinstance(event, TextChunk):
@@ -156,6 +173,8 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, {"sessionUpdate": "tool_call", **tool_call_fields(event)})
     if isinstance(event, ToolCallUpdated):
         return _tool_update(session_id, _progress(event))
+    if isinstance(event, UsageReported):
+        return _tool_update(session_id, usage_update(event))
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
 
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._agent import AcpAgent, Peer
+from ._agent import SET_TITLE_METHOD, AcpAgent, Peer
 from ._schema import model, validate
 
 __all__ = ["METHODS", "NOTIFICATIONS", "Method", "Notification", "bind"]
@@ -51,6 +51,7 @@ METHODS: Mapping[str, Method] = {
     "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session),
     "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),
     "session/set_config_option": Method("SetSessionConfigOptionSelectRequest", AcpAgent.set_config_option),
+    SET_TITLE_METHOD: Method(None, AcpAgent.set_title),  # an extension: no schema model, checked by hand
 }
 
 NOTIFICATIONS: Mapping[str, Notification] = {

@@ -49,6 +49,7 @@ from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
+    from ..turn import ModelCatalog
 
 __all__ = ["SessionBridge", "TurnRunner"]
 
@@ -89,13 +90,15 @@ class SessionBridge:
         coalesce_bytes: int = 0,
         default_mode: str = "default",
         modes: Collection[str] | None = None,
+        models: ModelCatalog | None = None,
     ) -> None:
         """``store``: where journaled sessions live, opened and closed by the caller; None = a private
         in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
         buffers before its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for
         a slow reader may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode of a
         session that has none; ``modes``: the modes a session may have here (a stored one not among them reads as
-        the default: a mode the server no longer allows is never applied). None: any."""
+        the default: a mode the server no longer allows is never applied). None: any. ``models``: the models a
+        session may pick (the runner's catalog; None: the runner has no model choice to offer)."""
         self._runner = runner
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
@@ -109,6 +112,7 @@ class SessionBridge:
         self._coalesce_bytes = coalesce_bytes
         self._default_mode = default_mode
         self._modes = None if modes is None else frozenset(modes)
+        self._models = models
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
         self._sessions: dict[str, SessionEntry] = {}
@@ -137,6 +141,11 @@ class SessionBridge:
     def allows_mode(self, mode: str) -> bool:
         """Whether a session may be in ``mode`` here."""
         return self._modes is None or mode in self._modes
+
+    @property
+    def models(self) -> ModelCatalog | None:
+        """The models a session may pick (None: no choice is offered)."""
+        return self._models
 
     @property
     def store(self) -> SessionStore:
@@ -230,12 +239,20 @@ class SessionBridge:
         journal: SessionStore | None = None,
         synced: int = 0,
         mode: str | None = None,
+        model: str | None = None,
     ) -> SessionEntry:
         session_id = session_id if session_id is not None else uuid.uuid4().hex
         if session_id in self._sessions:
             raise SessionAlreadyExistsError(session_id)
         entry = SessionEntry(
-            session_id, cwd, conversation, title, journal=journal, synced=synced, mode=self._mode_or_default(mode)
+            session_id,
+            cwd,
+            conversation,
+            title,
+            journal=journal,
+            synced=synced,
+            mode=self._mode_or_default(mode),
+            model=model,
         )
         self._sessions[session_id] = entry
         return entry
@@ -292,6 +309,7 @@ class SessionBridge:
                 journal=self._store,
                 synced=synced,
                 mode=record.mode,
+                model=record.model,
             )
             entry.created_at, entry.updated_at = record.created_at, record.updated_at
         return entry, snapshot.messages
@@ -489,6 +507,7 @@ class SessionBridge:
                     journal=journal,
                     synced=session.synced,
                     mode=session.mode,
+                    model=session.model,
                 )
         finally:
             item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``

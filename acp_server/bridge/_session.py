@@ -62,12 +62,14 @@ class SessionEntry:
         journal: SessionStore | None = None,
         synced: int = 0,
         mode: str = "default",
+        model: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.conversation = conversation
-        self.title = title
+        self.title = title  # the store's title (the first prompt's first line unless set), '' for none yet
         self.mode = mode  # how tool calls are permitted (the turn layer defines the modes)
+        self.model = model  # the model picked for the next requests; None: the server's default
         self.permission_rules: dict[str, bool] = {}  # tool kind -> always allowed / always rejected, this session
         self.created_at = self.updated_at = now()
         self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers
@@ -115,11 +117,13 @@ class SessionEntry:
         if self._journal is None:
             history = Conversation(list(messages))
             messages.append(user)
+            self.title = self.title or prompt.title
             return history
         with anyio.CancelScope(shield=True):
             ticket = await self._journal.begin_turn(
                 self.session_id, known=self._synced, content=user.content, parts=prompt.parts, title=prompt.title
             )
+        self.title = ticket.title
         del messages[ticket.since :]
         messages.extend(message.to_message() for message in ticket.catch_up)
         history = Conversation(list(messages))
@@ -140,6 +144,18 @@ class SessionEntry:
         if self._journal is not None:
             await self._journal.set_mode(self.session_id, mode)
         self.mode = mode
+
+    async def set_model(self, model: str | None) -> None:
+        """Change the session's model (store first, then memory); the turn reads it before each model request."""
+        if self._journal is not None:
+            await self._journal.set_model(self.session_id, model)
+        self.model = model
+
+    async def set_title(self, title: str) -> None:
+        """Change the session's title (store first, then memory); ``''`` lets the next prompt title it."""
+        if self._journal is not None:
+            await self._journal.set_title(self.session_id, title)
+        self.title = title
 
     async def end_turn(self, answer: Message) -> None:
         """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``.

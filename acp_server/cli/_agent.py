@@ -6,7 +6,6 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import partial
 from typing import BinaryIO, TypeAlias
 
 import anyio
@@ -22,9 +21,10 @@ from ..pipeline import StreamPolicy
 from ..provider import public_endpoint
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
 from ..store import open_store
+from ..tasks import OwnedTaskGroup
 from ..turn import ModelSettings, ModelTurn
 
-__all__ = ["describe_model", "open_bridge", "run_stdio"]
+__all__ = ["ModelDiscovery", "describe_model", "open_bridge", "run_stdio"]
 
 logger = logging.getLogger("acp_server")
 
@@ -32,11 +32,31 @@ DEFAULT_MODEL = "gpt-4o-mini"
 OFFLINE_MODEL = "acp-server-offline"
 
 
+class ModelDiscovery:
+    """When the one ``GET /v1/models`` of the stack runs: :meth:`start` asks for it (idempotent, synchronous), and
+    the stack's own task runs it, so it never outlives the model client it uses."""
+
+    def __init__(self) -> None:
+        self._wanted = anyio.Event()
+
+    def start(self) -> None:
+        self._wanted.set()
+
+    async def run_when_started(self, turn: ModelTurn) -> None:
+        await self._wanted.wait()
+        await turn.discover_models()
+
+
 @asynccontextmanager
-async def open_bridge(settings: Settings, *, modes: Collection[str] | None = None) -> AsyncIterator[SessionBridge]:
+async def open_bridge(
+    settings: Settings, discovery: ModelDiscovery | None = None, *, modes: Collection[str] | None = None
+) -> AsyncIterator[SessionBridge]:
     """The model (the offline one when asked), the turn runner and the session bridge, closed in reverse order.
 
-    ``modes``: the modes sessions may have (None: every mode the settings allow)."""
+    ``modes``: the modes sessions may have (None: every mode the settings allow). Without ``--models`` the endpoint's
+    model list is asked for in the background: at once, or when ``discovery`` is started (the stdio agent starts it
+    once its first reply is written and the warm-up is done, so it never delays ``initialize`` or ``session/new``).
+    """
     async with AsyncExitStack() as stack:
         base_url, api_key, model = settings.base_url, settings.api_key, settings.model
         if settings.offline:
@@ -44,7 +64,9 @@ async def open_bridge(settings: Settings, *, modes: Collection[str] | None = Non
 
             loopback = await stack.enter_async_context(LoopbackModel())
             base_url, api_key, model = loopback.base_url, None, model or OFFLINE_MODEL
-        logger.info("%s", describe_model(base_url, api_key, model or DEFAULT_MODEL, offline=settings.offline))
+            loopback.listed_models = [{"id": model}]  # it answers any model name: it lists the one in use
+        model = model or (settings.models[0] if settings.models else DEFAULT_MODEL)
+        logger.info("%s", describe_model(base_url, api_key, model, offline=settings.offline))
         policy = StreamPolicy(
             idle_timeout_ms=settings.stream_idle_timeout_ms, max_lifetime_ms=settings.stream_max_lifetime_ms
         )
@@ -52,12 +74,23 @@ async def open_bridge(settings: Settings, *, modes: Collection[str] | None = Non
             ModelSettings(
                 base_url=base_url,
                 api_key=api_key,
-                model=model or DEFAULT_MODEL,
+                model=model,
+                models=settings.models,
+                context_window=settings.context_window,
                 policy=policy,
                 max_turn_requests=settings.max_turn_requests,
             )
         )
         stack.push_async_callback(turn.aclose)
+        if not turn.models.final:
+            owned = OwnedTaskGroup()
+            tasks = await owned.enter()
+            stack.push_async_exit(owned.exit)
+            stack.callback(tasks.cancel_scope.cancel)  # runs first on the way out: the client closes after it
+            if discovery is None:
+                discovery = ModelDiscovery()
+                discovery.start()
+            tasks.start_soon(discovery.run_when_started, turn, name="model list")
         # Entered before the bridge, so it closes after it: in-flight turns can still record their cancelled answers.
         store = await stack.enter_async_context(open_store(settings.state_dir, persist=not settings.no_persist))
         bridge = SessionBridge(
@@ -72,6 +105,7 @@ async def open_bridge(settings: Settings, *, modes: Collection[str] | None = Non
                 if modes is None
                 else modes
             ),
+            models=turn.models,
         )
         yield await stack.enter_async_context(bridge)
 
@@ -176,24 +210,36 @@ async def _pump(outbox: Outbox, send: Send, stop: anyio.Event) -> None:
         stop.set()
 
 
-def _preload_after_first_reply(send: Send, tg: TaskGroup) -> Send:
+def _preload_after_first_reply(send: Send, tg: TaskGroup, discovery: ModelDiscovery | None = None) -> Send:
     """``send``, which also starts warming the ACP schema and the model client in a worker thread once the first
     reply (``initialize``, normally) is written: the import must not delay that reply, and must be done by the
-    time ``session/new`` needs the schema."""
+    time ``session/new`` needs the schema. The model list (``discovery``) is asked for once the warm-up is done, so
+    its own work never competes with the schema's import that ``session/new`` waits for."""
     started = False
+
+    async def warm_up() -> None:
+        await anyio.to_thread.run_sync(preload, abandon_on_cancel=True)
+        if discovery is not None:
+            discovery.start()
 
     async def send_then_preload(data: bytes) -> None:
         nonlocal started
         await send(data)
         if not started:
             started = True
-            tg.start_soon(partial(anyio.to_thread.run_sync, preload, abandon_on_cancel=True))
+            tg.start_soon(warm_up)
 
     return send_then_preload
 
 
 async def serve_connection(
-    bridge: SessionBridge, receive: Receive, send: Send, settings: Settings, tg: TaskGroup, stop: anyio.Event
+    bridge: SessionBridge,
+    receive: Receive,
+    send: Send,
+    settings: Settings,
+    tg: TaskGroup,
+    stop: anyio.Event,
+    discovery: ModelDiscovery | None = None,
 ) -> None:
     """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush.
 
@@ -207,7 +253,7 @@ async def serve_connection(
     lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
     reading = anyio.CancelScope()
     async with anyio.create_task_group() as connection:
-        connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg), stop)
+        connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg, discovery), stop)
         connection.start_soon(_read_lines, receive, settings.max_message_bytes, lines_in, reading, stop)
         async with anyio.create_task_group() as dispatching:
             dispatching.start_soon(_dispatch_lines, lines_out, dispatcher, outbox, settings.max_message_bytes, stop)
@@ -226,7 +272,8 @@ async def run_stdio(settings: Settings, stdin: BinaryIO | None = None, stdout: B
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)
-        async with open_bridge(settings) as bridge, open_stdio(stdin, stdout) as io:
-            await serve_connection(bridge, io.receive, io.send, settings, tg, stop)
+        discovery = ModelDiscovery()
+        async with open_bridge(settings, discovery) as bridge, open_stdio(stdin, stdout) as io:
+            await serve_connection(bridge, io.receive, io.send, settings, tg, stop, discovery)
         tg.cancel_scope.cancel()
     return 0

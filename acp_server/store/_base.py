@@ -142,13 +142,21 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
-        """A new session with a copy of the source's history (steps included) and mode; a pending answer is copied
-        as ``interrupted``."""
+        """A new session with a copy of the source's history (steps included), title, mode and model; a pending
+        answer is copied as ``interrupted``."""
 
     @abc.abstractmethod
     async def set_mode(self, session_id: str, mode: str) -> None:
         """Store the session's mode id (one transaction; ``updated`` is not touched: a setting is not activity).
         An unknown session raises :class:`StoredSessionNotFoundError`."""
+
+    @abc.abstractmethod
+    async def set_model(self, session_id: str, model: str | None) -> None:
+        """Store the session's model name (None: back to the server's default), like :meth:`set_mode`."""
+
+    @abc.abstractmethod
+    async def set_title(self, session_id: str, title: str) -> None:
+        """Store the session's title (``''`` clears it: the next prompt titles it again), like :meth:`set_mode`."""
 
     # -- turns -----------------------------------------------------------------------------------------------
 
@@ -158,7 +166,7 @@ class SessionStore(abc.ABC):
     ) -> TurnTicket:
         """One transaction: refuse if another live process runs a turn of this session (``SessionBusyError``);
         mark answers of dead turns ``interrupted``; read the messages after ``known``; append the prompt and a
-        pending answer; set the title if it is still empty; touch ``updated``.
+        pending answer; set the title if it is still empty (the ticket has the title it leaves); touch ``updated``.
         """
 
     @abc.abstractmethod

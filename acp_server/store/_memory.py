@@ -117,7 +117,9 @@ class MemorySessionStore(SessionStore):
         if source is None:
             raise StoredSessionNotFoundError(source_id)
         now = self._tick()
-        record = self._sessions[session_id] = SessionRecord(session_id, cwd, source.title, now, now, source.mode)
+        record = self._sessions[session_id] = SessionRecord(
+            session_id, cwd, source.title, now, now, source.mode, source.model
+        )
         self._rows[session_id] = [
             _Row(replace(row.message, outcome="interrupted") if row.message.outcome == "running" else row.message)
             for row in self._rows[source_id]
@@ -130,6 +132,20 @@ class MemorySessionStore(SessionStore):
         if record is None:
             raise StoredSessionNotFoundError(session_id)
         self._sessions[session_id] = replace(record, mode=mode)
+
+    async def set_model(self, session_id: str, model: str | None) -> None:
+        await self._enter()
+        record = self._sessions.get(session_id)
+        if record is None:
+            raise StoredSessionNotFoundError(session_id)
+        self._sessions[session_id] = replace(record, model=model)
+
+    async def set_title(self, session_id: str, title: str) -> None:
+        await self._enter()
+        record = self._sessions.get(session_id)
+        if record is None:
+            raise StoredSessionNotFoundError(session_id)
+        self._sessions[session_id] = replace(record, title=title)
 
     # -- turns -----------------------------------------------------------------------------------------------
 
@@ -153,7 +169,7 @@ class MemorySessionStore(SessionStore):
         rows.append(_Row(StoredMessage(last + 2, "assistant", "", outcome="running"), self.owner))
         self._touch(session_id, self._tick(), title)
         self._live.add((session_id, last + 2))
-        return TurnTicket(session_id, last + 1, last + 2, catch_up, since)
+        return TurnTicket(session_id, last + 1, last + 2, catch_up, since, self._sessions[session_id].title)
 
     async def end_turn(
         self,

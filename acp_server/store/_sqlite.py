@@ -102,17 +102,18 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE messages ADD COLUMN steps TEXT",
         "ALTER TABLE sessions ADD COLUMN mode TEXT",
     ),
+    ("ALTER TABLE sessions ADD COLUMN model TEXT",),  # 3: the session's model
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
-_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode"
+_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model"
 _MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps"
 _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
 
 
 def _record(row: Any) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5])
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
 
 
 @contextmanager
@@ -314,7 +315,7 @@ class SqliteSessionStore(SessionStore):
         def create(conn: sqlite3.Connection) -> None:
             with _write(conn):
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL)",
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, NULL)",
                     (session_id, cwd, "", now, now),
                 )
 
@@ -368,13 +369,13 @@ class SqliteSessionStore(SessionStore):
 
         def fork(conn: sqlite3.Connection) -> SessionRecord:
             with _write(conn):
-                row = conn.execute("SELECT title, mode FROM sessions WHERE id = ?", (source_id,)).fetchone()
+                row = conn.execute("SELECT title, mode, model FROM sessions WHERE id = ?", (source_id,)).fetchone()
                 if row is None:
                     raise StoredSessionNotFoundError(source_id)
-                title, mode = row
+                title, mode, model = row
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, cwd, title, now, now, mode, source_id),
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, cwd, title, now, now, mode, model, source_id),
                 )
                 conn.execute(
                     f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
@@ -384,14 +385,26 @@ class SqliteSessionStore(SessionStore):
                         FROM messages WHERE session_id = ? ORDER BY seq""",
                     (session_id, now, source_id),
                 )
-                return SessionRecord(session_id, cwd, title, now, now, mode)
+                return SessionRecord(session_id, cwd, title, now, now, mode, model)
 
         return await self._call(fork)
 
     async def set_mode(self, session_id: str, mode: str) -> None:
+        await self._set_column(session_id, "mode", mode)
+
+    async def set_model(self, session_id: str, model: str | None) -> None:
+        await self._set_column(session_id, "model", model)
+
+    async def set_title(self, session_id: str, title: str) -> None:
+        await self._set_column(session_id, "title", title)
+
+    async def _set_column(self, session_id: str, column: str, value: str | None) -> None:
+        """One setting of a session (``column`` is one of ours, never input), in one transaction."""
+        statement = f"UPDATE sessions SET {column} = ? WHERE id = ?"
+
         def set_(conn: sqlite3.Connection) -> None:
             with _write(conn):
-                if conn.execute("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session_id)).rowcount != 1:
+                if conn.execute(statement, (value, session_id)).rowcount != 1:
                     raise StoredSessionNotFoundError(session_id)
 
         await self._call(set_)
@@ -437,8 +450,9 @@ class SqliteSessionStore(SessionStore):
                     "WHERE id = ?",
                     (now, title, session_id),
                 )
+                stored_title = conn.execute("SELECT title FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
             self._live.add((session_id, last + 2))  # committed: this turn is running here
-            return TurnTicket(session_id, last + 1, last + 2, catch_up, since)
+            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title)
 
         return await self._call(begin)
 

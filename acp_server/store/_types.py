@@ -73,8 +73,9 @@ def now_us() -> int:
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
-    """One stored session. ``title`` is the first line of its first prompt ('' until then); ``mode`` the id of the
-    session's mode as last set (None: never set, the server's default applies)."""
+    """One stored session. ``title`` is the first line of its first prompt ('' until then) unless set since;
+    ``mode`` / ``model`` the session's mode id / model name as last set (None: never set, the server's default
+    applies)."""
 
     session_id: str
     cwd: str
@@ -82,6 +83,7 @@ class SessionRecord:
     created_us: int
     updated_us: int
     mode: str | None = None
+    model: str | None = None
 
     @property
     def created_at(self) -> datetime:
@@ -138,7 +140,8 @@ class TurnTicket:
     ``catch_up`` holds every stored message with ``seq > since`` that precedes the prompt, so the caller's copy of
     the history, cut after ``since`` messages and extended with ``catch_up``, equals the stored one before the model
     is asked. ``since`` is the ``known`` given to ``begin_turn`` unless the store holds fewer messages than that
-    (the file was replaced): then it is 0 and ``catch_up`` is the whole history.
+    (the file was replaced): then it is 0 and ``catch_up`` is the whole history. ``title`` is the session's title
+    as the same transaction left it.
     """
 
     session_id: str
@@ -146,6 +149,7 @@ class TurnTicket:
     answer_seq: int
     catch_up: tuple[StoredMessage, ...]
     since: int = 0
+    title: str = ""
 
 
 # -- cursors -------------------------------------------------------------------------------------------------

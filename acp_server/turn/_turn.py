@@ -4,7 +4,9 @@ between, until the model answers without calling a tool."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,18 +24,28 @@ from ..domain import (
     TextChunk,
     ThoughtChunk,
     ToolCallRecord,
+    UsageReported,
 )
 from ..modes import MODES, READ_ONLY_MODE
-from ..pipeline import ChatRequest, Delta, StreamPolicy, run_chat
+from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, StreamPolicy, run_chat
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
 from ._messages import step_messages, to_chat_messages, user_content
+from ._models import ModelCatalog
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["DEFAULT_MAX_TURN_REQUESTS", "ModelSettings", "ModelTurn", "SessionLike", "offered_tools"]
+__all__ = [
+    "DEFAULT_MAX_TURN_REQUESTS",
+    "MODEL_LIST_TIMEOUT_S",
+    "ModelSettings",
+    "ModelTurn",
+    "SessionLike",
+    "offered_tools",
+    "usage_of",
+]
 
 logger = logging.getLogger("acp_server.turn")
 
@@ -49,9 +61,15 @@ _STOP_REASONS: dict[str | None, StopReason] = {
 }
 """Finish reasons as stop reasons; any other reason the model gives ends the turn normally (``end_turn``)."""
 
+MODEL_LIST_TIMEOUT_S = 3.0
+"""How long the one ``GET /v1/models`` of :meth:`ModelTurn.discover_models` may take in all."""
+
+_INCLUDE_USAGE = {"include_usage": True}
+
 
 class SessionLike(Protocol):
-    """What a turn needs of a session: where it works, its mode and "always" rules, and the journal of its history.
+    """What a turn needs of a session: where it works, its mode, model and "always" rules, and the journal of its
+    history. ``model`` None: the server's default model.
 
     ``begin_turn`` records the prompt and returns the history before it (what the model gets); ``record_steps``
     records the tool steps so far (any number of times); ``end_turn`` records the answer. ``begin_turn`` and
@@ -63,6 +81,9 @@ class SessionLike(Protocol):
 
     @property
     def mode(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
 
     @property
     def permission_rules(self) -> dict[str, bool]: ...
@@ -79,11 +100,19 @@ class SessionLike(Protocol):
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """Where the model is and how its streams are guarded. ``api_key`` is a secret: never logged."""
+    """Where the model is and how its streams are guarded. ``api_key`` is a secret: never logged.
+
+    ``model`` is the default model; ``models`` the others a session may pick (empty: ask the endpoint's
+    ``GET /v1/models``, see :meth:`ModelTurn.discover_models`); ``context_window`` the window every model is
+    reported with (None: the endpoint's or the family's, else unknown).
+    """
 
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     model: str = "gpt-4o-mini"
+    models: tuple[str, ...] = ()
+    context_window: int | None = None
+    model_list_timeout_s: float = MODEL_LIST_TIMEOUT_S
     policy: StreamPolicy = field(default_factory=StreamPolicy)
     system_prompt: str = (
         "You are a helpful coding assistant working in the user's project at {cwd}. Use the tools to read, search, "
@@ -145,14 +174,42 @@ class _Answer:
         return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps))
 
 
+def usage_of(finished: Finished) -> tuple[int, int] | None:
+    """``(prompt, completion)`` tokens of a finished request as its stream reported them; None when it did not."""
+    usage = finished.usage
+    if not isinstance(usage, Mapping):
+        return None
+
+    def count(key: str) -> int | None:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    prompt, completion, total = count("prompt_tokens"), count("completion_tokens"), count("total_tokens")
+    if prompt is None and completion is None:
+        return None if total is None else (total, 0)
+    return prompt or 0, completion or 0
+
+
+def _refuses_stream_options(exc: ModelHTTPError) -> bool:
+    """The endpoint refused the request because of ``stream_options`` (servers that reject unknown fields)."""
+    return exc.status in (400, 422) and exc.chunks_received == 0 and "stream_options" in str(exc)
+
+
 class ModelTurn:
-    """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused."""
+    """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused.
+
+    ``models`` is the catalog sessions pick from (the default model alone until :meth:`discover_models` or
+    ``settings.models`` fills it). Each request asks for usage (``stream_options.include_usage``) until the endpoint
+    refuses that field once: then it is asked again without it, and never again by this runner.
+    """
 
     def __init__(self, settings: ModelSettings) -> None:
         if settings.max_turn_requests < 1:
             raise ValueError("max_turn_requests must be >= 1")
         self.settings = settings
+        self.models = ModelCatalog(settings.model, settings.models, context_window=settings.context_window)
         self._client: AsyncOpenAI | None = None
+        self._ask_usage = True
 
     def _get_client(self) -> AsyncOpenAI:
         if not self.settings.configured:
@@ -162,6 +219,56 @@ class ModelTurn:
 
             self._client = make_openai_client(base_url=self.settings.base_url, api_key=self.settings.api_key)
         return self._client
+
+    async def discover_models(self) -> None:
+        """Fill the catalog from the endpoint's ``GET /v1/models``, once, within ``model_list_timeout_s``; any
+        failure (none configured, an error, a timeout) leaves the default model alone, logged. Never raises but
+        for cancellation. A configured ``--models`` list is never replaced."""
+        catalog = self.models
+        if catalog.final:
+            return
+        if not self.settings.configured:
+            catalog.give_up()
+            return
+        timeout = self.settings.model_list_timeout_s
+        try:
+            # The SDK's import costs ~0.4 s of CPU: in a worker thread, so the event loop keeps answering.
+            await anyio.to_thread.run_sync(importlib.import_module, "openai", abandon_on_cancel=True)
+            client = self._get_client().with_options(timeout=timeout, max_retries=0)
+            entries: list[dict[str, Any]] = []
+            with anyio.fail_after(timeout):
+                async for entry in client.models.list():
+                    entries.append(entry.model_dump())
+        except Exception as exc:
+            catalog.give_up()
+            reason = "no answer in time" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+            logger.info("models: GET /v1/models failed (%s); sessions are offered %r only", reason, catalog.default)
+            return
+        catalog.learn(entries)
+        shown = ", ".join(catalog.available[:8]) + (" ..." if len(catalog.available) > 8 else "")
+        logger.info("models: %d offered (from GET /v1/models): %s", len(catalog.available), shown)
+
+    async def _request(
+        self,
+        client: AsyncOpenAI,
+        model: str,
+        messages: list[dict[str, Any]],
+        offered: tuple[str, ...],
+        on_delta: Callable[[Delta], Awaitable[None]],
+    ) -> Finished:
+        """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking)."""
+        extra: dict[str, Any] = {"tools": _tool_entries(offered)}
+        if self._ask_usage:
+            extra["stream_options"] = _INCLUDE_USAGE
+        try:
+            return await run_chat(client, ChatRequest(model, messages, extra), self.settings.policy, on_delta)
+        except ModelHTTPError as exc:
+            if "stream_options" not in extra or not _refuses_stream_options(exc):
+                raise
+            self._ask_usage = False
+            logger.warning("the endpoint refused stream_options (%s): no more usage is asked for or reported", exc)
+        del extra["stream_options"]
+        return await run_chat(client, ChatRequest(model, messages, extra), self.settings.policy, on_delta)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -210,9 +317,12 @@ class ModelTurn:
             while True:
                 requests += 1
                 offered = offered_tools(session.mode)
+                model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                request = ChatRequest(model=settings.model, messages=messages, extra={"tools": _tool_entries(offered)})
-                finished = await run_chat(model_client, request, settings.policy, on_delta)
+                finished = await self._request(model_client, model, messages, offered, on_delta)
+                usage = usage_of(finished)
+                if usage is not None:
+                    await emit(UsageReported(*usage, size=self.models.context_window(model)))
                 if not calls:
                     stop_reason = _STOP_REASONS.get(finished.finish_reason, "end_turn")
                     break

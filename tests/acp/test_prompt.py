@@ -31,14 +31,16 @@ async def test_a_prompt_relays_its_events_as_session_updates_in_order_then_answe
         peer = b.peer(41)
         reply = await b.prompt(session_id, "emit:3", peer)
     assert reply == {"stopReason": "end_turn"}
-    expected = []
+    [(_, info)] = [n for n in peer.notifications if n[1]["update"]["sessionUpdate"] == "session_info_update"]
+    assert info["update"]["title"] == "emit:3"  # the first prompt titles the session: announced first
+    expected = [("session/update", info)]
     for i in range(3):
         expected += [
             ("session/update", chunk(session_id, "agent_thought_chunk", f"t{i}")),
             ("session/update", chunk(session_id, "agent_message_chunk", f"c{i}")),
         ]
     assert peer.notifications == expected
-    assert [kind for kind, _ in peer.log] == ["admitted"] + ["notify"] * 6  # admitted before the first update
+    assert [kind for kind, _ in peer.log] == ["admitted"] + ["notify"] * 7  # admitted before the first update
     for _, params in peer.notifications:
         SessionNotification.model_validate(params)
 

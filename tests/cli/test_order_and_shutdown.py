@@ -108,8 +108,8 @@ def texts_until(messages: list[dict[str, Any]], msg_id: int) -> list[str]:
     for message in messages:
         if message.get("id") == msg_id and "method" not in message:
             return out
-        if message.get("method") == "session/update":
-            out.append(message["params"]["update"]["content"]["text"])
+        if message.get("method") == "session/update" and "content" in message["params"]["update"]:
+            out.append(message["params"]["update"]["content"]["text"])  # not session_info_update (the title)
     raise AssertionError(f"no answer to {msg_id}")
 
 

@@ -124,7 +124,7 @@ async def test_post_202_and_the_answers_on_their_streams_response_last() -> None
                     response = await acp.post(prompt, session_id)
                     assert (response.status_code, response.content) == (202, b"")
                     *updates, last = await session_stream.until_response(prompt["id"])
-    assert last["result"] == {"stopReason": "end_turn"}
+    assert last["result"]["stopReason"] == "end_turn"
     assert all(m["method"] == "session/update" and m["params"]["sessionId"] == session_id for m in updates)
     assert _chunks(updates) == "streamed over http"
 
@@ -142,7 +142,7 @@ async def test_a_prompt_posted_before_its_stream_opens_waits_for_it() -> None:
                 await model.wait_for_requests(1)
                 async with acp.stream(session_id) as session_stream:
                     messages = await session_stream.until_response(prompt["id"])
-    assert messages[-1]["result"] == {"stopReason": "end_turn"}
+    assert messages[-1]["result"]["stopReason"] == "end_turn"
     assert _chunks(messages) == "waited for you"
 
 
@@ -247,7 +247,7 @@ async def test_a_slow_reader_gets_backpressure_never_a_dropped_update() -> None:
                         while not messages or messages[-1].get("id") != prompt["id"]:
                             messages.append(await session_stream.next())
                             await anyio.lowlevel.checkpoint()
-    assert messages[-1]["result"] == {"stopReason": "end_turn"}
+    assert messages[-1]["result"]["stopReason"] == "end_turn"
     assert _chunks(messages) == text
 
 

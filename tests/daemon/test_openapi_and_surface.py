@@ -95,7 +95,7 @@ async def test_every_event_a_turn_produces_matches_its_schema() -> None:
             assert (await served.prompt(session_id)).status_code == 202
             seen = await events.until(lambda e: e.event == "turn_complete")
     kinds = {e.data["update"]["sessionUpdate"] for e in seen if e.event == "session_update"}
-    assert kinds == {"agent_thought_chunk", "agent_message_chunk"}
+    assert kinds == {"agent_thought_chunk", "agent_message_chunk", "usage_update"}
 
 
 def test_public_surface_is_pinned() -> None:

@@ -110,7 +110,7 @@ async def test_a_lagging_sse_subscriber_gets_every_event_or_an_explicit_resync(
                     assert await accepted[0].handle.result() == "end_turn"
                 await anyio.wait_all_tasks_blocked()  # the pump has published the rest
                 last_id = log.last_id
-                assert last_id == accepted[0].event_id + SSE_CHUNKS + 1
+                assert last_id == accepted[0].event_id + SSE_CHUNKS + 2  # the chunks, the usage, the end
                 # resumed: what reached the client before the drop, then the end (or the reset) of the stream
                 before = await until_ended_or_reset(reader)
             first_id = accepted[0].event_id  # the session's first event is this prompt's prompt_accepted
@@ -124,7 +124,8 @@ async def test_a_lagging_sse_subscriber_gets_every_event_or_an_explicit_resync(
                     rest = await reader.until(lambda e: e.event == "turn_complete", timeout=10)
                     seen = before + rest
                     assert_contiguous(seen, first_id)  # every event, in order
-                    assert [chunk_text(e) for e in seen[1:-1]] == expected
+                    assert [chunk_text(e) for e in seen[1:-2]] == expected
+                    assert seen[-2].data["update"]["sessionUpdate"] == "usage_update"
                     assert seen[-1].data["stopReason"] == "end_turn"
                     return
                 resync = await reader.next()
@@ -140,7 +141,7 @@ async def test_a_lagging_sse_subscriber_gets_every_event_or_an_explicit_resync(
             async with served.events(session_id, last_event_id=resync.data["oldestEventId"] - 1) as reader:
                 tail = await reader.until(lambda e: e.event == "turn_complete", timeout=10)
             assert_contiguous(tail, last_id - ring_size + 1)
-            assert [chunk_text(e) for e in tail[:-1]] == expected[-(ring_size - 1) :]
+            assert [chunk_text(e) for e in tail[:-2]] == expected[-(ring_size - 2) :]  # then the usage, the end
 
 
 # -- /acp -------------------------------------------------------------------------------------------------------
@@ -217,8 +218,10 @@ async def test_a_paused_acp_reader_gets_every_update_then_the_response(monkeypat
                         if "method" not in messages[-1]:
                             break  # the response: the last message of this prompt
     *updates, final = messages
-    assert final == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
+    assert (final["id"], final["result"]["stopReason"]) == (3, "end_turn")  # + _meta.acpServer.usage
     assert all(m["method"] == "session/update" and m["params"]["sessionId"] == session_id for m in updates)
+    info, *updates = updates
+    assert info["params"]["update"]["sessionUpdate"] == "session_info_update"  # the first prompt titles the session
     texts = [m["params"]["update"]["content"]["text"] for m in updates]
     assert len(texts) == ACP_CHUNKS
     assert texts == expected  # every update, in order

@@ -47,7 +47,7 @@ async def test_cancel_request_removes_a_waiting_prompt_and_frees_its_slot() -> N
             first, _ = await agent.until_response(running)
             assert first["result"] == {"stopReason": "cancelled"}
             last, _ = await agent.until_response(third)
-            assert last["result"] == {"stopReason": "end_turn"}
+            assert last["result"]["stopReason"] == "end_turn"
             assert [r.body["messages"][-1]["content"] for r in model.requests] == ["first", "third"]
 
 
@@ -68,7 +68,7 @@ async def test_prompt_deadline_cancels_the_running_prompt_and_expires_the_waitin
             with anyio.fail_after(5):
                 await model.wait_for_disconnects(1)
             after = await agent.request("session/prompt", _prompt(session_id, "after"))
-            assert after["result"] == {"stopReason": "end_turn"}
+            assert after["result"]["stopReason"] == "end_turn"
     for response, deadline in ((expired, 1000), (cut, 3000)):
         error = response["error"]
         assert error["code"] == -32603

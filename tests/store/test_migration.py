@@ -76,7 +76,7 @@ def test_the_fixture_is_a_version_1_database_of_ours(old_db: Path) -> None:
         assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
         assert "steps" not in _columns(raw, "messages") and "mode" not in _columns(raw, "sessions")
         assert raw.execute("SELECT count(*) FROM messages WHERE outcome = 'pending'").fetchone() == (1,)
-    assert SCHEMA_VERSION == 2  # a new version needs its own fixture made by the code before it
+    assert SCHEMA_VERSION == 3  # a new version needs its own fixture made by the code before it (data/make_v2.py)
 
 
 async def test_a_version_1_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
@@ -86,7 +86,7 @@ async def test_a_version_1_database_upgrades_in_place_and_reads_as_before(old_db
         assert [r.session_id for r in page.sessions] == list(EXPECTED)
         for record in page.sessions:
             cwd, title, history = EXPECTED[record.session_id]
-            assert (record.cwd, record.title, record.mode) == (cwd, title, None)
+            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, None, None)
             snapshot = await store.read_session(record.session_id)
             assert snapshot is not None and snapshot.record == record
             assert snapshot.messages == history
@@ -95,7 +95,7 @@ async def test_a_version_1_database_upgrades_in_place_and_reads_as_before(old_db
     with sqlite3.connect(old_db) as raw:
         assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert _columns(raw, "messages")[-1] == "steps" and _columns(raw, "sessions")[-1] == "mode"
+        assert _columns(raw, "messages")[-1] == "steps" and _columns(raw, "sessions")[-2:] == ["mode", "model"]
         assert raw.execute("SELECT count(*) FROM messages WHERE steps IS NOT NULL").fetchone() == (0,)
 
 

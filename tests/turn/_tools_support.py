@@ -33,6 +33,7 @@ class LoopSession:
     def __init__(self, cwd: str, mode: str = "default", history: list[Message] | None = None) -> None:
         self.cwd = cwd
         self.mode = mode
+        self.model: str | None = None  # the server default
         self.permission_rules: dict[str, bool] = {}
         self.conversation = Conversation(list(history or []))
         self.calls: list[tuple[str, Any]] = []

@@ -21,6 +21,7 @@ from acp_server.domain import (
     TextPart,
     ThoughtChunk,
     TurnEvent,
+    UsageReported,
 )
 from acp_server.pipeline import StreamPolicy
 from acp_server.provider.offline import Answer, ChunksThenSilent, ConnectionReset, LoopbackModel
@@ -49,6 +50,7 @@ class Session:
         return self._conversation
 
     mode = "default"
+    model: str | None = None
 
     @property
     def permission_rules(self) -> dict[str, bool]:
@@ -115,6 +117,8 @@ async def test_a_turn_records_the_prompt_streams_thought_then_text_in_order_and_
     assert await turn(session, prompt, emit) == "end_turn"
 
     streamed = [ThoughtChunk("think"), ThoughtChunk(" hard"), TextChunk("one"), TextChunk(" two"), TextChunk(" three")]
+    [usage] = [e for e in emit.events if isinstance(e, UsageReported)]
+    streamed.append(usage)  # what the request used, after it (the loopback model counts words and chunks)
     assert emit.events == streamed
     assert session.calls == [
         ("begin", (prompt, Message("user", "hello"), 0)),  # recorded before the model was asked

@@ -26,6 +26,10 @@ def _require(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def _check_usage(usage: tuple[int, int] | None) -> None:
+    _require(usage is None or (len(usage) == 2 and min(usage) >= 0), "usage must be (prompt, completion) tokens >= 0")
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A normal streamed answer: reasoning chunks, content chunks word by word, a finish chunk, ``[DONE]``.
@@ -33,16 +37,20 @@ class Answer:
     ``text`` / ``reasoning`` None = derived from the prompt / the default reasoning; ``""`` = no such chunks.
     ``chunk_delay_s`` is slept before every chunk (the finish chunk included), so N chunks end after N delays.
     ``finish_reason`` None sends no finish chunk (but still ``[DONE]``). A non-streaming request gets the same
-    answer as one ``chat.completion`` body after the total delay.
+    answer as one ``chat.completion`` body after the total delay. ``usage`` (prompt, completion tokens) replaces
+    the counted usage (the prompt's words, the chunks sent) in the usage chunk a request asks for with
+    ``stream_options.include_usage``.
     """
 
     text: str | None = None
     reasoning: str | None = None
     chunk_delay_s: float = 0.0
     finish_reason: str | None = "stop"
+    usage: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         _require(self.chunk_delay_s >= 0, "chunk_delay_s must be >= 0")
+        _check_usage(self.usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +101,14 @@ class RateLimited:
 
 @dataclass(frozen=True, slots=True)
 class ErrorStatus:
-    """An HTTP error ``status`` (400-599, default 500) with an OpenAI ``server_error`` body.
+    """An HTTP error ``status`` (400-599, default 500) with an OpenAI ``server_error`` body (its ``message``, or
+    one naming the status).
 
     Not an exception: a behaviour, named apart from :class:`acp_server.errors.ServerError`.
     """
 
     status: int = 500
+    message: str | None = None
 
     def __post_init__(self) -> None:
         _require(400 <= self.status <= 599, "status must be an HTTP error status (400-599)")
@@ -205,7 +215,8 @@ class ToolCalls:
 
     Several calls are parallel calls (indices 0, 1, ...), streamed one after the other, or round-robin with
     ``interleave``. ``fragment_size`` None sends each call whole in one fragment (as some OpenAI-compatible
-    servers do). A non-streaming request gets one ``chat.completion`` whose message has ``tool_calls``.
+    servers do). A non-streaming request gets one ``chat.completion`` whose message has ``tool_calls``. ``usage``
+    as for :class:`Answer`.
     """
 
     calls: tuple[ScriptedCall, ...]
@@ -213,9 +224,11 @@ class ToolCalls:
     fragment_size: int | None = DEFAULT_FRAGMENT_SIZE
     interleave: bool = False
     finish_reason: str | None = "tool_calls"
+    usage: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         _check_calls(self.calls, self.fragment_size)
+        _check_usage(self.usage)
 
 
 @dataclass(frozen=True, slots=True)

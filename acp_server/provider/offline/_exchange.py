@@ -41,6 +41,7 @@ class Exchange:
         self._include_usage = self.streaming and wants_usage
         self._prompt_tokens = _wire.count_prompt_words(body)
         self._output_chunks = 0
+        self.usage: tuple[int, int] | None = None  # (prompt, completion) tokens to report instead of the counted
         self._role_sent = False
         self.chunks_sent = 0
 
@@ -89,7 +90,7 @@ class Exchange:
         if finish_reason is not None:
             await self.send_chunk(finish_reason=finish_reason)
         if self._include_usage:
-            usage = _wire.usage(self._prompt_tokens, self._output_chunks)
+            usage = _wire.usage(*(self.usage or (self._prompt_tokens, self._output_chunks)))
             await self._send_event(_wire.usage_chunk(self._id, self._model, usage))
 
     async def send_raw(self, part: str | bytes) -> None:

@@ -50,14 +50,23 @@ class LoopbackModel:
     accept loop and one task per connection; leaving the block cancels them all and closes every socket.
     Client disconnects are recorded in ``disconnects`` and never raise out of the model.
 
-    ``requests`` lists every HTTP request (any path); ``disconnects`` every client that left before its chat
-    response ended; ``model_id`` is the model ``GET /v1/models`` lists (chunks echo the request's ``model``).
+    ``requests`` lists every HTTP request (any path) but the model list's: those (``GET /v1/models``, which a
+    server may send at any time) are in ``model_list_requests``, so they never shift the chat requests' indexes.
+    ``disconnects`` lists every client that left before its chat response ended.
+
+    ``GET /v1/models`` lists ``listed_models`` (entries: an ``id``, maybe more fields; default the one
+    ``model_id``; chunks echo the request's ``model``), after ``model_list_gate`` is set when there is one, or
+    answers ``model_list_status`` (an error status) when it is not None.
     """
 
     model_id: ClassVar[str] = "loopback"
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.model_list_requests: list[RecordedRequest] = []
+        self.listed_models: list[dict[str, Any]] = [{"id": self.model_id}]
+        self.model_list_gate: anyio.Event | None = None
+        self.model_list_status: int | None = None
         self.disconnects: list[Disconnect] = []
         self._script: deque[Behaviour] = deque()
         self._life = Lifecycle.UNOPENED
@@ -86,6 +95,12 @@ class LoopbackModel:
         while len(self.requests) < n:
             await self._changed_event().wait()
         return self.requests[:n]
+
+    async def wait_for_model_list_requests(self, n: int) -> list[RecordedRequest]:
+        """Wait until ``n`` model list requests were received (not necessarily answered); return the first ``n``."""
+        while len(self.model_list_requests) < n:
+            await self._changed_event().wait()
+        return self.model_list_requests[:n]
 
     async def wait_for_disconnects(self, n: int) -> list[Disconnect]:
         """Wait until ``n`` premature disconnects were seen; return the first ``n``."""
@@ -155,24 +170,33 @@ class LoopbackModel:
         finally:
             await http.aclose()
 
-    def _record(self, request: HttpRequest, connection: int) -> tuple[int, Any]:
-        body = _parse_json(request.body)
-        self.requests.append(
-            RecordedRequest(
-                method=request.method,
-                path=request.target.partition("?")[0],
-                headers=request.headers,
-                body=body,
-                received_at=anyio.current_time(),
-                connection=connection,
-            )
+    def _record(self, request: HttpRequest, connection: int) -> tuple[RecordedRequest, int]:
+        recorded = RecordedRequest(
+            method=request.method,
+            path=request.target.partition("?")[0],
+            headers=request.headers,
+            body=_parse_json(request.body),
+            received_at=anyio.current_time(),
+            connection=connection,
         )
+        listing = recorded.path == _MODELS_PATH and recorded.method == "GET"
+        records = self.model_list_requests if listing else self.requests
+        records.append(recorded)
         self._notify()
-        return len(self.requests) - 1, body
+        return recorded, len(records) - 1
+
+    async def _list_models(self, http: HttpConnection) -> None:
+        if self.model_list_gate is not None:
+            await self.model_list_gate.wait()
+        if self.model_list_status is not None:
+            error = _wire.error_body("The model list is unavailable", "server_error")
+            await send_json(http, self.model_list_status, error)
+        else:
+            await send_json(http, 200, _wire.model_list(self.listed_models))
 
     async def _respond(self, http: HttpConnection, request: HttpRequest, connection: int) -> None:
-        index, body = self._record(request, connection)
-        path = self.requests[index].path
+        recorded, index = self._record(request, connection)
+        path, body = recorded.path, recorded.body
         if path not in _ALLOWED:
             error = _wire.error_body(f"No route for {path}", "invalid_request_error", "not_found")
             await send_json(http, 404, error)
@@ -180,7 +204,7 @@ class LoopbackModel:
             error = _wire.error_body(f"{request.method} not allowed on {path}", "invalid_request_error")
             await send_json(http, 405, error, [("allow", _ALLOWED[path])])
         elif path == _MODELS_PATH:
-            await send_json(http, 200, _wire.model_list(self.model_id))
+            await self._list_models(http)
         elif request.body_too_large:
             await send_json(http, 413, _wire.error_body("Request body too large", "invalid_request_error"))
         elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):

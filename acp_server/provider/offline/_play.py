@@ -42,6 +42,7 @@ async def _content_chunks(exchange: Exchange, k: int) -> None:
 
 
 async def _answer(answer: Answer, exchange: Exchange) -> None:
+    exchange.usage = answer.usage
     text = _wire.derived_answer(exchange.prompt) if answer.text is None else answer.text
     reasoning = _wire.DEFAULT_REASONING if answer.reasoning is None else answer.reasoning
     thoughts, words = _wire.split_words(reasoning), _wire.split_words(text)
@@ -80,6 +81,7 @@ def _fragments(
 
 
 async def _tool_calls(behaviour: ToolCalls, exchange: Exchange) -> None:
+    exchange.usage = behaviour.usage
     if not exchange.streaming:
         calls = [
             _wire.tool_call(call_id, call.name, call.arguments_text)
@@ -147,9 +149,9 @@ async def play(behaviour: Behaviour, exchange: Exchange) -> None:
             headers = [] if retry_after is None else [("retry-after", retry_after)]
             body = _wire.error_body("Rate limit reached (loopback model)", "requests", "rate_limit_exceeded")
             await exchange.send_json(429, body, headers)
-        case ErrorStatus(status=status):
-            body = _wire.error_body(f"Scripted server error {status} (loopback model)", "server_error")
-            await exchange.send_json(status, body)
+        case ErrorStatus(status=status, message=message):
+            text = f"Scripted server error {status} (loopback model)" if message is None else message
+            await exchange.send_json(status, _wire.error_body(text, "server_error"))
         case ConnectionReset(after_chunks=after_chunks):
             if after_chunks:
                 await exchange.start_stream()

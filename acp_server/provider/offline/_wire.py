@@ -7,7 +7,7 @@ request sequence yields the same bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 CREATED = 1_700_000_000
@@ -142,11 +142,11 @@ def completion(
     }
 
 
-def model_list(model_id: str) -> dict[str, Any]:
-    """The ``GET /v1/models`` body: one model."""
+def model_list(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``GET /v1/models`` body: each entry (an ``id``, maybe more fields) as an OpenAI model object."""
     return {
         "object": "list",
-        "data": [{"id": model_id, "object": "model", "created": CREATED, "owned_by": "acp-server"}],
+        "data": [{"object": "model", "created": CREATED, "owned_by": "acp-server", **entry} for entry in entries],
     }
 
 

@@ -1,0 +1,120 @@
+"""The models a session may pick here, and what is known of their context windows.
+
+Invariants: the default model is always offered, first; the offered list changes at most once, from the default
+alone to the final list (``--models``, else what the endpoint's ``GET /v1/models`` listed, else the default alone
+when that failed); a session's stored choice that is not offered reads as the default (:meth:`ModelCatalog.resolve`)
+and is kept, so a list that arrives later can make it apply again. A context window is never guessed: it is
+configured, reported by the endpoint's model list, or the documented limit of a well-known model family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["FAMILY_CONTEXT_WINDOWS", "ModelCatalog", "family_context_window"]
+
+FAMILY_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-5-chat", 128_000),
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("o4-mini", 200_000),
+    ("o3", 200_000),
+    ("claude-3", 200_000),
+    ("claude-sonnet-4", 200_000),
+    ("claude-opus-4", 200_000),
+    ("claude-haiku-4", 200_000),
+)
+"""Documented context windows of hosted model families, most specific first: a name matches a family when it is
+the family or starts with it followed by ``-`` (dated and sized variants), after any ``provider/`` prefix."""
+
+_WINDOW_FIELDS = ("context_length", "context_window", "max_model_len", "max_context_length")
+"""Where OpenAI-compatible servers put a model's window in ``GET /v1/models`` entries (OpenRouter, vLLM, ...)."""
+
+
+def family_context_window(model: str) -> int | None:
+    """The documented window of ``model``'s family (:data:`FAMILY_CONTEXT_WINDOWS`), None when it is not one."""
+    name = model.rsplit("/", 1)[-1].lower()
+    for family, window in FAMILY_CONTEXT_WINDOWS:
+        if name == family or name.startswith(family + "-"):
+            return window
+    return None
+
+
+def _reported_window(entry: Mapping[str, object]) -> int | None:
+    for key in _WINDOW_FIELDS:
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+class ModelCatalog:
+    """The models offered to sessions (``available``, the default first) and their context windows.
+
+    ``configured``: the ``--models`` list (then the endpoint is never asked); ``context_window``: the
+    ``--context-window`` that applies to every model (None: reported or family windows).
+    """
+
+    def __init__(self, default: str, configured: Sequence[str] = (), *, context_window: int | None = None) -> None:
+        self.default = default
+        self._context_window = context_window
+        self._reported: dict[str, int] = {}
+        self._available: tuple[str, ...] = (default,)
+        self._final = False
+        self.configured = bool(configured)
+        if configured:
+            self._settle(configured)
+
+    @property
+    def available(self) -> tuple[str, ...]:
+        """What a session may pick now: the default first, then the others in the order they were listed."""
+        return self._available
+
+    @property
+    def final(self) -> bool:
+        """The list will not change any more (configured, listed by the endpoint, or the listing gave up)."""
+        return self._final
+
+    def offers(self, model: str) -> bool:
+        return model in self._available
+
+    def resolve(self, model: str | None) -> str:
+        """The model a session's next request uses: its choice when offered here, else the default."""
+        return model if model is not None and model in self._available else self.default
+
+    def context_window(self, model: str) -> int | None:
+        """``--context-window``, else the window the endpoint reported, else the family's; None when unknown."""
+        if self._context_window is not None:
+            return self._context_window
+        return self._reported.get(model) or family_context_window(model)
+
+    def _settle(self, names: Iterable[str]) -> None:
+        seen = {self.default}
+        listed = [self.default]
+        for name in names:
+            if name and name not in seen:
+                seen.add(name)
+                listed.append(name)
+        self._available = tuple(listed)
+        self._final = True
+
+    def learn(self, entries: Iterable[Mapping[str, object]]) -> None:
+        """Take the endpoint's model list (``GET /v1/models`` entries: ``id``, maybe a window); once only."""
+        if self.final:
+            return
+        names: list[str] = []
+        for entry in entries:
+            name = entry.get("id")
+            if isinstance(name, str) and name:
+                names.append(name)
+                window = _reported_window(entry)
+                if window is not None:
+                    self._reported[name] = window
+        self._settle(names)
+
+    def give_up(self) -> None:
+        """The endpoint's list could not be had: the default alone, for good."""
+        if not self.final:
+            self._settle(())
