@@ -359,7 +359,8 @@ async def test_a_mode_change_is_published_stored_and_applies_to_the_next_call(pr
         session_id = await new_session(served, project, "read-only")
         async with served.events(session_id) as events:
             same = await served.client.post(f"/session/{session_id}/mode", json={"modeId": "read-only"})
-            assert same.json() == {"sessionId": session_id, "modeId": "read-only", "modelId": "m"}  # no change: no event
+            # No change: no event.
+            assert same.json() == {"sessionId": session_id, "modeId": "read-only", "modelId": "m"}
             changed = await served.client.post(f"/session/{session_id}/mode", json={"modeId": "accept-edits"})
             assert changed.status_code == 200
             assert_documented("POST", "/session/{sessionId}/mode", changed)
