@@ -51,6 +51,8 @@ from ._exceptions import (
 from ._limits import validate_limit
 from ._models import (
     Capabilities,
+    ConfigChangedEvent,
+    ConfigOption,
     DaemonEvent,
     ModeChangedEvent,
     ModeInfo,
@@ -61,6 +63,7 @@ from ._models import (
     PromptResult,
     ResyncRequiredEvent,
     SessionClosedEvent,
+    SessionConfig,
     SessionUpdateEvent,
     ToolCallEvent,
     TurnCompleteEvent,
@@ -79,6 +82,8 @@ __all__ = [
     "INHERIT",
     "TOKEN_ENV",
     "Capabilities",
+    "ConfigChangedEvent",
+    "ConfigOption",
     "DaemonClient",
     "DaemonClientClosedError",
     "DaemonClientError",
@@ -120,6 +125,7 @@ __all__ = [
     "PromptResult",
     "ResyncRequiredEvent",
     "SessionClosedEvent",
+    "SessionConfig",
     "SessionUpdateEvent",
     "ToolCallEvent",
     "TurnCompleteEvent",

@@ -41,8 +41,10 @@ from ._models import (
     PermissionRequestEvent,
     PromptInput,
     PromptResult,
+    SessionConfig,
     SessionUpdateEvent,
     parse_capabilities,
+    parse_config,
     prompt_blocks,
 )
 from ._stream import EventStream
@@ -295,6 +297,19 @@ class DaemonClient:
             url = self._url(path)
             raise DaemonProtocolError(f"POST {url}: no modeId in {dict(body)!r}", method="POST", url=url)
         return mode
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> SessionConfig:
+        """``POST /session/{id}/config``: set a session config option, like ACP's ``session/set_config_option`` —
+        ``"mode"`` (as :meth:`set_mode`) or ``"model"`` (stored; the session's next model requests use it,
+        ``Capabilities.models`` lists the choices); the session's config now. An unknown option or a value it does
+        not offer: :class:`DaemonInvalidRequestError` (``details`` name ``configId`` / ``value``), nothing changed."""
+        path = self._session_path(session_id, "/config")
+        body = await self._json("POST", path, json={"configId": config_id, "value": value}, session_id=session_id)
+        try:
+            return parse_config(body)
+        except ValueError as exc:
+            url = self._url(path)
+            raise DaemonProtocolError(f"POST {url}: {exc}", method="POST", url=url, status_code=200) from exc
 
     async def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
         """``POST /session/{id}/permission/{requestId}``: answer a pending permission request with one of its

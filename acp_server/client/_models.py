@@ -16,6 +16,8 @@ from ._limits import validate_limit
 
 __all__ = [
     "Capabilities",
+    "ConfigChangedEvent",
+    "ConfigOption",
     "DaemonEvent",
     "ModeChangedEvent",
     "ModeInfo",
@@ -26,12 +28,14 @@ __all__ = [
     "PromptResult",
     "ResyncRequiredEvent",
     "SessionClosedEvent",
+    "SessionConfig",
     "SessionUpdateEvent",
     "ToolCallEvent",
     "TurnCompleteEvent",
     "TurnErrorEvent",
     "UnknownEvent",
     "parse_capabilities",
+    "parse_config",
     "parse_event",
     "prompt_blocks",
 ]
@@ -106,6 +110,8 @@ class Capabilities:
 
     ``modes``: the modes sessions may have (a daemon without a token offers only ``read-only``), ``default_mode_id``
     a new session's; ``tools``: every tool some mode offers. Empty / None from a daemon older than modes.
+    ``models``: the models a session may pick (``set_config_option(..., "model", ...)``), the default
+    (``default_model_id``) first; empty / None when the daemon offers no model choice.
     """
 
     version: int
@@ -118,6 +124,8 @@ class Capabilities:
     modes: tuple[ModeInfo, ...] = ()
     default_mode_id: str | None = None
     tools: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    default_model_id: str | None = None
 
     def supports(self, feature: str) -> bool:
         """Whether ``features`` lists ``feature`` (e.g. ``"session.load"``)."""
@@ -158,9 +166,12 @@ def parse_capabilities(body: object) -> Capabilities:
     if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
         raise ValueError(f"'features' must be a list of strings; got {features!r}")
     modes, default_mode_id = _modes(body)
+    models = _object(body, "models") if body.get("models") is not None else None
     return Capabilities(
         modes=modes,
         default_mode_id=default_mode_id,
+        models=_strings(models, "availableModels") if models is not None else (),
+        default_model_id=_str(models, "defaultModelId") if models is not None else None,
         tools=_strings(body, "tools"),
         version=_int(body, "v"),
         protocol_versions=tuple(versions),
@@ -180,6 +191,65 @@ class PromptResult:
 
     prompt_id: str
     stop_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOption:
+    """One session config option (ACP's ``SessionConfigOption``, a select): ``id`` / ``category`` ``mode`` or
+    ``model``; ``values`` what it may be set to; ``current_value`` one of them."""
+
+    id: str
+    name: str
+    category: str
+    current_value: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """``POST /session/{id}/config``'s answer: the session's mode and model now (``model_id`` None: no model
+    choice is offered) and every config option's state."""
+
+    session_id: str
+    mode_id: str
+    model_id: str | None
+    options: tuple[ConfigOption, ...]
+
+    def option(self, config_id: str) -> ConfigOption | None:
+        """The option ``config_id`` (``mode``, ``model``), None when the daemon does not offer it."""
+        return next((option for option in self.options if option.id == config_id), None)
+
+
+def _config_options(payload: Mapping[str, Any]) -> tuple[ConfigOption, ...]:
+    options = payload.get("configOptions")
+    if not isinstance(options, list):
+        raise ValueError(f"'configOptions' must be a list; got {options!r}")
+    parsed: list[ConfigOption] = []
+    for option in options:
+        if not isinstance(option, Mapping) or not isinstance(option.get("options"), list):
+            raise ValueError(f"a config option must be an object with 'options'; got {option!r}")
+        values = tuple(_str(value, "value") if isinstance(value, Mapping) else "" for value in option["options"])
+        if not all(values):
+            raise ValueError(f"every value of config option {option.get('id')!r} must be an object with 'value'")
+        name, category = option.get("name"), option.get("category")
+        parsed.append(
+            ConfigOption(
+                _str(option, "id"),
+                name if isinstance(name, str) else "",
+                category if isinstance(category, str) else "",
+                _str(option, "currentValue"),
+                values,
+            )
+        )
+    return tuple(parsed)
+
+
+def parse_config(body: Mapping[str, Any]) -> SessionConfig:
+    """A :class:`SessionConfig` from ``POST /session/{id}/config``'s answer; ``ValueError`` when malformed."""
+    model_id = body.get("modelId")
+    if model_id is not None and (not isinstance(model_id, str) or not model_id):
+        raise ValueError(f"'modelId' must be a non-empty string or null; got {model_id!r}")
+    return SessionConfig(_str(body, "sessionId"), _str(body, "modeId"), model_id, _config_options(body))
 
 
 # -- events ----------------------------------------------------------------------------------------------------
@@ -303,6 +373,20 @@ class ModeChangedEvent(DaemonEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChangedEvent(DaemonEvent):
+    """A config option of the session changed (``POST /session/{id}/config`` or ``/mode``; a mode change comes
+    after its :class:`ModeChangedEvent`): ``options`` is every option's state now."""
+
+    EVENT: ClassVar[str] = "config_changed"
+
+    options: tuple[ConfigOption, ...]
+
+    def current(self, config_id: str) -> str | None:
+        """The current value of option ``config_id``, None when it is not offered."""
+        return next((option.current_value for option in self.options if option.id == config_id), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCompleteEvent(DaemonEvent):
     EVENT: ClassVar[str] = "turn_complete"
 
@@ -401,6 +485,8 @@ def parse_event(sse: httpx2.ServerSentEvent, session_id: str) -> DaemonEvent:
             )
         case "mode_changed":
             return ModeChangedEvent(**base, mode_id=_str(payload, "modeId"))
+        case "config_changed":
+            return ConfigChangedEvent(**base, options=_config_options(payload))
         case "turn_complete":
             return TurnCompleteEvent(
                 **base, prompt_id=_str(payload, "promptId"), stop_reason=_str(payload, "stopReason")

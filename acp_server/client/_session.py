@@ -29,7 +29,14 @@ from ..tasks import Lifecycle, OwnedTaskGroup
 from ._client import Accepted, DaemonClient, _prompt_body
 from ._exceptions import DaemonClientClosedError, DaemonClientError, DaemonEventStreamEndedError
 from ._limits import PromptSlot, validate_limit
-from ._models import DaemonEvent, PermissionRequestEvent, PromptInput, PromptResult, SessionUpdateEvent
+from ._models import (
+    DaemonEvent,
+    PermissionRequestEvent,
+    PromptInput,
+    PromptResult,
+    SessionConfig,
+    SessionUpdateEvent,
+)
 from ._stream import EventStream
 from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker
 
@@ -345,6 +352,11 @@ class DaemonSessionClient:
         """Switch the session's mode (:meth:`DaemonClient.set_mode`); the mode now."""
         self._check_open()
         return await self._client.set_mode(self.session_id, mode_id)
+
+    async def set_config_option(self, config_id: str, value: str) -> SessionConfig:
+        """Set one of the session's config options, ``mode`` or ``model`` (:meth:`DaemonClient.set_config_option`)."""
+        self._check_open()
+        return await self._client.set_config_option(self.session_id, config_id, value)
 
     async def answer_permission(self, request_id: str, option_id: str) -> None:
         """Answer one of the session's permission requests (:meth:`DaemonClient.answer_permission`)."""

@@ -4,10 +4,13 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
 
     GET    /health                     {"status": "ok"}
     GET    /capabilities               {v, protocolVersions, features, modes, tools, limits}
-    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId}
-    POST   /session/{id}/resume        {cwd?} → 200 {sessionId, modeId}: attach a stored session, no history replay
+    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}
+    POST   /session/{id}/resume        {cwd?} → 200 {sessionId, modeId, modelId}: attach a stored session, no replay
     DELETE /session/{id}               204: detach (history stays stored); its streams end with ``session_closed``
-    POST   /session/{id}/mode          {modeId} → 200 {sessionId, modeId}; a change publishes ``mode_changed``
+    POST   /session/{id}/mode          {modeId} → 200 {sessionId, modeId, modelId}; a change publishes
+                                       ``mode_changed`` then ``config_changed``
+    POST   /session/{id}/config        {configId, value} → 200 {sessionId, modeId, modelId, configOptions}: set the
+                                       ``mode`` (as ``/mode``) or ``model``; a change publishes ``config_changed``
     POST   /session/{id}/permission/{requestId}
                                        {optionId} → 204: answer a pending ``permission_request``
     POST   /session/{id}/prompt        {prompt, deadlineMs?} → 202 {promptId, lastEventId};
@@ -63,6 +66,7 @@ _PROMPT_FIELDS = frozenset({"prompt", "deadlineMs"})
 _SESSION_FIELDS = frozenset({"cwd", "modeId"})
 _RESUME_FIELDS = frozenset({"cwd"})
 _MODE_FIELDS = frozenset({"modeId"})
+_CONFIG_FIELDS = frozenset({"configId", "value"})
 _ANSWER_FIELDS = frozenset({"optionId"})
 MAX_DEADLINE_MS = 2**31 - 1
 """The longest per-prompt ``deadlineMs`` (~24.8 days, JavaScript's longest timer): longer is a 400, not an overflow."""
@@ -175,7 +179,11 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         return JSONResponse(daemon.capabilities())
 
     def session_answer(session_id: str) -> dict[str, Any]:
-        return {"sessionId": session_id, "modeId": daemon.current_mode(session_id)}
+        return {
+            "sessionId": session_id,
+            "modeId": daemon.current_mode(session_id),
+            "modelId": daemon.current_model(session_id),
+        }
 
     async def create_session(request: Request) -> Response:
         body = await _json_object(request, _SESSION_FIELDS)
@@ -196,6 +204,14 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         mode_id = daemon.offered_mode(_required_str(await _json_object(request, _MODE_FIELDS), "modeId"))
         await daemon.set_mode(session_id, mode_id)
         return JSONResponse(session_answer(session_id))
+
+    async def set_config(request: Request) -> Response:
+        session_id: str = request.path_params["session_id"]
+        body = await _json_object(request, _CONFIG_FIELDS)
+        config_id = _required_str(body, "configId")
+        value = _required_str(body, "value")
+        await daemon.set_config_option(session_id, config_id, value)
+        return JSONResponse({**session_answer(session_id), "configOptions": daemon.config_options(session_id)})
 
     async def answer_permission(request: Request) -> Response:
         option_id = _required_str(await _json_object(request, _ANSWER_FIELDS), "optionId")
@@ -268,6 +284,7 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         Route("/session/{session_id}", delete_session, methods=["DELETE"]),
         Route("/session/{session_id}/resume", resume_session, methods=["POST"]),
         Route("/session/{session_id}/mode", set_mode, methods=["POST"]),
+        Route("/session/{session_id}/config", set_config, methods=["POST"]),
         Route("/session/{session_id}/permission/{requestId}", answer_permission, methods=["POST"]),
         Route("/session/{session_id}/prompt", prompt, methods=["POST"]),
         Route("/session/{session_id}/cancel", cancel, methods=["POST"]),

@@ -18,6 +18,9 @@ Invariants:
   safe while the wall clock does not step back by more than the downtime (ids are far below 2**53 until ~2255);
 - every detach of an attached session, whichever face closed it (REST, ``/acp``, stdio over the same bridge),
   publishes its prompts' terminal events, then ``session_closed``, then ends its streams;
+- a change of a session's config option (``POST /session/{id}/config``, or ``/mode``) publishes one
+  ``config_changed`` carrying every option's new state (after ``mode_changed`` for a mode); setting the value it
+  already has publishes nothing;
 - a prompt's tool calls are published as ``tool_call`` events; a call that needs asking publishes one
   ``permission_request`` after them and waits for its answer (``_permissions.py``); a daemon without a token serves
   a bridge that offers only ``read-only`` (checked when it is built), so nothing asks and nothing changes.
@@ -58,6 +61,7 @@ logger = logging.getLogger("acp_server.daemon")
 FEATURES: tuple[str, ...] = (
     "acp.jsonrpc",
     "session.cancel",
+    "session.config",
     "session.prompt.cancel",
     "session.create",
     "session.delete",
@@ -258,6 +262,7 @@ class Daemon:
                 ],
             },
             "tools": [name for name in TOOL_NAMES if any(name in tools for _, tools in offered)],
+            "models": self._models(),
             "limits": {
                 "maxPendingPromptsPerSession": self.bridge.limit,
                 "promptDeadlineMs": self.bridge.prompt_deadline_ms,
@@ -266,6 +271,12 @@ class Daemon:
                 "maxBodyBytes": self.options.max_body_bytes,
             },
         }
+
+    def _models(self) -> dict[str, Any] | None:
+        catalog = self.bridge.models
+        if catalog is None:
+            return None
+        return {"defaultModelId": catalog.default, "availableModels": list(catalog.available)}
 
     # -- sessions --------------------------------------------------------------------------------------------
 
@@ -318,19 +329,93 @@ class Daemon:
     def _mode_of(self, entry: SessionEntry) -> str:
         return entry.mode if self.bridge.allows_mode(entry.mode) else self.bridge.default_mode
 
-    async def set_mode(self, session_id: str, mode_id: str) -> str:
+    async def set_mode(self, session_id: str, mode_id: str, field: str = "modeId") -> str:
         """Switch the session's mode (stored; it applies from the next tool call, also mid-prompt); a change
-        publishes ``mode_changed``. Returns the mode now."""
+        publishes ``mode_changed`` then ``config_changed``. Returns the mode now."""
         self._check_open()
-        mode = self.offered_mode(mode_id)
+        mode = self.offered_mode(mode_id, field)
         channel = self._channel(session_id)
         entry = self.bridge.get(session_id)
         before = self._mode_of(entry)
         await entry.set_mode(mode)
         if mode != before and not channel.log.closed:
             channel.log.publish("mode_changed", {"sessionId": session_id, "modeId": mode})
+            self._publish_config(channel, entry)
             logger.info("session %s: mode %s", session_id, mode)
         return mode
+
+    # -- config options ------------------------------------------------------------------------------------
+
+    def current_model(self, session_id: str) -> str | None:
+        """The model the session's next request uses (None: the bridge offers no model choice)."""
+        catalog = self.bridge.models
+        return None if catalog is None else catalog.resolve(self.bridge.get(session_id).model)
+
+    def config_options(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's config options, shaped like ACP's ``configOptions``: its mode, then (when the bridge
+        offers a choice) its model; they agree with :meth:`current_mode` and :meth:`current_model`."""
+        return self._options_of(self.bridge.get(session_id))
+
+    def _options_of(self, entry: SessionEntry) -> list[dict[str, Any]]:
+        config: list[dict[str, Any]] = [
+            {
+                "type": "select",
+                "id": "mode",
+                "name": "Mode",
+                "description": "When the agent asks before editing files and running commands",
+                "category": "mode",
+                "currentValue": self._mode_of(entry),
+                "options": [{"value": m.id, "name": m.name, "description": m.description} for m in self.modes],
+            }
+        ]
+        catalog = self.bridge.models
+        if catalog is not None:
+            config.append(
+                {
+                    "type": "select",
+                    "id": "model",
+                    "name": "Model",
+                    "description": "The model that answers the next requests of this session",
+                    "category": "model",
+                    "currentValue": catalog.resolve(entry.model),
+                    "options": [{"value": name, "name": name} for name in catalog.available],
+                }
+            )
+        return config
+
+    def _publish_config(self, channel: _Channel, entry: SessionEntry) -> None:
+        payload = {"sessionId": entry.session_id, "configOptions": self._options_of(entry)}
+        channel.log.publish("config_changed", payload)
+
+    def offered_model(self, model: object, field: str = "value") -> str:
+        """``model`` when sessions may pick it here; else ``InvalidRequestError`` naming ``field``."""
+        catalog = self.bridge.models
+        if catalog is not None and isinstance(model, str) and catalog.offers(model):
+            return model
+        available = ", ".join(catalog.available) if catalog is not None else "(no model choice here)"
+        problem = f"unknown model {model!r}; available: {available}"
+        raise InvalidRequestError(f"{field}: {problem}", [{"field": field, "message": problem}])
+
+    async def set_config_option(self, session_id: str, config_id: str, value: object) -> None:
+        """Set one config option: ``mode`` exactly as :meth:`set_mode`; ``model`` (stored, for the session's next
+        requests) publishes ``config_changed`` when it changes. An unknown option or a value not offered is an
+        ``InvalidRequestError`` naming ``configId`` / ``value``, and changes nothing."""
+        self._check_open()
+        if config_id == "mode":
+            await self.set_mode(session_id, self.offered_mode(value, "value"), "value")
+            return
+        if config_id != "model" or self.bridge.models is None:
+            offered = "mode, model" if self.bridge.models is not None else "mode"
+            problem = f"unknown config option {config_id!r}; available: {offered}"
+            raise InvalidRequestError(f"configId: {problem}", [{"field": "configId", "message": problem}])
+        model = self.offered_model(value)
+        channel = self._channel(session_id)
+        entry = self.bridge.get(session_id)
+        before = self.bridge.models.resolve(entry.model)
+        await entry.set_model(model)
+        if model != before and not channel.log.closed:
+            self._publish_config(channel, entry)
+            logger.info("session %s: model %s", session_id, model)
 
     def _detached(self, session_id: str) -> None:
         """The bridge detached the session (any face): finish its channel in the background (bridge listener)."""

@@ -54,6 +54,8 @@ async def test_every_route_is_documented_and_every_documented_route_exists() -> 
                 kwargs = {"json": {}}
             if template.endswith("/mode"):
                 kwargs = {"json": {"modeId": "read-only"}}
+            if template.endswith("/config"):
+                kwargs = {"json": {"configId": "model", "value": "m"}}
             if template.endswith("/permission/{requestId}"):
                 kwargs = {"json": {"optionId": "allow_once"}}
             response = await served.client.request(method, path, **kwargs)
@@ -81,6 +83,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas() -> None:
         "tool_call",
         "permission_request",
         "mode_changed",
+        "config_changed",
     }
     queue_full = OPENAPI["components"]["schemas"]["PromptQueueFullError"]
     assert set(queue_full["required"]) == {"code", "error", "sessionId", "limit", "pendingCount"}

@@ -23,7 +23,7 @@ async def test_a_deleted_session_can_be_resumed_and_keeps_its_conversation() -> 
 
         resumed = await served.client.post(f"/session/{session_id}/resume", json={"cwd": "/elsewhere"})
         assert resumed.status_code == 200
-        assert resumed.json() == {"sessionId": session_id, "modeId": "read-only"}
+        assert resumed.json() == {"sessionId": session_id, "modeId": "read-only", "modelId": "m"}
         assert_documented("POST", RESUME, resumed)
         assert served.bridge.get(session_id).cwd == "/elsewhere"
         again = await served.client.post(f"/session/{session_id}/resume", json={})  # attached: a no-op

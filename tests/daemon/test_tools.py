@@ -138,7 +138,7 @@ async def test_modes_with_a_token_and_bypass_only_when_allowed(project: Path) ->
         assert [m["id"] for m in capabilities["modes"]["availableModes"]][-1] == "bypass-permissions"
         session_id = await new_session(served, project, "bypass-permissions")
         resumed = await served.client.post(f"/session/{session_id}/resume", json={})
-        assert resumed.json() == {"sessionId": session_id, "modeId": "bypass-permissions"}
+        assert resumed.json() == {"sessionId": session_id, "modeId": "bypass-permissions", "modelId": "gpt-4o-mini"}
 
 
 async def test_a_tokenless_daemon_refuses_a_bridge_that_offers_more_than_read_only() -> None:
@@ -359,11 +359,12 @@ async def test_a_mode_change_is_published_stored_and_applies_to_the_next_call(pr
         session_id = await new_session(served, project, "read-only")
         async with served.events(session_id) as events:
             same = await served.client.post(f"/session/{session_id}/mode", json={"modeId": "read-only"})
-            assert same.json() == {"sessionId": session_id, "modeId": "read-only"}  # no change: no event
+            # No change: no event.
+            assert same.json() == {"sessionId": session_id, "modeId": "read-only", "modelId": "m"}
             changed = await served.client.post(f"/session/{session_id}/mode", json={"modeId": "accept-edits"})
             assert changed.status_code == 200
             assert_documented("POST", "/session/{sessionId}/mode", changed)
-            assert changed.json() == {"sessionId": session_id, "modeId": "accept-edits"}
+            assert changed.json() == {"sessionId": session_id, "modeId": "accept-edits", "modelId": "m"}
             first = await events.next()
             assert (first.event, first.data) == ("mode_changed", {"sessionId": session_id, "modeId": "accept-edits"})
             model.enqueue(ToolCalls((ScriptedCall("edit_file", EDIT, id="e1"),)), Answer(text="done"))
