@@ -2,6 +2,7 @@
 wire shapes of prompts and updates. Transport-neutral: a dispatcher calls them with a :class:`Peer`."""
 
 from ._agent import MAX_TITLE_CHARS, PROTOCOL_VERSION, SET_TITLE_METHOD, AcpAgent, AgentOptions, Peer
+from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
 from ._schema import model, preload, validate
@@ -18,6 +19,7 @@ __all__ = [
     "Notification",
     "Peer",
     "bind",
+    "config_options",
     "model",
     "preload",
     "prompt_from_blocks",

@@ -19,6 +19,7 @@ from ..limits import MAX_DEADLINE_MS
 from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
+from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._peer import Peer
 
@@ -338,32 +339,7 @@ class AcpAgent:
     def _config_options(self, entry: SessionEntry) -> list[dict[str, Any]]:
         """The session's config options: its mode, then (when the runner offers a choice) its model, offered from
         the models known now (a list that arrives later shows in later answers and updates)."""
-        options = [{"value": m.id, "name": m.name, "description": m.description} for m in self._modes]
-        config: list[dict[str, Any]] = [
-            {
-                "type": "select",
-                "id": "mode",
-                "name": "Mode",
-                "description": "When the agent asks before editing files and running commands",
-                "category": "mode",
-                "currentValue": self._current_mode(entry),
-                "options": options,
-            }
-        ]
-        catalog = self._bridge.models
-        if catalog is not None:
-            config.append(
-                {
-                    "type": "select",
-                    "id": "model",
-                    "name": "Model",
-                    "description": "The model that answers the next requests of this session",
-                    "category": "model",
-                    "currentValue": catalog.resolve(entry.model),
-                    "options": [{"value": name, "name": name} for name in catalog.available],
-                }
-            )
-        return config
+        return config_options(self._modes, self._current_mode(entry), self._bridge.models, entry.model)
 
     def _mode_state(self, entry: SessionEntry) -> dict[str, Any]:
         """``modes`` and ``configOptions`` of a session answer: two views of one mode, always in agreement."""

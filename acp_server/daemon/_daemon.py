@@ -40,7 +40,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .. import __version__
-from ..acp import PROTOCOL_VERSION, AgentOptions, update_from_event
+from ..acp import PROTOCOL_VERSION, AgentOptions, config_options, update_from_event
 from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionEntry, SessionNotFoundError
 from ..domain import Prompt, PromptEnded, PromptEvent, ToolCallStarted, ToolCallUpdated
 from ..modes import MODES, READ_ONLY_MODE, Mode
@@ -357,31 +357,7 @@ class Daemon:
         return self._options_of(self.bridge.get(session_id))
 
     def _options_of(self, entry: SessionEntry) -> list[dict[str, Any]]:
-        config: list[dict[str, Any]] = [
-            {
-                "type": "select",
-                "id": "mode",
-                "name": "Mode",
-                "description": "When the agent asks before editing files and running commands",
-                "category": "mode",
-                "currentValue": self._mode_of(entry),
-                "options": [{"value": m.id, "name": m.name, "description": m.description} for m in self.modes],
-            }
-        ]
-        catalog = self.bridge.models
-        if catalog is not None:
-            config.append(
-                {
-                    "type": "select",
-                    "id": "model",
-                    "name": "Model",
-                    "description": "The model that answers the next requests of this session",
-                    "category": "model",
-                    "currentValue": catalog.resolve(entry.model),
-                    "options": [{"value": name, "name": name} for name in catalog.available],
-                }
-            )
-        return config
+        return config_options(self.modes, self._mode_of(entry), self.bridge.models, entry.model)
 
     def _publish_config(self, channel: _Channel, entry: SessionEntry) -> None:
         payload = {"sessionId": entry.session_id, "configOptions": self._options_of(entry)}
