@@ -26,13 +26,12 @@ from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, Too
 def _patch(stamp: bool, report_done: bool) -> None:
     record = _model.LoopbackModel._record
 
-    def recorded(self: LoopbackModel, request: Any, connection: int) -> tuple[int, Any]:
+    def recorded(self: LoopbackModel, request: Any, connection: int) -> Any:
         arrived = time.monotonic()
-        index, body = record(self, request, connection)
+        result = record(self, request, connection)
         if request.target.startswith("/v1/chat"):
-            messages = body.get("messages") if isinstance(body, dict) else None
-            print(f"request {arrived:.6f} {len(messages) if isinstance(messages, list) else -1}", flush=True)
-        return index, body
+            print(f"request {arrived:.6f} {len(result[0].messages)}", flush=True)
+        return result
 
     _model.LoopbackModel._record = recorded  # type: ignore[method-assign]
     if report_done:
