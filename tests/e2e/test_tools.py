@@ -212,6 +212,19 @@ async def _eventually(condition: Callable[[], bool], timeout_s: float = 10.0) ->
     raise AssertionError("condition not met in time")
 
 
+async def _exited(pid: int, timeout_s: float = 5.0) -> None:
+    """Wait for a process that is not our child to end: its pidfd turns readable when it exits (an event)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with anyio.fail_after(timeout_s):
+            await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -389,7 +402,7 @@ async def test_cancel_during_a_local_command_kills_its_process_group(project: Pa
                 os.kill(pid, 0)  # running: the grandchild of the agent's shell
                 await conn.cancel(session_id=session_id)
             assert result["r"].stop_reason == "cancelled"
-            await _eventually(lambda: not _alive(pid))
+            await _exited(pid)
     assert editor.final("r1").status == "failed"
     assert editor.terminal_calls == []  # no terminal capability: run locally
 
