@@ -66,7 +66,28 @@ def url_of(sock: socket.socket) -> str:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers: whoever opened the daemon decides when it stops."""
+    """uvicorn without its signal handlers (whoever opened the daemon decides when it stops, by :meth:`stop`) and
+    without its 10 Hz polling loop: it ticks once a second (the ``Date`` header) and stops at once when told.
+
+    The polling loop also kept anyio's ``wait_all_tasks_blocked`` from ever returning: its 0.1 s sleep could fall
+    in phase with the poll of that helper, so the server task looked runnable at every look.
+    """
+
+    _TICK_S = 1.0
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        """Stop accepting; uvicorn then waits (bounded by its graceful timeout) for the open responses."""
+        self.should_exit = True
+        self._stopping.set()
+
+    async def main_loop(self) -> None:
+        while not await self.on_tick(0):  # counter 0: refresh the Date header on every tick
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._TICK_S)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -130,7 +151,7 @@ async def open_daemon(
                 except Exception as exc:  # re-raised as is below, not wrapped in an exception group
                     error = exc
                 finally:
-                    server.should_exit = True  # stop accepting; uvicorn waits for open responses
+                    server.stop()
                     with anyio.CancelScope(shield=True), anyio.move_on_after(options.shutdown_grace_s):
                         await daemon.shutdown()  # cancel turns, publish their ends, end the streams
                         await served.wait()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import socket
 import time
 
+import anyio
 import pytest
+import uvicorn
 
 from acp_server.daemon import ListenError, bind_socket, url_of
 
@@ -44,3 +46,27 @@ async def test_keep_alive_requests_are_not_held_by_delayed_acks() -> None:
         for _ in range(20):
             assert (await served.client.get("/health")).status_code == 200
         assert time.perf_counter() - began < 0.4
+
+
+async def test_an_idle_daemon_sleeps_between_ticks_and_still_dates_its_responses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # uvicorn's own loop wakes ten times a second; in phase with the 0.1 s poll of anyio's
+    # wait_all_tasks_blocked it made the server task look runnable at every look (a test hung on it).
+    ticks: list[int] = []
+    on_tick = uvicorn.Server.on_tick
+
+    async def counting(self: uvicorn.Server, counter: int) -> bool:
+        ticks.append(counter)
+        return await on_tick(self, counter)
+
+    monkeypatch.setattr(uvicorn.Server, "on_tick", counting)
+    async with running_daemon(None) as served:
+        response = await served.client.get("/health")
+        assert response.headers["date"].endswith(" GMT")
+        began = len(ticks)
+        await anyio.sleep(0.5)  # a measurement over time, not a wait for something
+        assert len(ticks) - began <= 1
+        for _ in range(20):
+            with anyio.fail_after(5):
+                await anyio.wait_all_tasks_blocked()
