@@ -13,6 +13,8 @@ protocol plus:
 - **header deadline**: a connection's request headers must be complete within ``header_timeout_s`` of the
   connection (or of the first byte of its next request on a keep-alive); else ``408 request_timeout`` (when part of
   a request came) and close. A response in progress (an SSE stream) is never timed out.
+- **HTTP/2**: a connection that opens with the HTTP/2 preface is handed to :class:`~._http2.Http2Server` (when the
+  server has one); it keeps counting against the cap until it ends, and is shut down with the server.
 - **abort**: each request's scope carries ``scope["extensions"][ABORT_EXTENSION]["abort"]``, which resets the
   connection at once (an RST: ``SO_LINGER`` 0 then ``transport.abort()``; buffered bytes dropped, kernel queues
   freed) — for a subscriber dropped for lagging whose peer does not read, where ending the response politely (or a
@@ -42,6 +44,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ._errors import raw_error_response
 from ._exceptions import RequestTimeoutError, TooManyConnectionsError
+from ._http2 import PREFACE, Http2Server
 
 __all__ = [
     "ABORT_EXTENSION",
@@ -66,9 +69,10 @@ _FD_RESERVE = 64  # descriptors kept for the store, logs, the listener, the even
 class _Registry:
     """What the protocols of one server share: the limits and the connections waiting for headers, oldest first."""
 
-    def __init__(self, max_connections: int, header_timeout_s: float) -> None:
+    def __init__(self, max_connections: int, header_timeout_s: float, http2: Http2Server | None) -> None:
         self.max_connections = max_connections
         self.header_timeout_s = header_timeout_s
+        self.http2 = http2
         self.waiting: OrderedDict[_GuardedProtocol, None] = OrderedDict()
 
 
@@ -80,6 +84,8 @@ class _GuardedProtocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._opening: bytes | None = b"" if self.registry.http2 is not None else None  # until HTTP/2 is ruled out
+        self._http2: asyncio.Task[None] | None = None
 
     # -- asyncio.Protocol ------------------------------------------------------------------------------------
 
@@ -100,8 +106,36 @@ class _GuardedProtocol(H11Protocol):
         self._await_headers(arm=True)
 
     def data_received(self, data: bytes) -> None:
+        if self._opening is not None:  # the first bytes: the HTTP/2 preface, or HTTP/1.1
+            data, self._opening = self._opening + data, None
+            if len(data) < len(PREFACE) and PREFACE.startswith(data):
+                self._opening = data  # a prefix of the preface so far: wait for more (the header deadline holds)
+                return
+            if data.startswith(PREFACE):
+                self._hand_over(data)
+                return
         super().data_received(data)
         self._after_events()
+
+    def shutdown(self) -> None:
+        if self._http2 is None:
+            super().shutdown()
+        elif self.registry.http2 is not None:
+            self.registry.http2.terminate()
+
+    def _hand_over(self, received: bytes) -> None:
+        """Serve this connection with HTTP/2 from now on; it stays counted (and shut down) as uvicorn's."""
+        assert self.registry.http2 is not None
+        self._stop_waiting()
+        task = self._http2 = self.registry.http2.serve(self.transport, received)
+        self.tasks.add(task)  # uvicorn cancels it when the graceful shutdown runs out of time
+        task.add_done_callback(self._http2_ended)
+
+    def _http2_ended(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.connections.discard(self)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("an HTTP/2 connection failed", exc_info=task.exception())
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
@@ -177,9 +211,12 @@ class _GuardedProtocol(H11Protocol):
         self.transport.close()
 
 
-def guarded_protocol(*, max_connections: int, header_timeout_s: float) -> type[H11Protocol]:
-    """A protocol class for ``uvicorn.Config(http=...)`` with its own registry (one per server)."""
-    registry = _Registry(max_connections, header_timeout_s)
+def guarded_protocol(
+    *, max_connections: int, header_timeout_s: float, http2: Http2Server | None = None
+) -> type[H11Protocol]:
+    """A protocol class for ``uvicorn.Config(http=...)`` with its own registry (one per server); ``http2``: who
+    serves the connections that open with the HTTP/2 preface (none: they get HTTP/1.1's 400)."""
+    registry = _Registry(max_connections, header_timeout_s, http2)
     return type("GuardedH11Protocol", (_GuardedProtocol,), {"registry": registry})
 
 

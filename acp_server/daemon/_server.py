@@ -5,7 +5,8 @@ signal handlers (the owner decides when to stop), and on exit: stops accepting, 
 publishes their terminal events, ends every event stream, then waits for uvicorn — all bounded by
 ``shutdown_grace_s``. uvicorn serves with the guarded protocol of ``_connections.py`` (connection cap, header
 deadline, transport abort), ``--max-connections`` lowered to fit the open-file limit, and an event-loop exception
-handler that logs ``accept()`` running out of descriptors once per interval (restored on exit).
+handler that logs ``accept()`` running out of descriptors once per interval (restored on exit). A connection that
+opens with the HTTP/2 preface is served by Hypercorn's HTTP/2 stack on the same port (``_http2.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ._app import create_app
 from ._connections import AcceptErrorLog, fd_limited_connections, guarded_protocol, raise_fd_limit
 from ._daemon import Daemon
 from ._exceptions import ListenError
+from ._http2 import Http2Server
 from ._options import DaemonOptions
 
 __all__ = ["ANNOUNCE_PREFIX", "RunningDaemon", "bind_socket", "open_daemon", "run_daemon", "url_of"]
@@ -37,6 +39,8 @@ __all__ = ["ANNOUNCE_PREFIX", "RunningDaemon", "bind_socket", "open_daemon", "ru
 logger = logging.getLogger("acp_server.daemon")
 
 ANNOUNCE_PREFIX = "acp-server serve: listening on "
+
+_KEEP_ALIVE_S = 5.0  # an HTTP/2 connection without a stream is closed after this long (uvicorn's HTTP/1.1 default)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -113,12 +117,14 @@ async def open_daemon(
     sock = sock if sock is not None else bind_socket(options.host, options.port)
     url = url_of(sock)
     async with Daemon(bridge, options) as daemon:
+        app = create_app(daemon)
         protocol = guarded_protocol(
             max_connections=fd_limited_connections(options.max_connections),
             header_timeout_s=options.header_timeout_s,
+            http2=Http2Server(app, keep_alive_s=_KEEP_ALIVE_S, max_body_bytes=options.max_body_bytes),
         )
         config = uvicorn.Config(
-            create_app(daemon),
+            app,
             http=protocol,
             ws="websockets-sansio",  # /acp over WebSocket; the sans-I/O one waits for the socket (backpressure)
             ws_max_size=options.max_body_bytes,
