@@ -8,9 +8,12 @@ probe task that logs the worst lateness of a 1 ms sleep loop, i.e. the event loo
 against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay from the endpoint's write to the
 subscriber's read (p50 / p99 / max), and the loop's longest stall during the run.
 
+``--http2``: the subscribers' streams share HTTP/2 connections (prior knowledge, up to 100 streams each: the
+daemon's per-connection stream limit) instead of one HTTP/1.1 connection each.
+
 Targets (2-core box): every offered chunk delivered (10,000 chunks/s at 200 × 50), p99 ≤ 50 ms, stall ≤ 10 ms.
 
-Run: ``python bench/bench_daemon_stream.py [--sessions 200] [--rate 50] [--seconds 10] [--repeat 2]``.
+Run: ``python bench/bench_daemon_stream.py [--sessions 200] [--rate 50] [--seconds 10] [--repeat 2] [--http2]``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ import tempfile
 import time
 
 import anyio
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
 from _endpoint import model_process
 from bench_daemon import cpu_s, percentile, raw_post
 
@@ -43,30 +50,62 @@ class Subscriber:
         self.stamps: list[float] = []
         self.last_read = 0.0
         self.ended = anyio.Event()
+        self._pending = b""
 
     async def run(self, host: str, port: int, connected: anyio.Event) -> None:
         async with await anyio.connect_tcp(host, port) as stream:
             request = f"GET /session/{self.session_id}/events HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
             await stream.send(request.encode())
             connected.set()
-            pending = b""
             while not self.ended.is_set():
-                data = await stream.receive()
-                now = time.monotonic()
-                pending += data
-                cut = pending.rfind(b"\n\n")
-                if cut < 0:
-                    continue
-                frames, pending = pending[:cut], pending[cut + 2 :]
-                for frame in frames.split(b"\n\n"):
-                    if b"event: session_update" in frame:
-                        for stamp in STAMP.findall(frame):
-                            at = float(stamp)
-                            self.stamps.append(at)
-                            self.delays.append(now - at)
-                        self.last_read = now
-                    elif b"event: turn_complete" in frame or b"event: turn_error" in frame:
-                        self.ended.set()
+                self.feed(await stream.receive(), time.monotonic())
+
+    def feed(self, data: bytes, now: float) -> None:
+        """Bytes of the event stream, read at ``now``."""
+        self._pending += data
+        cut = self._pending.rfind(b"\n\n")
+        if cut < 0:
+            return
+        frames, self._pending = self._pending[:cut], self._pending[cut + 2 :]
+        for frame in frames.split(b"\n\n"):
+            if b"event: session_update" in frame:
+                for stamp in STAMP.findall(frame):
+                    at = float(stamp)
+                    self.stamps.append(at)
+                    self.delays.append(now - at)
+                self.last_read = now
+            elif b"event: turn_complete" in frame or b"event: turn_error" in frame:
+                self.ended.set()
+
+
+H2_STREAMS_PER_CONNECTION = 100  # the daemon's HTTP/2 limit of concurrent streams per connection
+
+
+async def run_http2(subscribers: list[Subscriber], host: str, port: int, connected: anyio.Event) -> None:
+    """These subscribers' event streams on one HTTP/2 connection (raw h2: as cheap as the raw HTTP/1.1 readers)."""
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+    conn.initiate_connection()
+    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
+    conn.increment_flow_control_window(1 << 30)
+    by_stream: dict[int, Subscriber] = {}
+    for subscriber in subscribers:
+        stream_id = conn.get_next_available_stream_id()
+        path = f"/session/{subscriber.session_id}/events".encode()
+        headers = [(b":method", b"GET"), (b":path", path), (b":scheme", b"http"), (b":authority", host.encode())]
+        conn.send_headers(stream_id, headers, end_stream=True)
+        by_stream[stream_id] = subscriber
+    async with await anyio.connect_tcp(host, port) as stream:
+        await stream.send(conn.data_to_send())
+        connected.set()
+        while not all(s.ended.is_set() for s in subscribers):
+            data = await stream.receive()
+            now = time.monotonic()
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.DataReceived):
+                    by_stream[event.stream_id].feed(event.data, now)
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            if out := conn.data_to_send():
+                await stream.send(out)
 
 
 async def start_daemon(base_url: str, probe_file: str) -> tuple[anyio.abc.Process, str]:
@@ -100,7 +139,7 @@ def worst_stall(probe_file: str, start: float, end: float) -> tuple[float, float
     return (max(values), statistics.median(values)) if values else (float("nan"), float("nan"))
 
 
-async def one_round(sessions: int, rate: float, seconds: float) -> None:
+async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> None:
     words = int(rate * seconds)
     probe_file = tempfile.mktemp(prefix="acp-bench-probe-")
     async with model_process("--words", str(words), "--chunk-delay-s", str(1 / rate), "--stamp") as model:
@@ -126,7 +165,13 @@ async def one_round(sessions: int, rate: float, seconds: float) -> None:
                 ids.append(body["sessionId"])
             subscribers = [Subscriber(sid) for sid in ids]
             async with anyio.create_task_group() as tg:
-                for subscriber in subscribers:
+                if http2:
+                    for first in range(0, len(subscribers), H2_STREAMS_PER_CONNECTION):
+                        connected = anyio.Event()
+                        group = subscribers[first : first + H2_STREAMS_PER_CONNECTION]
+                        tg.start_soon(run_http2, group, host, port, connected)
+                        await connected.wait()
+                for subscriber in [] if http2 else subscribers:
                     connected = anyio.Event()
                     tg.start_soon(subscriber.run, host, port, connected)
                     await connected.wait()
@@ -181,16 +226,17 @@ async def one_round(sessions: int, rate: float, seconds: float) -> None:
     )
 
 
-async def main(sessions: int, rate: float, seconds: float, repeat: int) -> None:
+async def main(sessions: int, rate: float, seconds: float, repeat: int, http2: bool) -> None:
     print(
         f"command: python bench/bench_daemon_stream.py --sessions {sessions} --rate {rate:g} "
-        f"--seconds {seconds:g} --repeat {repeat}"
+        f"--seconds {seconds:g} --repeat {repeat}{' --http2' if http2 else ''}"
     )
+    print(f"subscribers: {'HTTP/2, up to 100 streams per connection' if http2 else 'HTTP/1.1, a connection each'}")
     print("targets: all chunks delivered, p99 write → read <= 50 ms, event loop stall <= 10 ms")
     print(f"machine: {os.cpu_count()} CPUs (shared), Python {sys.version.split()[0]}")
     for round_ in range(1, repeat + 1):
         print(f"round {round_}:")
-        await one_round(sessions, rate, seconds)
+        await one_round(sessions, rate, seconds, http2)
 
 
 if __name__ == "__main__":
@@ -199,5 +245,6 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=50)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--http2", action="store_true", help="subscribers over HTTP/2 (prior knowledge)")
     args = parser.parse_args()
-    anyio.run(main, args.sessions, args.rate, args.seconds, args.repeat)
+    anyio.run(main, args.sessions, args.rate, args.seconds, args.repeat, args.http2)
