@@ -1,7 +1,8 @@
 """Session store costs: the per-turn write overhead, and ``session/load`` of a 1,000-message history.
 
-Run: ``python bench/bench_store.py [--turns 500] [--runs 5]``. Targets on this machine: ≤ 2 ms of store writes per
-turn (median), ≤ 200 ms from sending ``session/load`` to the last replayed update (median).
+Run: ``python bench/bench_store.py [--turns 500] [--runs 5] [--calls 200]``. Targets on this machine: ≤ 2 ms of store
+writes per turn (median), ≤ 200 ms from sending ``session/load`` to the last replayed update (median), and a tool
+call's journal write that does not grow with the calls before it (the last call's within 2× the first's).
 
 1. Per turn, a journaled session records the prompt (``begin_turn``: one transaction with a pending answer) and the
    answer (``end_turn``: one transaction), each in a worker thread. Measured through ``SessionEntry`` exactly as
@@ -13,6 +14,9 @@ turn (median), ≤ 200 ms from sending ``session/load`` to the last replayed upd
    (``--settle`` seconds after ``initialize``: the agent imports the ACP schema models and the model client in a
    thread after answering ``initialize``, ~1.5 s of CPU on 2 cores) and, for comparison, right after ``initialize``
    and a first ``session/list``, while that import still competes for the CPU.
+3. One turn of ``--calls`` tool calls (10 per model request, each with a 16 KiB output and its text content): the
+   store time of ``record_steps`` after each call, exactly as ``ModelTurn`` calls it (all the steps so far), then
+   the ``end_turn`` with every step.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 import anyio
 
 from acp_server.bridge import SessionBridge
-from acp_server.domain import Message, Prompt, TextPart
+from acp_server.domain import Message, ModelStep, Prompt, TextContent, TextPart, ToolCallRecord
 from acp_server.store import SqliteSessionStore
 
 ANSWER = ("The quick brown fox jumps over the lazy dog. " * 23)[:1000]
@@ -61,6 +65,33 @@ async def bench_turn_writes(directory: Path, turns: int) -> list[float]:
             await session.end_turn(answer)
             samples.append((middle - start) + (time.perf_counter() - resumed))
     return samples
+
+
+async def bench_call_journal(directory: Path, calls: int) -> tuple[list[float], float]:
+    """Seconds of each ``record_steps`` of one turn of ``calls`` calls, and of its ``end_turn``."""
+    output = ("line of a file that the model read, with some code in it\n" * 300)[: 16 * 1024]
+    samples: list[float] = []
+    async with SqliteSessionStore(directory / "sessions.db") as store, SessionBridge(_never, store=store) as bridge:
+        session = await bridge.open_session("/bench")
+        await session.begin_turn(Prompt((TextPart("read them all"),)), Message("user", "read them all"))
+        steps: list[ModelStep] = []
+        current: list[ToolCallRecord] = []
+        for i in range(calls):
+            call = ToolCallRecord(
+                f"call_{i}", "read_file", f'{{"path": "src/f{i}.py"}}', output, "completed", f"Read src/f{i}.py",
+                "read", content=(TextContent(output),),
+            )  # fmt: skip
+            current.append(call)
+            step = ModelStep("Let me look.", "", tuple(current))
+            start = time.perf_counter()
+            await session.record_steps((*steps, step))
+            samples.append(time.perf_counter() - start)
+            if len(current) == 10:
+                steps.append(step)
+                current = []
+        start = time.perf_counter()
+        await session.end_turn(Message("assistant", ANSWER, "", "end_turn", "complete", steps=tuple(steps)))
+        return samples, time.perf_counter() - start
 
 
 async def _populate(state_dir: Path, turns: int) -> str:
@@ -140,8 +171,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=500, help="turns written in the write benchmark")
     parser.add_argument("--runs", type=int, default=5, help="server processes in the load benchmark")
     parser.add_argument("--settle", type=float, default=2.5, help="seconds between initialize and the timed load")
+    parser.add_argument("--calls", type=int, default=200, help="tool calls in the journal benchmark's turn")
     args = parser.parse_args()
-    print(f"command: python bench/bench_store.py --turns {args.turns} --runs {args.runs} --settle {args.settle}")
+    print(
+        f"command: python bench/bench_store.py --turns {args.turns} --runs {args.runs} --settle {args.settle} "
+        f"--calls {args.calls}"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         samples = anyio.run(bench_turn_writes, Path(tmp), args.turns)
@@ -150,6 +185,16 @@ def main() -> None:
     print(
         f"per-turn store writes ({args.turns} turns, 2 transactions each): median {statistics.median(ms):.3f} ms, "
         f"p95 {p95:.3f} ms, max {ms[-1]:.3f} ms  (target median <= 2 ms)"
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        journal, end = anyio.run(bench_call_journal, Path(tmp), args.calls)
+    ms = [s * 1000 for s in journal]
+    first, last = statistics.median(ms[:10]), statistics.median(ms[-10:])
+    print(
+        f"tool-call journal, one turn of {args.calls} calls (16 KiB outputs): record_steps median of the first 10 "
+        f"{first:.2f} ms, of the last 10 {last:.2f} ms, total {sum(ms):.0f} ms; end_turn {end * 1000:.1f} ms  "
+        f"(target: last within 2x first): {'met' if last <= 2 * first else 'MISSED'}"
     )
 
     with tempfile.TemporaryDirectory() as tmp:

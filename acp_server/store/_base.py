@@ -186,8 +186,9 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
-        """One transaction: replace the pending answer's steps with ``steps`` (all of them so far); the answer stays
-        pending and this store's. Refused like :meth:`end_turn` once the answer is no longer pending here."""
+        """One transaction: the pending answer's steps become ``steps`` (all of them so far: earlier steps unchanged,
+        the last one with more calls — a store may write only what is new); the answer stays pending and this
+        store's. Refused like :meth:`end_turn` once the answer is no longer pending here."""
 
     def __repr__(self) -> str:
         state = "unavailable" if self._problem is not None else self._life.value

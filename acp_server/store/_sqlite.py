@@ -47,6 +47,7 @@ from ._owner import owner_pid
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
+    JournalRow,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -55,9 +56,12 @@ from ._types import (
     cwd_key,
     decode_cursor,
     encode_cursor,
+    journal_length,
+    journal_rows,
     parts_from_json,
     parts_to_json,
     steps_from_json,
+    steps_json_from_journal,
     steps_to_json,
 )
 
@@ -103,6 +107,18 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN mode TEXT",
     ),
     ("ALTER TABLE sessions ADD COLUMN model TEXT",),  # 3: the session's model
+    (  # 4: the call journal of a running answer (one row per finished call; see record_steps)
+        """CREATE TABLE answer_calls (
+            session_id  TEXT NOT NULL,
+            seq         INTEGER NOT NULL,
+            n           INTEGER NOT NULL CHECK (n >= 0),
+            step        INTEGER NOT NULL CHECK (step >= 0),
+            head        TEXT,
+            call        TEXT,
+            PRIMARY KEY (session_id, seq, n),
+            FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -110,6 +126,14 @@ _SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model"
 _MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps"
 _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
+
+
+def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
+    """The steps JSON of a pending answer's call journal (None when it has none)."""
+    rows: list[JournalRow] = conn.execute(
+        "SELECT step, head, call FROM answer_calls WHERE session_id = ? AND seq = ? ORDER BY n", (session_id, seq)
+    ).fetchall()
+    return steps_json_from_journal(rows)
 
 
 def _record(row: Any) -> SessionRecord:
@@ -151,6 +175,7 @@ class SqliteSessionStore(SessionStore):
         self._busy_timeout_ms = busy_timeout_ms
         self._conn: sqlite3.Connection | None = None
         self._limiter: anyio.CapacityLimiter | None = None
+        self._journaled: dict[tuple[str, int], int] = {}  # journal rows written per running answer
 
     @property
     def location(self) -> str:
@@ -292,9 +317,11 @@ class SqliteSessionStore(SessionStore):
 
     # -- reading rows ----------------------------------------------------------------------------------------
 
-    def _message(self, session_id: str, row: Any) -> StoredMessage:
+    def _message(self, conn: sqlite3.Connection, session_id: str, row: Any) -> StoredMessage:
         seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps = row
         state: Outcome = self._pending_outcome(owner, session_id, seq) if outcome == "pending" else outcome
+        if outcome == "pending":  # running (here or elsewhere) or dead: its steps so far are in its journal
+            steps = _journaled_steps(conn, session_id, seq) or steps
         return StoredMessage(
             seq, role, content, reasoning, parts_from_json(parts), stop_reason, state, steps_from_json(steps)
         )
@@ -303,8 +330,8 @@ class SqliteSessionStore(SessionStore):
         rows = conn.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
             (session_id, after),
-        )
-        return tuple(self._message(session_id, row) for row in rows)
+        ).fetchall()
+        return tuple(self._message(conn, session_id, row) for row in rows)
 
     # -- sessions --------------------------------------------------------------------------------------------
 
@@ -385,6 +412,14 @@ class SqliteSessionStore(SessionStore):
                         FROM messages WHERE session_id = ? ORDER BY seq""",
                     (session_id, now, source_id),
                 )
+                pending = "SELECT seq FROM messages WHERE session_id = ? AND outcome = 'pending'"
+                for (seq,) in conn.execute(pending, (source_id,)).fetchall():  # a turn running (or dead) there
+                    journaled = _journaled_steps(conn, source_id, seq)
+                    if journaled is not None:
+                        conn.execute(
+                            "UPDATE messages SET steps = ? WHERE session_id = ? AND seq = ?",
+                            (journaled, session_id, seq),
+                        )
                 return SessionRecord(session_id, cwd, title, now, now, mode, model)
 
         return await self._call(fork)
@@ -427,11 +462,12 @@ class SqliteSessionStore(SessionStore):
                 for seq, owner in pending:
                     if self._pending_outcome(owner, session_id, seq) == "running":
                         raise SessionBusyError(session_id, owner_pid(owner))
-                    conn.execute(
-                        "UPDATE messages SET outcome = 'interrupted', owner = NULL, updated_us = ? "
-                        "WHERE session_id = ? AND seq = ?",
-                        (now, session_id, seq),
+                    conn.execute(  # its journal folded into its steps, as its end_turn would have
+                        "UPDATE messages SET outcome = 'interrupted', owner = NULL, updated_us = ?, "
+                        "steps = coalesce(?, steps) WHERE session_id = ? AND seq = ?",
+                        (now, _journaled_steps(conn, session_id, seq), session_id, seq),
                     )
+                    conn.execute("DELETE FROM answer_calls WHERE session_id = ? AND seq = ?", (session_id, seq))
                 last = conn.execute(
                     "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
                 ).fetchone()[0]
@@ -478,6 +514,10 @@ class SqliteSessionStore(SessionStore):
                 )
                 if cursor.rowcount == 1:
                     conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
+                    conn.execute(
+                        "DELETE FROM answer_calls WHERE session_id = ? AND seq = ?",
+                        (ticket.session_id, ticket.answer_seq),
+                    )
                 return cursor.rowcount
 
         try:
@@ -485,19 +525,34 @@ class SqliteSessionStore(SessionStore):
                 raise self._taken_over(ticket, "this answer was not saved")
         finally:
             self._live.discard((ticket.session_id, ticket.answer_seq))
+            self._journaled.pop((ticket.session_id, ticket.answer_seq), None)
 
     async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
+        """Append the calls not journaled yet, one row each: a call's write costs its own size, not the turn's."""
         now = self._tick()
-        steps_json = steps_to_json(steps)
+        key = (ticket.session_id, ticket.answer_seq)
+        written = self._journaled.get(key, 0)
+        rewrite = journal_length(steps) < written  # not a continuation of what was written: write it all again
+        first = 0 if rewrite else written
+        rows = journal_rows(steps, first)
 
         def record(conn: sqlite3.Connection) -> int:
-            if (ticket.session_id, ticket.answer_seq) not in self._live:  # its end_turn was called (and failed)
+            if key not in self._live:  # its end_turn was called (and failed)
                 return 0
             with _write(conn):
-                return conn.execute(
-                    f"UPDATE messages SET steps = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
-                    (steps_json, now, *self._own(ticket)),
+                owned = conn.execute(
+                    f"UPDATE messages SET updated_us = ? WHERE {_OWN_PENDING_ANSWER}", (now, *self._own(ticket))
                 ).rowcount
+                if owned != 1:
+                    return owned
+                if rewrite:
+                    conn.execute("DELETE FROM answer_calls WHERE session_id = ? AND seq = ?", key)
+                conn.executemany(
+                    "INSERT INTO answer_calls (session_id, seq, n, step, head, call) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(*key, first + i, step, head, call) for i, (step, head, call) in enumerate(rows)],
+                )
+            self._journaled[key] = first + len(rows)
+            return 1
 
         if await self._call(record) != 1:
             raise self._taken_over(ticket, "these tool calls were not saved")

@@ -258,6 +258,55 @@ def steps_to_json(steps: tuple[ModelStep, ...]) -> str | None:
     )
 
 
+JournalRow = tuple[int, str | None, str | None]
+"""One row of a running answer's call journal: (step index, the step's ``{"text", "reasoning"}`` JSON on the
+step's first row else None, the call's JSON or None for a step without calls)."""
+
+
+def journal_rows(steps: tuple[ModelStep, ...], start: int) -> list[JournalRow]:
+    """The journal rows of ``steps`` from row ``start`` on (rows before it are already written: steps only grow —
+    earlier steps are final, the last one gains calls). Encodes only what is returned."""
+    rows: list[JournalRow] = []
+    n = 0
+    for index, step in enumerate(steps):
+        width = max(1, len(step.calls))
+        if n + width <= start:
+            n += width
+            continue
+        for position in range(width):
+            if n >= start:
+                head = _dumps({"text": step.text, "reasoning": step.reasoning}) if position == 0 else None
+                call = _dumps(_call_to_json(step.calls[position])) if step.calls else None
+                rows.append((index, head, call))
+            n += 1
+    return rows
+
+
+def journal_length(steps: tuple[ModelStep, ...]) -> int:
+    """How many journal rows ``steps`` make."""
+    return sum(max(1, len(step.calls)) for step in steps)
+
+
+def steps_json_from_journal(rows: list[JournalRow]) -> str | None:
+    """The :func:`steps_to_json` text of the steps a journal holds (rows in order), without decoding a call."""
+    if not rows:
+        return None
+    steps: list[str] = []
+    calls: list[str] = []
+    head: str | None = None
+    current = -1
+    for index, row_head, call in rows:
+        if index != current:
+            if head is not None:
+                steps.append(f'{head[:-1]},"calls":[{",".join(calls)}]}}')
+            head, calls, current = row_head or '{"text":"","reasoning":""}', [], index
+        if call is not None:
+            calls.append(call)
+    assert head is not None
+    steps.append(f'{head[:-1]},"calls":[{",".join(calls)}]}}')
+    return f"[{','.join(steps)}]"
+
+
 def _content_from_json(item: dict[str, Any]) -> ToolContent | None:
     kind = item.get("type")
     if kind == "text":

@@ -23,7 +23,13 @@ from acp_server.store import (
     StoreIOError,
     TurnTicket,
 )
-from acp_server.store._types import steps_from_json, steps_to_json
+from acp_server.store._types import (
+    journal_length,
+    journal_rows,
+    steps_from_json,
+    steps_json_from_journal,
+    steps_to_json,
+)
 
 from ._support import DECLINED, EDIT, FIRST, READ, RUN, SECOND
 
@@ -290,15 +296,72 @@ async def test_record_steps_after_a_failed_end_turn_is_refused(tmp_path: Path) -
         assert await _answer(store) == ("interrupted", (FIRST,))
 
 
-async def test_steps_are_stored_as_compact_json_in_the_answer_row(tmp_path: Path) -> None:
+def _journal(path: Path) -> list[tuple[int, int, int, str | None, str | None]]:
+    with sqlite3.connect(path) as raw:
+        rows = raw.execute("SELECT rowid, n, step, head, call FROM answer_calls ORDER BY seq, n").fetchall()
+    raw.close()
+    return rows
+
+
+async def test_a_pending_answer_journals_one_row_per_call_and_its_end_folds_them_into_compact_json(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "sessions.db"
     async with SqliteSessionStore(path) as store:
         await store.create_session("s1", "/w")
         ticket = await _begin(store)
+        await store.record_steps(ticket, (ModelStep("", "", (READ,)),))
+        [first] = _journal(path)
         await store.record_steps(ticket, (ModelStep("", "", (READ, EDIT)),))
+        rows = _journal(path)
+        assert rows[0] == first  # the row of the first call was not written again: each call costs its own size
+        assert [(n, step, head is not None) for _, n, step, head, _ in rows] == [(0, 0, True), (1, 0, False)]
+        assert json.loads(rows[1][4] or "")["name"] == "edit_file"
+        with sqlite3.connect(path) as raw:
+            assert raw.execute("SELECT steps FROM messages WHERE seq = 2").fetchone() == (None,)
+        raw.close()
+        assert await _answer(store) == ("running", (ModelStep("", "", (READ, EDIT)),))
+        await store.end_turn(
+            ticket, content="ok", reasoning="", stop_reason="end_turn", outcome="complete", steps=(FIRST, SECOND)
+        )
+    assert _journal(path) == []  # folded into the answer by its end, in the same transaction
     with sqlite3.connect(path) as raw:
         rows = raw.execute("SELECT seq, outcome, steps FROM messages ORDER BY seq").fetchall()
-    assert [(seq, outcome) for seq, outcome, _ in rows] == [(1, "complete"), (2, "pending")]
+    raw.close()
+    assert [(seq, outcome) for seq, outcome, _ in rows] == [(1, "complete"), (2, "complete")]
     assert rows[0][2] is None
-    assert steps_from_json(rows[1][2]) == (ModelStep("", "", (READ, EDIT)),)
+    assert rows[1][2] == steps_to_json((FIRST, SECOND))
     assert json.loads(rows[1][2])[0]["calls"][0]["locations"] == [{"path": "/w/src/app.py", "line": 3}]
+
+
+def test_the_journal_codec_gives_the_answer_json_of_the_same_steps() -> None:
+    steps = (FIRST, ModelStep("thinking aloud", "", ()), SECOND)
+    rows = journal_rows(steps, 0)
+    assert len(rows) == journal_length(steps) == 5  # a step without calls still has its row
+    assert steps_json_from_journal(rows) == steps_to_json(steps)
+    assert journal_rows(steps, 3) == rows[3:]  # only what is not written yet is encoded
+    assert steps_json_from_journal([]) is None
+
+
+async def test_steps_that_do_not_continue_the_journal_replace_it(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session("s1", "/w")
+        ticket = await _begin(store)
+        await store.record_steps(ticket, (FIRST, SECOND))
+        await store.record_steps(ticket, (SECOND,))  # fewer calls than written: not a continuation
+        assert await _answer(store) == ("running", (SECOND,))
+        assert [n for _, n, *_ in _journal(path)] == [0, 1, 2]
+
+
+async def test_a_fork_of_a_session_mid_tool_loop_copies_the_journaled_steps_as_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session("s1", "/w")
+        ticket = await _begin(store)
+        await store.record_steps(ticket, (FIRST, SECOND))
+        await store.fork_session("s1", "s2", cwd="/w")
+        assert await _answer(store, "s2") == ("interrupted", (FIRST, SECOND))
+        await store.record_steps(ticket, (FIRST, SECOND, FIRST))  # the source's turn goes on; the fork keeps its copy
+        assert await _answer(store, "s2") == ("interrupted", (FIRST, SECOND))
+        assert await _answer(store) == ("running", (FIRST, SECOND, FIRST))

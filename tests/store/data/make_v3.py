@@ -1,0 +1,88 @@
+"""How ``v3.sqlite3`` was made: run with the store of schema version 3 (commit e5eaad1) importable.
+
+    PYTHONPATH=<a checkout of that commit> python tests/store/data/make_v3.py tests/store/data/v3.sqlite3
+
+Four sessions: ``alpha`` (an answer with tool steps, then one without; mode ``read-only``, model ``gpt-4o``),
+``beta`` (a fork of alpha, its mode ``accept-edits`` set after the fork), ``gamma`` (never prompted: no title, no
+mode, no messages) and ``delta`` (its answer still ``pending`` with one step recorded in its ``steps`` column, its
+process killed with SIGKILL, so it reads ``interrupted``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import anyio
+
+from acp_server.domain import DiffContent, ModelStep, TextContent, TextPart, ToolCallRecord, ToolLocation
+from acp_server.store import SCHEMA_VERSION, SqliteSessionStore
+
+READ = ToolCallRecord(
+    call_id="c1",
+    name="read_file",
+    arguments='{"path": "a.py"}',
+    output="1\tprint('café')\n",
+    status="completed",
+    title="Read a.py",
+    kind="read",
+    locations=(ToolLocation("/work/project/a.py", 1),),
+    content=(TextContent("print('café')"),),
+)
+EDIT = ToolCallRecord(
+    call_id="c2",
+    name="edit_file",
+    arguments='{"path": "a.py", "old_text": "café", "new_text": "tea"}',
+    output="Edited /work/project/a.py",
+    status="completed",
+    title="Edit a.py",
+    kind="edit",
+    locations=(ToolLocation("/work/project/a.py"),),
+    content=(DiffContent("/work/project/a.py", "print('café')\n", "print('tea')\n"),),
+)
+STEP = ModelStep("Let me look.", "Read first.", (READ, EDIT))
+
+
+async def _killed_turn(path: Path) -> None:
+    """Begin a turn in ``delta``, record one step, then die by SIGKILL (the answer stays pending)."""
+    async with SqliteSessionStore(path) as store:
+        ticket = await store.begin_turn("delta", known=0, content="lost", parts=(TextPart("lost"),), title="lost")
+        await store.record_steps(ticket, (STEP,))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def _main(path: Path) -> None:
+    assert SCHEMA_VERSION == 3, "this script documents the version 3 file; run it with that code"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session("alpha", "/work/project")
+        t = await store.begin_turn(
+            "alpha", known=0, content="Fix a.py", parts=(TextPart("Fix a.py"),), title="Fix a.py"
+        )
+        await store.end_turn(
+            t, content="Done.", reasoning="", stop_reason="end_turn", outcome="complete", steps=(STEP,)
+        )
+        t = await store.begin_turn("alpha", known=2, content="thanks", parts=(TextPart("thanks"),), title="thanks")
+        await store.end_turn(t, content="You're welcome.", reasoning="r", stop_reason="end_turn", outcome="complete")
+        await store.set_mode("alpha", "read-only")
+        await store.set_model("alpha", "gpt-4o")
+        await store.fork_session("alpha", "beta", cwd="/work/fork")
+        await store.set_mode("beta", "accept-edits")
+        await store.create_session("gamma", "/work/empty")
+        await store.create_session("delta", "/work/project")
+    child = await anyio.run_process([sys.executable, __file__, "--kill", str(path)], check=False)
+    assert child.returncode == -signal.SIGKILL, child.returncode
+    with sqlite3.connect(path) as raw:  # fold the killed process's write-ahead log into the one file
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--kill":
+        anyio.run(_killed_turn, Path(sys.argv[2]))
+    else:
+        target = Path(sys.argv[1])
+        assert not target.exists(), f"{target} exists"
+        anyio.run(_main, target)

@@ -1,0 +1,116 @@
+"""A database made by the version 3 code (``data/v3.sqlite3``, see ``data/make_v3.py``) upgrades in place to version
+4: everything reads as before — the killed turn's steps, recorded in its answer row by that code, included — and
+the next turn on that session closes the old answer with those steps, while its own calls go to the journal."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from acp_server.domain import DiffContent, ModelStep, TextContent, TextPart, ToolCallRecord, ToolLocation
+from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
+
+pytestmark = pytest.mark.anyio
+
+FIXTURE = Path(__file__).parent / "data" / "v3.sqlite3"
+
+READ = ToolCallRecord(
+    call_id="c1",
+    name="read_file",
+    arguments='{"path": "a.py"}',
+    output="1\tprint('café')\n",
+    status="completed",
+    title="Read a.py",
+    kind="read",
+    locations=(ToolLocation("/work/project/a.py", 1),),
+    content=(TextContent("print('café')"),),
+)
+EDIT = ToolCallRecord(
+    call_id="c2",
+    name="edit_file",
+    arguments='{"path": "a.py", "old_text": "café", "new_text": "tea"}',
+    output="Edited /work/project/a.py",
+    status="completed",
+    title="Edit a.py",
+    kind="edit",
+    locations=(ToolLocation("/work/project/a.py"),),
+    content=(DiffContent("/work/project/a.py", "print('café')\n", "print('tea')\n"),),
+)
+STEP = ModelStep("Let me look.", "Read first.", (READ, EDIT))
+_ALPHA = (
+    StoredMessage(1, "user", "Fix a.py", parts=(TextPart("Fix a.py"),)),
+    StoredMessage(2, "assistant", "Done.", stop_reason="end_turn", steps=(STEP,)),
+    StoredMessage(3, "user", "thanks", parts=(TextPart("thanks"),)),
+    StoredMessage(4, "assistant", "You're welcome.", "r", stop_reason="end_turn"),
+)
+_LOST = StoredMessage(2, "assistant", "", outcome="interrupted", steps=(STEP,))
+_DELTA = (StoredMessage(1, "user", "lost", parts=(TextPart("lost"),)), _LOST)
+EXPECTED = {  # newest first: (cwd, title, mode, model, history)
+    "delta": ("/work/project", "lost", None, None, _DELTA),
+    "gamma": ("/work/empty", "", None, None, ()),
+    "beta": ("/work/fork", "Fix a.py", "accept-edits", "gpt-4o", _ALPHA),
+    "alpha": ("/work/project", "Fix a.py", "read-only", "gpt-4o", _ALPHA),
+}
+
+
+@pytest.fixture
+def old_db(tmp_path: Path) -> Path:
+    """A copy of the version 3 file (the fixture itself is never opened)."""
+    path = tmp_path / "state" / "sessions.db"
+    path.parent.mkdir(mode=0o700)
+    shutil.copyfile(FIXTURE, path)
+    return path
+
+
+def _tables(raw: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_the_fixture_is_a_version_3_database_of_ours(old_db: Path) -> None:
+    with sqlite3.connect(old_db) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+        assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
+        assert "answer_calls" not in _tables(raw)
+        pending = raw.execute("SELECT steps FROM messages WHERE outcome = 'pending'").fetchall()
+        assert len(pending) == 1 and pending[0][0] is not None  # that code wrote a running answer's steps there
+    raw.close()
+    assert SCHEMA_VERSION == 4  # a new version needs its own fixture made by the code before it (data/make_v3.py)
+
+
+async def test_a_version_3_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
+    async with SqliteSessionStore(old_db) as store:
+        assert store.problem is None
+        page = await store.list_sessions()
+        assert [r.session_id for r in page.sessions] == list(EXPECTED)
+        for record in page.sessions:
+            cwd, title, mode, model, history = EXPECTED[record.session_id]
+            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, mode, model)
+            snapshot = await store.read_session(record.session_id)
+            assert snapshot is not None and snapshot.record == record
+            assert snapshot.messages == history
+    with sqlite3.connect(old_db) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert "answer_calls" in _tables(raw)
+        assert raw.execute("SELECT count(*) FROM answer_calls").fetchone() == (0,)
+    raw.close()
+
+
+async def test_the_next_turn_closes_the_old_answer_with_its_steps_and_journals_its_own(old_db: Path) -> None:
+    async with SqliteSessionStore(old_db) as store:
+        ticket = await store.begin_turn("delta", known=0, content="again", parts=(TextPart("again"),), title="again")
+        assert [m.seq for m in ticket.catch_up] == [1, 2] and ticket.catch_up[1] == _LOST
+        await store.record_steps(ticket, (ModelStep("", "", (READ,)),))
+        with sqlite3.connect(old_db) as raw:
+            assert raw.execute("SELECT seq, n FROM answer_calls").fetchall() == [(4, 0)]
+            assert raw.execute("SELECT outcome FROM messages WHERE session_id = 'delta' AND seq = 2").fetchone() == (
+                "interrupted",
+            )
+        raw.close()
+        await store.end_turn(ticket, content="ok", reasoning="", stop_reason="end_turn", outcome="complete")
+        snapshot = await store.read_session("delta")
+        assert snapshot is not None and snapshot.messages[1] == _LOST
+        assert snapshot.messages[3] == StoredMessage(4, "assistant", "ok", stop_reason="end_turn")
