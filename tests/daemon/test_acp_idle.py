@@ -16,7 +16,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from acp_server.daemon._acp_http import AcpOverHttp
 from acp_server.provider.offline import Answer, LoopbackModel
 
-from ._support import Served, running_daemon
+from ._support import Served, assert_documented, running_daemon
 from .test_acp_http import CONN, RawAcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -86,6 +86,7 @@ async def test_the_connection_cap_refuses_initialize_and_the_upgrade_with_503_un
         extra = RawAcp(served)
         refused = await extra.post(extra.message("initialize", {"protocolVersion": 1}))
         assert refused.status_code == 503
+        assert_documented("POST", "/acp", refused)
         assert CONN not in refused.headers
         assert refused.headers["retry-after"] == "30"  # an abandoned connection is gone by then
         body: dict[str, Any] = refused.json()
