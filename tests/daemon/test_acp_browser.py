@@ -111,6 +111,7 @@ def headless_chromium(binary: str, url: str, profile: Path, log: Path) -> Iterat
         "--no-sandbox",  # root in a container has no user namespaces for the sandbox
         f"--user-data-dir={profile}",
         "--disable-gpu",
+        "--disable-dev-shm-usage",  # containers often have a tiny /dev/shm
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-background-networking",
