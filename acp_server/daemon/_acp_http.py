@@ -467,8 +467,11 @@ class AcpOverHttp:
 
     async def websocket(self, websocket: WebSocket) -> None:
         full = self._full()
-        if full is not None:
-            await websocket.send_denial_response(full)
+        if full is not None:  # refused before the 101: the same 503 as HTTP, or a "try again later" close
+            if "websocket.http.response" in websocket.scope.get("extensions", {}):
+                await websocket.send_denial_response(full)
+            else:
+                await websocket.close(1013)
             return
         connection = self._open(websocket=True)
         await websocket.accept(headers=[(CONNECTION_HEADER.lower().encode(), connection.id.encode())])
