@@ -38,6 +38,14 @@ Delivery: nothing is lost silently. A stream's messages wait for its reader — 
 connection stream has none), the connection is dropped after ``stream_timeout_s`` (its prompts cancelled), and a
 stream past its hard limit drops it at once.
 
+Cleanup: a client that leaves without ``DELETE`` leaves nothing behind for long. An HTTP connection lives while
+its connection stream has a reader; from ``initialize``, and from each time that reader leaves, it has
+``stream_timeout_s`` to get one again (an ``initialize`` never followed by a stream, streams closed without
+``DELETE``: dropped then). A WebSocket lives as long as its socket, and must send ``initialize`` within
+``stream_timeout_s`` (else it is closed with ``1008``). At most ``max_connections`` connections (both kinds) live at
+once: past that, ``initialize`` and the upgrade get ``503`` with ``Retry-After`` and a JSON-RPC error
+(``errorKind: too_many_connections``, ``limit``) — so their number, and their memory, are bounded whatever clients do.
+
 WebSocket (``GET`` with ``Upgrade: websocket``): ``101`` with ``Acp-Connection-Id``; text frames are JSON-RPC
 messages both ways (``initialize`` first; binary frames ignored); every message of the connection goes on the one
 socket, with the same backpressure; a disconnect ends the connection and cancels its prompts. A response frame is
@@ -49,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -75,6 +84,10 @@ STREAM_TIMEOUT_S = 30.0
 """How long a stream's messages (or a connection stream) wait for a reader before the connection is dropped."""
 INITIALIZE_TIMEOUT_S = 30.0
 """How long ``POST initialize`` waits for its answer."""
+MAX_CONNECTIONS = 1024
+"""Live ``/acp`` connections (Streamable HTTP and WebSocket together) past which new ones get ``503``."""
+_POLICY_VIOLATION = 1008
+"""The WebSocket close code of a socket that did not send ``initialize`` in time."""
 
 _CONNECTION_METHODS = frozenset(
     {"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/fork", "session/list"}
@@ -250,6 +263,7 @@ class AcpOverHttp:
         stream_timeout_s: float = STREAM_TIMEOUT_S,
         heartbeat_s: float = 15.0,
         capacity: int = 256,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.bridge = bridge
         self.heartbeat_s = heartbeat_s
@@ -257,6 +271,7 @@ class AcpOverHttp:
         self.agent_options = agent_options
         self.stream_timeout_s = stream_timeout_s
         self.capacity = capacity
+        self.max_connections = max_connections
         self._connections: dict[str, _Connection] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -284,6 +299,19 @@ class AcpOverHttp:
 
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def _full(self, msg_id: Any = None) -> Response | None:
+        """The ``503`` refusing a new connection at the cap, else None."""
+        if len(self._connections) < self.max_connections:
+            return None
+        limit = self.max_connections
+        error = RpcError(
+            -32603,
+            f"Too many /acp connections (limit {limit}); retry later, or end unused ones with DELETE /acp",
+            {"errorKind": "too_many_connections", "limit": limit, "retryable": True},
+        )
+        retry_after = str(max(1, math.ceil(self.stream_timeout_s)))  # an abandoned connection is gone by then
+        return _json({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}, 503, {"Retry-After": retry_after})
 
     def _http_connection(self, request: Request, msg_id: Any = None) -> _Connection | Response:
         header = request.headers.get(CONNECTION_HEADER)
@@ -363,6 +391,9 @@ class AcpOverHttp:
         return Response(status_code=202)
 
     async def _initialize(self, message: dict[str, Any]) -> Response:
+        full = self._full(message.get("id"))
+        if full is not None:
+            return full
         connection = self._open(websocket=False)
         answer = Channel("initialize")
         connection.routed.submit(message, answer)
@@ -435,10 +466,18 @@ class AcpOverHttp:
     # -- WebSocket ---------------------------------------------------------------------------------------------
 
     async def websocket(self, websocket: WebSocket) -> None:
+        full = self._full()
+        if full is not None:  # refused before the 101: the same 503 as HTTP, or a "try again later" close
+            if "websocket.http.response" in websocket.scope.get("extensions", {}):
+                await websocket.send_denial_response(full)
+            else:
+                await websocket.close(1013)
+            return
         connection = self._open(websocket=True)
         await websocket.accept(headers=[(CONNECTION_HEADER.lower().encode(), connection.id.encode())])
         stream = connection.channels[None]
         connection.attach(stream)
+        close_code, reason = 1000, None
         try:
             async with anyio.create_task_group() as tg:
 
@@ -452,26 +491,33 @@ class AcpOverHttp:
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(write)
-                await self._read_frames(connection, websocket)
+                close_code, reason = await self._read_frames(connection, websocket)
                 tg.cancel_scope.cancel()
         finally:
             self._connections.pop(connection.id, None)
             with anyio.CancelScope(shield=True):
                 await connection.aclose(deliver=False)
                 with contextlib.suppress(Exception):
-                    await websocket.close(1001 if self.closing else 1000)
+                    await websocket.close(1001 if self.closing else close_code, reason)
 
-    async def _read_frames(self, connection: _Connection, websocket: WebSocket) -> None:
-        """Submit each text frame until the client leaves; ``initialize`` must come first."""
+    async def _read_frames(self, connection: _Connection, websocket: WebSocket) -> tuple[int, str | None]:
+        """Submit each text frame until the client leaves (then the close code and reason to send): ``initialize``
+        must come first, within ``stream_timeout_s``."""
         stream = connection.channels[None]
         initialized = False
+        deadline = anyio.current_time() + self.stream_timeout_s  # for initialize; then none
         while True:
-            try:
-                frame = await websocket.receive()
-            except WebSocketDisconnect:
-                return
+            with anyio.CancelScope(deadline=deadline) as waiting:
+                try:
+                    frame = await websocket.receive()
+                except WebSocketDisconnect:
+                    return 1000, None
+            if waiting.cancelled_caught:
+                timeout_s = self.stream_timeout_s
+                logger.warning("/acp connection %s closed: no initialize within %gs", connection.id, timeout_s)
+                return _POLICY_VIOLATION, f"send initialize within {timeout_s:g} s"
             if frame["type"] == "websocket.disconnect":
-                return
+                return 1000, None
             text = frame.get("text")
             if text is None:
                 continue  # a binary frame: ignored
@@ -499,5 +545,6 @@ class AcpOverHttp:
                         stream.put({"jsonrpc": "2.0", "id": checked["id"], "error": first.to_wire()})
                     continue
                 initialized = True
+                deadline = math.inf
             session_id = _params_session(checked) if "method" in checked else None
             connection.submit(checked, stream, session_id)
