@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import h2.events
+import h2.settings
 from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.asyncio.task_group import TaskGroup
 from hypercorn.asyncio.tcp_server import TCPServer
@@ -72,7 +74,19 @@ class _Context(WorkerContext):
 
 
 class _H2Protocol(H2Protocol):
-    """Hypercorn's HTTP/2 protocol, which drops the DATA of a stream it has already closed (see the module)."""
+    """Hypercorn's HTTP/2 protocol, which drops the DATA of a stream it has already closed (see the module), and
+    does not offer WebSocket over HTTP/2 (RFC 8441): ``/acp``'s WebSocket is served, and tested, on HTTP/1.1."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connection.local_settings = h2.settings.Settings(  # hypercorn's, without ENABLE_CONNECT_PROTOCOL
+            client=False,
+            initial_values={
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.config.h2_max_concurrent_streams,
+                h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: self.config.h2_max_header_list_size,
+                h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL: 0,
+            },
+        )
 
     async def _handle_events(self, events: list[h2.events.Event]) -> None:
         kept: list[h2.events.Event] = []

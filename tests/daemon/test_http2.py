@@ -13,6 +13,7 @@ import anyio
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 import httpx
 import pytest
 from hypercorn.asyncio.tcp_server import TCPServer
@@ -124,6 +125,22 @@ async def test_a_preface_split_across_packets_is_still_http2() -> None:
                         if isinstance(event, h2.events.ResponseReceived):
                             status = dict(event.headers)[b":status"]
     assert status == b"200"
+
+
+async def test_the_server_settings_offer_100_streams_and_no_websocket_over_http2() -> None:
+    async with running_daemon(None) as served:
+        host, port = served.url.removeprefix("http://").split(":")
+        conn, parts = h2_request_bytes(split_at=len(PREFACE))
+        async with await anyio.connect_tcp(host, int(port)) as stream:
+            await stream.send(b"".join(parts))
+            settings = None
+            with anyio.fail_after(10):
+                while settings is None:
+                    for event in conn.receive_data(await stream.receive()):
+                        if isinstance(event, h2.events.RemoteSettingsChanged):
+                            settings = {code: value.new_value for code, value in event.changed_settings.items()}
+    assert settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] == 100
+    assert settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL, 0) == 0
 
 
 async def test_http2_connections_count_against_the_cap_until_they_close() -> None:
