@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -27,9 +28,28 @@ def _example() -> str:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port *below* the kernel's ephemeral range: the daemon binds it only later, and a port from that range
+    (what binding port 0 returns) can meanwhile be taken by any other socket — another test's server, or the source
+    port of an outgoing connection."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            ephemeral_low = int(ports.read().split()[0])
+    except OSError:  # not Linux: the racy way
+        ephemeral_low = 0
+    if ephemeral_low <= 10_000:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10_000, ephemeral_low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")
 
 
 def test_the_example_waits_for_health_before_its_first_request() -> None:
