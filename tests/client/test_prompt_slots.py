@@ -285,13 +285,13 @@ async def test_released_when_the_request_fails_on_the_network() -> None:
 
 async def test_released_when_the_daemon_is_gone() -> None:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # nothing listens once closed
-    async with DaemonClient(f"http://127.0.0.1:{port}", max_pending_prompts_per_session=1) as client:
-        for _ in range(3):  # each attempt reaches the network: the one slot keeps coming back
-            with pytest.raises(DaemonConnectError):
-                await client.prompt("s1", "hello")
-            assert client.pending_prompts("s1") == 0
+        sock.bind(("127.0.0.1", 0))  # bound, never listening: it refuses, and no other socket can take the port
+        port = sock.getsockname()[1]
+        async with DaemonClient(f"http://127.0.0.1:{port}", max_pending_prompts_per_session=1) as client:
+            for _ in range(3):  # each attempt reaches the network: the one slot keeps coming back
+                with pytest.raises(DaemonConnectError):
+                    await client.prompt("s1", "hello")
+                assert client.pending_prompts("s1") == 0
 
 
 @pytest.mark.parametrize(

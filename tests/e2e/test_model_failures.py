@@ -6,9 +6,11 @@ exhausted turn answers -32603 with structured ``data``; a cancel during a backof
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,38 +150,43 @@ async def test_a_base_url_without_v1_gets_a_404_that_says_so() -> None:
     jsonschema.validate(error["data"], SCHEMA)
 
 
-def _unused_port() -> int:
+@contextlib.contextmanager
+def _refusing_port() -> Iterator[int]:
+    """A port that refuses connections during the block: bound (so no other socket can take it), never listening."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 async def test_nothing_listening_fails_fast_naming_host_and_port() -> None:
-    base_url = f"http://127.0.0.1:{_unused_port()}/v1"
-    async with spawn_agent("--base-url", base_url, "--api-key", "sk-never-shown-1234", "--model", "m") as agent:
-        await agent.initialize()
-        started = time.monotonic()
-        response, _ = await _prompt(agent)
-        elapsed = time.monotonic() - started
-    data = response["error"]["data"]
-    assert (data["errorKind"], data["transportCode"], data["attempts"]) == ("model_transport_error", "ECONNREFUSED", 2)
-    assert data["endpoint"] == base_url
-    message = response["error"]["message"]
-    assert f"model endpoint {base_url} (model 'm') failed (ECONNREFUSED: nothing is listening" in message
-    assert "sk-never-shown" not in json.dumps(response) and b"sk-never-shown" not in agent.stderr
-    assert elapsed < 10  # it took 22-26 s of backoff before; now one quick retry
-    jsonschema.validate(data, SCHEMA)
+    with _refusing_port() as port:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        async with spawn_agent("--base-url", base_url, "--api-key", "sk-never-shown-1234", "--model", "m") as agent:
+            await agent.initialize()
+            started = time.monotonic()
+            response, _ = await _prompt(agent)
+            elapsed = time.monotonic() - started
+        data = response["error"]["data"]
+        got = (data["errorKind"], data["transportCode"], data["attempts"])
+        assert got == ("model_transport_error", "ECONNREFUSED", 2)
+        assert data["endpoint"] == base_url
+        message = response["error"]["message"]
+        assert f"model endpoint {base_url} (model 'm') failed (ECONNREFUSED: nothing is listening" in message
+        assert "sk-never-shown" not in json.dumps(response) and b"sk-never-shown" not in agent.stderr
+        assert elapsed < 10  # it took 22-26 s of backoff before; now one quick retry
+        jsonschema.validate(data, SCHEMA)
 
 
 async def test_start_up_names_the_endpoint_and_model_never_the_key() -> None:
-    base_url = f"http://127.0.0.1:{_unused_port()}/v1"
-    async with spawn_agent("--base-url", base_url, "--api-key", "sk-never-shown-1234", "--model", "m") as agent:
-        await agent.initialize()
-        await agent.close_stdin()
-        await agent.process.wait()
-    log = agent.stderr.decode()
-    assert f"model: 'm' at {base_url}" in log
-    assert "sk-never-shown" not in log
+    with _refusing_port() as port:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        async with spawn_agent("--base-url", base_url, "--api-key", "sk-never-shown-1234", "--model", "m") as agent:
+            await agent.initialize()
+            await agent.close_stdin()
+            await agent.process.wait()
+        log = agent.stderr.decode()
+        assert f"model: 'm' at {base_url}" in log
+        assert "sk-never-shown" not in log
 
 
 def _data(escaped_content: str | None = None, finish: str | None = None) -> str:
