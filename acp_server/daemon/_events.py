@@ -121,6 +121,7 @@ class Subscription:
         "_coalesce",
         "_dropped",
         "_log",
+        "_nudged",
         "_queue",
         "_queue_size",
         "_replay",
@@ -141,6 +142,7 @@ class Subscription:
         self._tail: _Piece | _Merged | None = None  # the queue's last entry, when a piece may merge into it
         self._closed = False
         self._dropped = False
+        self._nudged = False
         self._wakeup: anyio.Event | None = None
         self._woken = False  # the reader was waiting, was woken, and has not taken its frames yet
         self.dropped_event = anyio.Event()
@@ -160,14 +162,19 @@ class Subscription:
         return self._dropped or self._closed or bool(self._replay) or bool(self._queue)
 
     async def receive(self) -> list[bytes] | None:
-        """Every queued frame, in order (waits while none); ``None`` once ended (log closed and drained, or dropped)."""
+        """Every queued frame, in order (waits while none); ``None`` once ended (log closed and drained, or dropped);
+        ``[]`` when :meth:`nudge` ended the wait first."""
         while not self._dropped and not self._replay and not self._queue:
             if self._closed:
                 return None
+            if self._nudged:
+                self._nudged = self._woken = False
+                return []
             self._wakeup = wakeup = anyio.Event()
             await wakeup.wait()
         if self._dropped:
             return None
+        self._nudged = False
         frames = self._replay
         self._replay = []
         frames.extend(entry.frame() if isinstance(entry, _Merged) else entry for entry in self._queue)
@@ -175,6 +182,13 @@ class Subscription:
         self._tail = None
         self._woken = False
         return frames
+
+    def nudge(self) -> None:
+        """End a :meth:`receive` that waits for a frame, with ``[]`` (the writer's cue for a heartbeat); no-op when
+        none waits."""
+        if self._wakeup is not None:
+            self._nudged = True
+            self._wake()
 
     def close(self) -> None:
         """Stop receiving (the reader left); idempotent."""
