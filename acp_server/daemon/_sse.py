@@ -12,6 +12,7 @@ its buffers for as long as the peer does not read.
 from __future__ import annotations
 
 import logging
+import time
 
 import anyio
 import anyio.lowlevel
@@ -42,7 +43,7 @@ class EventStreamResponse(Response):
         self._subscription = subscription
         self._session_id = session_id
         self._heartbeat_s = heartbeat_s
-        self._written_at = 0.0  # when the writer last started a write (or started)
+        self._written_at = 0.0  # time.monotonic() when the writer last started a write (or started)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         subscription = self._subscription
@@ -52,7 +53,7 @@ class EventStreamResponse(Response):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
                 tg.start_soon(self._watch_drop, tg.cancel_scope)
-                self._written_at = anyio.current_time()
+                self._written_at = time.monotonic()
                 tg.start_soon(self._beat)
                 await self._write(send)
                 tg.cancel_scope.cancel()
@@ -77,7 +78,7 @@ class EventStreamResponse(Response):
             frames = await subscription.receive()
             if frames is None:
                 return
-            self._written_at = anyio.current_time()
+            self._written_at = time.monotonic()
             body = b"".join(frames) if frames else HEARTBEAT  # [] : the heartbeat's nudge
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
@@ -85,7 +86,7 @@ class EventStreamResponse(Response):
         """Nudge the writer once nothing was written for ``heartbeat_s`` (a writer busy sending is left alone)."""
         while True:
             due = self._written_at + self._heartbeat_s
-            now = anyio.current_time()
+            now = time.monotonic()
             if now < due:
                 await anyio.sleep(due - now)
             else:
