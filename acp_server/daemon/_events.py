@@ -6,7 +6,8 @@ Invariants:
   every id that session was ever given, so a ``Last-Event-ID`` names at most one event (see ``_daemon.py``);
 - memory is bounded: the ring keeps the last ``ring_size`` frames, and all the rings sharing a
   :class:`RingBudget` hold at most its ``max_bytes`` together; each subscriber queues at most ``queue_size``
-  frames — one more and it is *dropped* (its stream ends at once; it may reconnect with ``Last-Event-ID``);
+  entries (a frame, or merged pieces of at most ``coalesce_chars`` of text) — one more and it is *dropped* (its
+  stream ends at once; it may reconnect with ``Last-Event-ID``);
 - a cursor is served exactly or not at all: replay when the ring holds every event after it, else
   ``resync_required``; subscribing is atomic: the replay and the live tail meet exactly, no event lost or repeated.
 
