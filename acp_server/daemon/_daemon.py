@@ -6,7 +6,8 @@ and lets its ``PromptQueueFullError`` propagate before anything is published or 
 Invariants:
 - every prompt accepted here gets exactly one ``prompt_accepted`` event (published before ``submit_prompt``
   returns), then its ``session_update`` events, then exactly one terminal event (``turn_complete`` or
-  ``turn_error``);
+  ``turn_error``); its message and thought chunks are text pieces (one key per prompt and kind), which a lagging
+  subscriber gets merged (``_events.py``, "Coalescing");
 - per session, the events of the prompts accepted here are published in admission order: one pump reads each
   prompt's event stream to its end before the next (a prompt cancelled or expired while waiting has its terminal
   event published after those of the prompts accepted before it);
