@@ -6,7 +6,8 @@ and lets its ``PromptQueueFullError`` propagate before anything is published or 
 Invariants:
 - every prompt accepted here gets exactly one ``prompt_accepted`` event (published before ``submit_prompt``
   returns), then its ``session_update`` events, then exactly one terminal event (``turn_complete`` or
-  ``turn_error``);
+  ``turn_error``); its message and thought chunks are text pieces (one key per prompt and kind), which a lagging
+  subscriber gets merged (``_events.py``, "Coalescing");
 - per session, the events of the prompts accepted here are published in admission order: one pump reads each
   prompt's event stream to its end before the next (a prompt cancelled or expired while waiting has its terminal
   event published after those of the prompts accepted before it);
@@ -42,7 +43,7 @@ from anyio.abc import TaskGroup
 from .. import __version__
 from ..acp import PROTOCOL_VERSION, AgentOptions, config_options, update_from_event
 from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionEntry, SessionNotFoundError
-from ..domain import Prompt, PromptEnded, PromptEvent, ToolCallStarted, ToolCallUpdated
+from ..domain import Prompt, PromptEnded, PromptEvent, TextChunk, ThoughtChunk, ToolCallStarted, ToolCallUpdated
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools import TOOL_NAMES
@@ -110,9 +111,10 @@ class _Channel:
         try:
             while self.pending:
                 handle = next(iter(self.pending.values()))
+                texts = _TextData(self.session_id, handle.prompt_id)
                 try:
                     async for event in handle.events:
-                        self._publish(handle, event)
+                        self._publish(handle, event, texts)
                 finally:
                     handle.events.close()
                     self.pending.pop(handle.prompt_id, None)
@@ -124,18 +126,42 @@ class _Channel:
         """Wait until every prompt accepted so far has had its terminal event published."""
         await self._idle.wait()
 
-    def _publish(self, handle: PromptHandle, event: PromptEvent) -> None:
+    def _publish(self, handle: PromptHandle, event: PromptEvent, texts: _TextData) -> None:
         if self.log.closed:
             return
-        base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
-        if not isinstance(event, PromptEnded):
+        if isinstance(event, TextChunk):
+            self.log.publish_text("session_update", texts.message_key, event.text, texts.message)
+        elif isinstance(event, ThoughtChunk):
+            self.log.publish_text("session_update", texts.thought_key, event.text, texts.thought)
+        elif not isinstance(event, PromptEnded):
             update = update_from_event(self.session_id, event)
             name = "tool_call" if isinstance(event, ToolCallStarted | ToolCallUpdated) else "session_update"
             self.log.publish(name, {"promptId": handle.prompt_id, **update})
         elif event.error is not None:
+            base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
             self.log.publish("turn_error", {**base, **turn_error_payload(event.error)})
         else:
+            base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
             self.log.publish("turn_complete", {**base, "stopReason": event.stop_reason})
+
+
+class _TextData:
+    """The ``session_update`` data of one prompt's message and thought chunks, for any text: what the event log
+    merges for a lagging subscriber (one key per prompt and kind)."""
+
+    __slots__ = ("message_key", "prompt_id", "session_id", "thought_key")
+
+    def __init__(self, session_id: str, prompt_id: str) -> None:
+        self.session_id = session_id
+        self.prompt_id = prompt_id
+        self.message_key = (prompt_id, "agent_message_chunk")
+        self.thought_key = (prompt_id, "agent_thought_chunk")
+
+    def message(self, text: str) -> dict[str, object]:
+        return {"promptId": self.prompt_id, **update_from_event(self.session_id, TextChunk(text))}
+
+    def thought(self, text: str) -> dict[str, object]:
+        return {"promptId": self.prompt_id, **update_from_event(self.session_id, ThoughtChunk(text))}
 
 
 @dataclass(frozen=True)

@@ -6,20 +6,47 @@ Invariants:
   every id that session was ever given, so a ``Last-Event-ID`` names at most one event (see ``_daemon.py``);
 - memory is bounded: the ring keeps the last ``ring_size`` frames, and all the rings sharing a
   :class:`RingBudget` hold at most its ``max_bytes`` together; each subscriber queues at most ``queue_size``
-  frames — one more and it is *dropped* (its stream ends at once; it may reconnect with ``Last-Event-ID``);
+  entries (a frame, or merged pieces of at most ``coalesce_chars`` of text) — one more and it is *dropped* (its
+  stream ends at once; it may reconnect with ``Last-Event-ID``);
 - a cursor is served exactly or not at all: replay when the ring holds every event after it, else
   ``resync_required``; subscribing is atomic: the replay and the live tail meet exactly, no event lost or repeated.
+
+Coalescing (a subscriber slower than the model): an event published with :meth:`EventLog.publish_text` (a piece
+of a longer text: a prompt's message or thought chunk) joins the previous one *waiting unsent in that subscriber's
+queue* when both have the same event name and key, up to ``coalesce_chars`` of text; the one frame sent carries the
+id of the last event it holds, so ``Last-Event-ID`` stays exact (a reconnect with it gets the events after the last
+piece, none twice, none missing). Order never changes and nothing is dropped. A subscriber that keeps up (waiting
+for a frame when the event comes, or woken and not yet run) gets one frame per event; the ring always keeps one
+frame per event, so replay is exact. A merged entry counts as one against ``queue_size``: merging makes drops rarer.
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import TypeAlias
 
 import anyio
 
-__all__ = ["FRAME_OVERHEAD_BYTES", "EventLog", "RingBudget", "Subscription", "encode_frame"]
+__all__ = [
+    "DEFAULT_COALESCE_CHARS",
+    "FRAME_OVERHEAD_BYTES",
+    "EventLog",
+    "RingBudget",
+    "Subscription",
+    "TextData",
+    "encode_frame",
+]
+
+DEFAULT_COALESCE_CHARS = 8192
+"""How much text consecutive pieces may merge into while they wait for a slow subscriber (as the stdio face)."""
+
+_JOIN_PARTS_AT = 64
+"""A merged entry joins its parts into one string when it holds this many (bounds its memory per character)."""
+
+TextData: TypeAlias = Callable[[str], Mapping[str, object]]
+"""The data of a text piece's event, carrying a given text (the piece's own, or the joined text of merged pieces)."""
 
 FRAME_OVERHEAD_BYTES = 128
 """What a ring entry costs besides its frame's bytes: the bytes header (33), the tuple (56), the int (32), the deque
@@ -33,46 +60,136 @@ def encode_frame(event: str, data: Mapping[str, object], event_id: int | None = 
     is sent escaped, so a frame can always be written.
     """
     try:
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        payload = _ENCODER.encode(data).encode()
     except UnicodeEncodeError:
-        payload = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+        payload = _ASCII_ENCODER.encode(data).encode()
     head = b"" if event_id is None else b"id: %d\n" % event_id
     return head + b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+class _Piece:
+    """A queued frame that is a piece of a longer text: what a later piece of the same key may merge into."""
+
+    __slots__ = ("data", "event", "key", "text")
+
+    def __init__(self, event: str, key: Hashable, text: str, data: TextData) -> None:
+        self.event = event
+        self.key = key
+        self.text = text
+        self.data = data
+
+
+class _Merged:
+    """Consecutive pieces that waited together in one queue: their texts, encoded once as one frame with the id of
+    the last. Memory: at most ``coalesce_chars`` of text in at most ``_JOIN_PARTS_AT`` strings."""
+
+    __slots__ = ("last_id", "parts", "piece", "size")
+
+    def __init__(self, piece: _Piece, text: str, event_id: int) -> None:
+        self.piece = piece
+        self.parts = [piece.text, text]
+        self.size = len(piece.text) + len(text)
+        self.last_id = event_id
+
+    def add(self, text: str, event_id: int) -> None:
+        if len(self.parts) >= _JOIN_PARTS_AT:
+            self.parts = ["".join(self.parts)]
+        self.parts.append(text)
+        self.size += len(text)
+        self.last_id = event_id
+
+    def frame(self) -> bytes:
+        piece = self.piece
+        return encode_frame(piece.event, piece.data("".join(self.parts)), self.last_id)
+
+
+_Queued: TypeAlias = "bytes | _Merged"
+
+
 class Subscription:
-    """One reader of an :class:`EventLog`: its replay, then live frames, until the log closes or it is dropped."""
+    """One reader of an :class:`EventLog`: its replay, then live frames, until the log closes or it is dropped.
 
-    __slots__ = ("_closed", "_dropped", "_log", "_queue", "_queue_size", "_replay", "_wakeup", "dropped_event")
+    Its queue holds at most ``queue_size`` entries: frames as published, or text pieces merged while they waited
+    (see the module's "Coalescing").
+    """
 
-    def __init__(self, log: EventLog, queue_size: int, replay: list[bytes]) -> None:
+    __slots__ = (
+        "_closed",
+        "_coalesce",
+        "_dropped",
+        "_log",
+        "_nudged",
+        "_queue",
+        "_queue_size",
+        "_replay",
+        "_tail",
+        "_wakeup",
+        "_woken",
+        "dropped_event",
+    )
+
+    def __init__(
+        self, log: EventLog, queue_size: int, replay: list[bytes], coalesce_chars: int = DEFAULT_COALESCE_CHARS
+    ) -> None:
         self._log: EventLog | None = log
         self._replay = replay  # already in memory (the ring's frames): not held to the cap
-        self._queue: deque[bytes] = deque()
+        self._queue: deque[_Queued] = deque()
         self._queue_size = queue_size
+        self._coalesce = coalesce_chars
+        self._tail: _Piece | _Merged | None = None  # the queue's last entry, when a piece may merge into it
         self._closed = False
         self._dropped = False
+        self._nudged = False
         self._wakeup: anyio.Event | None = None
+        self._woken = False  # the reader was waiting, was woken, and has not taken its frames yet
         self.dropped_event = anyio.Event()
 
     @property
     def dropped(self) -> bool:
-        """True once it fell ``queue_size`` frames behind; it receives nothing more."""
+        """True once it fell ``queue_size`` entries behind; it receives nothing more."""
         return self._dropped
 
+    @property
+    def queued(self) -> int:
+        """Entries waiting in the queue (the replay not included)."""
+        return len(self._queue)
+
+    def ready(self) -> bool:
+        """Whether :meth:`receive` would return at once (frames waiting, or the end)."""
+        return self._dropped or self._closed or bool(self._replay) or bool(self._queue)
+
     async def receive(self) -> list[bytes] | None:
-        """Every queued frame, in order (waits while none); ``None`` once ended (log closed and drained, or dropped)."""
+        """Every queued frame, in order (waits while none); ``None`` once ended (log closed and drained, or dropped);
+        ``[]`` when :meth:`nudge` ended the wait first."""
         while not self._dropped and not self._replay and not self._queue:
             if self._closed:
                 return None
+            if self._nudged:
+                self._nudged = self._woken = False
+                return []
             self._wakeup = wakeup = anyio.Event()
             await wakeup.wait()
         if self._dropped:
             return None
-        frames = self._replay + list(self._queue)
+        self._nudged = False
+        frames = self._replay
         self._replay = []
+        frames.extend(entry.frame() if isinstance(entry, _Merged) else entry for entry in self._queue)
         self._queue.clear()
+        self._tail = None
+        self._woken = False
         return frames
+
+    def nudge(self) -> None:
+        """End a :meth:`receive` that waits for a frame, with ``[]`` (the writer's cue for a heartbeat); no-op when
+        none waits."""
+        if self._wakeup is not None:
+            self._nudged = True
+            self._wake()
 
     def close(self) -> None:
         """Stop receiving (the reader left); idempotent."""
@@ -82,16 +199,35 @@ class Subscription:
 
     # -- driven by the log ----------------------------------------------------------------------------------
 
-    def _push(self, frame: bytes) -> None:
+    def _push(self, frame: bytes, event_id: int, piece: _Piece | None) -> None:
+        if piece is not None and self._tail is not None and not self._woken and self._merge(piece, event_id):
+            return  # the reader is busy sending: it gets this piece with the ones before it, in one frame
         if len(self._queue) >= self._queue_size:
             self._dropped = True
             self._replay = []
             self._queue.clear()
+            self._tail = None
             self._detach()
             self.dropped_event.set()
         else:
             self._queue.append(frame)
+            self._tail = piece
         self._wake()
+
+    def _merge(self, piece: _Piece, event_id: int) -> bool:
+        """Join ``piece`` to the queue's last entry when it is a piece of the same text and the sum fits."""
+        tail = self._tail
+        if type(tail) is _Merged:
+            first = tail.piece
+            if first.key == piece.key and first.event == piece.event and tail.size + len(piece.text) <= self._coalesce:
+                tail.add(piece.text, event_id)
+                return True
+            return False
+        assert type(tail) is _Piece
+        if tail.key == piece.key and tail.event == piece.event and len(tail.text) + len(piece.text) <= self._coalesce:
+            self._queue[-1] = self._tail = _Merged(tail, piece.text, event_id)
+            return True
+        return False
 
     def _end(self) -> None:
         self._log = None
@@ -107,6 +243,7 @@ class Subscription:
         if self._wakeup is not None:
             self._wakeup.set()
             self._wakeup = None
+            self._woken = True  # it keeps up: what comes before it runs is not merged
 
 
 class RingBudget:
@@ -149,8 +286,9 @@ class RingBudget:
 class EventLog:
     """The events of one session, as ready-to-send SSE frames. Open until :meth:`close`; then readers drain and end.
 
-    ``first_id``: the id of its first event. ``previous_id``: the last id the same session had in its previous
-    attachment, when known: a reader that saw it has missed nothing while this ring still holds its first event.
+    ``coalesce_chars``: the most text one merged entry of a subscriber holds. ``first_id``: the id of its first
+    event. ``previous_id``: the last id the same session had in its previous attachment, when known: a reader that
+    saw it has missed nothing while this ring still holds its first event.
     """
 
     def __init__(
@@ -159,6 +297,7 @@ class EventLog:
         *,
         ring_size: int,
         queue_size: int,
+        coalesce_chars: int = DEFAULT_COALESCE_CHARS,
         first_id: int = 1,
         previous_id: int | None = None,
         budget: RingBudget | None = None,
@@ -171,6 +310,7 @@ class EventLog:
         self._ring_size = ring_size
         self._budget = budget if budget is not None else RingBudget(2**62)
         self._queue_size = queue_size
+        self._coalesce = coalesce_chars
         self._last_id = first_id - 1
         # The greatest id after which the ring can replay everything (besides the ids it holds): the previous
         # attachment's last id (or the one before first_id), then each evicted id.
@@ -204,17 +344,25 @@ class EventLog:
 
     def publish(self, event: str, data: Mapping[str, object]) -> int:
         """Append one event, push it to every subscriber (dropping the ones that are full); return its id."""
+        return self._append(event, data, None)
+
+    def publish_text(self, event: str, key: Hashable, text: str, data: TextData) -> int:
+        """:meth:`publish` ``data(text)``, an event that is a piece of a longer text named ``key``: for a subscriber
+        that lags, it merges with the pieces of the same event and key waiting before it (see "Coalescing")."""
+        return self._append(event, data(text), _Piece(event, key, text, data))
+
+    def _append(self, event: str, data: Mapping[str, object], piece: _Piece | None) -> int:
         if self.closed:
             raise RuntimeError(f"the event log of session {self.session_id} is closed")
-        self._last_id += 1
-        frame = encode_frame(event, data, self._last_id)
-        self._ring.append((self._last_id, frame))
+        self._last_id = event_id = self._last_id + 1
+        frame = encode_frame(event, data, event_id)
+        self._ring.append((event_id, frame))
         if len(self._ring) > self._ring_size:
             self._evict_oldest()
         self._budget._charged(self, len(frame) + FRAME_OVERHEAD_BYTES)
         for subscriber in list(self._subscribers):
-            subscriber._push(frame)
-        return self._last_id
+            subscriber._push(frame, event_id, piece)
+        return event_id
 
     def _evict_oldest(self) -> None:
         event_id, frame = self._ring.popleft()
@@ -245,7 +393,7 @@ class EventLog:
                 initial.append(encode_frame("resync_required", data, self._last_id))
             else:
                 initial = [frame for event_id, frame in self._ring if event_id > last_event_id]
-        subscription = Subscription(self, self._queue_size, initial)
+        subscription = Subscription(self, self._queue_size, initial, self._coalesce)
         if self.closed:
             subscription._end()
         else:

@@ -1,7 +1,8 @@
 """The ``text/event-stream`` response of ``GET /session/{id}/events``: one subscription, written in order.
 
-The response owns three tasks in one task group: the writer (frames in order; a comment when idle for
-``heartbeat_s``), a disconnect listener, and a drop watcher. The stream ends cleanly when the log closes (after
+The response owns four tasks in one task group: the writer (frames in order), the heartbeat (it has the writer send
+a comment when nothing was written for ``heartbeat_s``: one timer per stream, not one per frame), a disconnect
+listener, and a drop watcher. The stream ends cleanly when the log closes (after
 the last frame), and at once when the client leaves. A subscription dropped for lagging (its peer reads too slowly,
 or not at all) has its connection *aborted* (reset: nothing more is written, the kernel's queues are freed), as has
 a stream whose final write cannot be flushed within ``_FINISH_TIMEOUT_S`` — a polite end would keep the socket and
@@ -11,6 +12,7 @@ its buffers for as long as the peer does not read.
 from __future__ import annotations
 
 import logging
+import time
 
 import anyio
 import anyio.lowlevel
@@ -41,6 +43,7 @@ class EventStreamResponse(Response):
         self._subscription = subscription
         self._session_id = session_id
         self._heartbeat_s = heartbeat_s
+        self._written_at = 0.0  # time.monotonic() when the writer last started a write (or started)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         subscription = self._subscription
@@ -50,6 +53,8 @@ class EventStreamResponse(Response):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
                 tg.start_soon(self._watch_drop, tg.cancel_scope)
+                self._written_at = time.monotonic()
+                tg.start_soon(self._beat)
                 await self._write(send)
                 tg.cancel_scope.cancel()
             if subscription.dropped and abort is not None:
@@ -70,14 +75,23 @@ class EventStreamResponse(Response):
     async def _write(self, send: Send) -> None:
         subscription = self._subscription
         while True:
-            frames: list[bytes] | None = None
-            with anyio.move_on_after(self._heartbeat_s) as idle:
-                frames = await subscription.receive()
-            if idle.cancelled_caught:
-                frames = [HEARTBEAT]
-            elif frames is None:
+            frames = await subscription.receive()
+            if frames is None:
                 return
-            await send({"type": "http.response.body", "body": b"".join(frames), "more_body": True})
+            self._written_at = time.monotonic()
+            body = b"".join(frames) if frames else HEARTBEAT  # [] : the heartbeat's nudge
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def _beat(self) -> None:
+        """Nudge the writer once nothing was written for ``heartbeat_s`` (a writer busy sending is left alone)."""
+        while True:
+            due = self._written_at + self._heartbeat_s
+            now = time.monotonic()
+            if now < due:
+                await anyio.sleep(due - now)
+            else:
+                self._subscription.nudge()
+                await anyio.sleep(self._heartbeat_s)
 
     @staticmethod
     async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

@@ -157,6 +157,25 @@ async def test_subscribe_replays_then_goes_live_with_no_gap_and_no_repeat() -> N
     assert await subscription.receive() is None
 
 
+async def test_a_nudge_ends_only_a_waiting_receive_with_no_frames() -> None:
+    log = EventLog("s", ring_size=10, queue_size=10)
+    subscription = log.subscribe()
+    subscription.nudge()  # none waits: nothing happens (the next receive waits for a frame)
+    got: list[list[bytes] | None] = []
+
+    async def receive() -> None:
+        got.append(await subscription.receive())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive)
+        await anyio.wait_all_tasks_blocked()
+        assert got == []
+        subscription.nudge()
+    assert got == [[]]  # the writer's cue for a heartbeat
+    log.publish("e", {"i": 0})
+    assert len(await subscription.receive() or []) == 1
+
+
 async def test_replay_is_not_held_to_the_live_cap() -> None:
     log = EventLog("s", ring_size=50, queue_size=2)
     for i in range(40):
