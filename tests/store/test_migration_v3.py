@@ -10,42 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from acp_server.domain import DiffContent, ModelStep, TextContent, TextPart, ToolCallRecord, ToolLocation
+from acp_server.domain import ModelStep, TextPart
 from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
+
+from .test_migration_v2 import _ALPHA, READ, STEP  # what the version 2 file held, made again by the version 3 code
 
 pytestmark = pytest.mark.anyio
 
 FIXTURE = Path(__file__).parent / "data" / "v3.sqlite3"
 
-READ = ToolCallRecord(
-    call_id="c1",
-    name="read_file",
-    arguments='{"path": "a.py"}',
-    output="1\tprint('café')\n",
-    status="completed",
-    title="Read a.py",
-    kind="read",
-    locations=(ToolLocation("/work/project/a.py", 1),),
-    content=(TextContent("print('café')"),),
-)
-EDIT = ToolCallRecord(
-    call_id="c2",
-    name="edit_file",
-    arguments='{"path": "a.py", "old_text": "café", "new_text": "tea"}',
-    output="Edited /work/project/a.py",
-    status="completed",
-    title="Edit a.py",
-    kind="edit",
-    locations=(ToolLocation("/work/project/a.py"),),
-    content=(DiffContent("/work/project/a.py", "print('café')\n", "print('tea')\n"),),
-)
-STEP = ModelStep("Let me look.", "Read first.", (READ, EDIT))
-_ALPHA = (
-    StoredMessage(1, "user", "Fix a.py", parts=(TextPart("Fix a.py"),)),
-    StoredMessage(2, "assistant", "Done.", stop_reason="end_turn", steps=(STEP,)),
-    StoredMessage(3, "user", "thanks", parts=(TextPart("thanks"),)),
-    StoredMessage(4, "assistant", "You're welcome.", "r", stop_reason="end_turn"),
-)
 _LOST = StoredMessage(2, "assistant", "", outcome="interrupted", steps=(STEP,))
 _DELTA = (StoredMessage(1, "user", "lost", parts=(TextPart("lost"),)), _LOST)
 EXPECTED = {  # newest first: (cwd, title, mode, model, history)

@@ -10,48 +10,16 @@ process killed with SIGKILL, so it reads ``interrupted``).
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import sys
 from pathlib import Path
 
 import anyio
+from make_v2 import STEP, _killed_turn  # the same steps and killed turn as the version 2 file (this directory)
 
-from acp_server.domain import DiffContent, ModelStep, TextContent, TextPart, ToolCallRecord, ToolLocation
+from acp_server.domain import TextPart
 from acp_server.store import SCHEMA_VERSION, SqliteSessionStore
-
-READ = ToolCallRecord(
-    call_id="c1",
-    name="read_file",
-    arguments='{"path": "a.py"}',
-    output="1\tprint('café')\n",
-    status="completed",
-    title="Read a.py",
-    kind="read",
-    locations=(ToolLocation("/work/project/a.py", 1),),
-    content=(TextContent("print('café')"),),
-)
-EDIT = ToolCallRecord(
-    call_id="c2",
-    name="edit_file",
-    arguments='{"path": "a.py", "old_text": "café", "new_text": "tea"}',
-    output="Edited /work/project/a.py",
-    status="completed",
-    title="Edit a.py",
-    kind="edit",
-    locations=(ToolLocation("/work/project/a.py"),),
-    content=(DiffContent("/work/project/a.py", "print('café')\n", "print('tea')\n"),),
-)
-STEP = ModelStep("Let me look.", "Read first.", (READ, EDIT))
-
-
-async def _killed_turn(path: Path) -> None:
-    """Begin a turn in ``delta``, record one step, then die by SIGKILL (the answer stays pending)."""
-    async with SqliteSessionStore(path) as store:
-        ticket = await store.begin_turn("delta", known=0, content="lost", parts=(TextPart("lost"),), title="lost")
-        await store.record_steps(ticket, (STEP,))
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 async def _main(path: Path) -> None:
