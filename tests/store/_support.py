@@ -1,6 +1,10 @@
-"""Tool steps for the store tests: every kind of tool content, locations with and without a line, raw outputs."""
+"""Tool steps for the store tests (every kind of tool content, locations with and without a line, raw outputs), and
+copies of the databases older versions made (``data/``)."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 from acp_server.domain import DiffContent, ModelStep, TerminalContent, TextContent, ToolCallRecord, ToolLocation
 
@@ -50,3 +54,11 @@ DECLINED = ToolCallRecord(
 
 FIRST = ModelStep("Let me look.", "The file first.", (READ,))
 SECOND = ModelStep("", "Fix it, then test.", (EDIT, RUN, DECLINED))
+
+
+def copy_of(fixture: Path, tmp_path: Path) -> Path:
+    """A copy of an old database file as a state directory would hold it (the fixture itself is never opened)."""
+    path = tmp_path / "state" / "sessions.db"
+    path.parent.mkdir(mode=0o700)
+    shutil.copyfile(fixture, path)
+    return path

@@ -4,7 +4,6 @@ open it at once, and a file of a newer version than ours is still refused."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from acp_server.domain import ResourceLinkPart, TextPart
 from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
 
-from ._support import FIRST, SECOND
+from ._support import FIRST, SECOND, copy_of
 
 pytestmark = pytest.mark.anyio
 
@@ -59,11 +58,8 @@ EXPECTED: dict[str, tuple[str, str, tuple[StoredMessage, ...]]] = {  # newest fi
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    """A copy of the version 1 file (the fixture itself is never opened)."""
-    path = tmp_path / "state" / "sessions.db"
-    path.parent.mkdir(mode=0o700)
-    shutil.copyfile(FIXTURE, path)
-    return path
+    """A copy of the version 1 file."""
+    return copy_of(FIXTURE, tmp_path)
 
 
 def _columns(raw: sqlite3.Connection, table: str) -> list[str]:

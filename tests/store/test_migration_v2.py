@@ -4,7 +4,6 @@ set, and forks copy it."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import pytest
 
 from acp_server.domain import DiffContent, ModelStep, TextContent, TextPart, ToolCallRecord, ToolLocation
 from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
+
+from ._support import copy_of
 
 pytestmark = pytest.mark.anyio
 
@@ -64,11 +65,8 @@ EXPECTED = {  # newest first: (cwd, title, mode, history)
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    """A copy of the version 2 file (the fixture itself is never opened)."""
-    path = tmp_path / "state" / "sessions.db"
-    path.parent.mkdir(mode=0o700)
-    shutil.copyfile(FIXTURE, path)
-    return path
+    """A copy of the version 2 file."""
+    return copy_of(FIXTURE, tmp_path)
 
 
 def _columns(raw: sqlite3.Connection, table: str) -> list[str]:

@@ -4,7 +4,6 @@ the next turn on that session closes the old answer with those steps, while its 
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from acp_server.domain import ModelStep, TextPart
 from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
 
+from ._support import copy_of
 from .test_migration_v2 import _ALPHA, READ, STEP  # what the version 2 file held, made again by the version 3 code
 
 pytestmark = pytest.mark.anyio
@@ -31,11 +31,8 @@ EXPECTED = {  # newest first: (cwd, title, mode, model, history)
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    """A copy of the version 3 file (the fixture itself is never opened)."""
-    path = tmp_path / "state" / "sessions.db"
-    path.parent.mkdir(mode=0o700)
-    shutil.copyfile(FIXTURE, path)
-    return path
+    """A copy of the version 3 file."""
+    return copy_of(FIXTURE, tmp_path)
 
 
 def _tables(raw: sqlite3.Connection) -> set[str]:
