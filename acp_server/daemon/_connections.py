@@ -14,13 +14,15 @@ protocol plus:
   connection (or of the first byte of its next request on a keep-alive); else ``408 request_timeout`` (when part of
   a request came) and close. A response in progress (an SSE stream) is never timed out.
 - **HTTP/2**: a connection that opens with the HTTP/2 preface is handed to :class:`~._http2.Http2Server` (when the
-  server has one); it keeps counting against the cap until it ends, and is shut down with the server.
+  server has one); it keeps counting against the cap until it ends, is in the waiting set while it has no open
+  stream (displaced by closing it), and is shut down with the server.
 - **abort**: each request's scope carries ``scope["extensions"][ABORT_EXTENSION]["abort"]``, which resets the
   connection at once (an RST: ``SO_LINGER`` 0 then ``transport.abort()``; buffered bytes dropped, kernel queues
   freed) — for a subscriber dropped for lagging whose peer does not read, where ending the response politely (or a
   plain close) would keep the socket and its queues for as long as the peer does not read.
 
-Invariants: every connection is in ``_Registry.waiting`` exactly while it awaits request headers, with its timer
+Invariants: every HTTP/1.1 connection is in ``_Registry.waiting`` exactly while it awaits request headers (an
+HTTP/2 one exactly while it has no open stream), with its timer
 armed once it has been open (or has sent a byte) for less than ``header_timeout_s``; the open-connection count never
 exceeds ``max_connections`` after ``connection_made`` returns.
 """
@@ -124,18 +126,27 @@ class _GuardedProtocol(H11Protocol):
             self.registry.http2.terminate()
 
     def _hand_over(self, received: bytes) -> None:
-        """Serve this connection with HTTP/2 from now on; it stays counted (and shut down) as uvicorn's."""
+        """Serve this connection with HTTP/2 from now on; it stays counted (and shut down) as uvicorn's, and
+        displaceable while it has no open stream."""
         assert self.registry.http2 is not None
         self._stop_waiting()
-        task = self._http2 = self.registry.http2.serve(self.transport, received)
+        task = self._http2 = self.registry.http2.serve(self.transport, received, self._http2_idle)
         self.tasks.add(task)  # uvicorn cancels it when the graceful shutdown runs out of time
         task.add_done_callback(self._http2_ended)
 
+    def _http2_idle(self, idle: bool) -> None:
+        if idle and not self.transport.is_closing():
+            self.registry.waiting[self] = None
+        else:
+            self.registry.waiting.pop(self, None)
+
     def _http2_ended(self, task: asyncio.Task[None]) -> None:
+        self.registry.waiting.pop(self, None)
         self.tasks.discard(task)
         self.connections.discard(self)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("an HTTP/2 connection failed", exc_info=task.exception())
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.warning("an HTTP/2 connection ended on an error: %r", exc)
+            logger.debug("the HTTP/2 connection's error", exc_info=exc)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
@@ -199,7 +210,11 @@ class _GuardedProtocol(H11Protocol):
             self._close_with(None)
 
     def _displace(self) -> None:
-        """Make room for a newer connection (this one waits for headers)."""
+        """Make room for a newer connection (this one waits for headers, or is HTTP/2 with no open stream)."""
+        if self._http2 is not None:
+            self.registry.waiting.pop(self, None)
+            self.transport.close()  # its server sees the end and finishes; the count drops then
+            return
         self._close_with(TooManyConnectionsError(self.registry.max_connections) if self._partial_request() else None)
 
     def _close_with(self, error: Exception | None) -> None:

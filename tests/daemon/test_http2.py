@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import socket
 from collections.abc import AsyncIterator
 
@@ -20,7 +21,7 @@ from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.protocol.h2 import H2Protocol
 
-from acp_server.daemon._http2 import PREFACE, Http2Server
+from acp_server.daemon._http2 import MAX_STREAMS, PREFACE, Http2Server
 from acp_server.provider.offline import Answer, LoopbackModel
 
 from ._support import Served, running_daemon
@@ -127,7 +128,108 @@ async def test_a_preface_split_across_packets_is_still_http2() -> None:
     assert status == b"200"
 
 
-async def test_the_server_settings_offer_100_streams_and_no_websocket_over_http2() -> None:
+class RawH2:
+    """A raw HTTP/2 client connection (h2 over a socket): sends exactly the bytes it is told, in one write each."""
+
+    def __init__(self, stream: anyio.abc.SocketStream, authority: str) -> None:
+        self.stream = stream
+        self.authority = authority.encode()
+        config = h2.config.H2Configuration(client_side=True, header_encoding=None, validate_outbound_headers=False)
+        self.conn = h2.connection.H2Connection(config)
+        self.conn.initiate_connection()
+        self.responses: dict[int, tuple[bytes, bytes]] = {}  # stream id → (status, body) once ended
+        self.resets: set[int] = set()
+        self._bodies: dict[int, bytes] = {}
+        self._statuses: dict[int, bytes] = {}
+
+    def request(self, method: bytes, path: bytes, body: bytes = b"", **headers: bytes) -> int:
+        stream_id: int = self.conn.get_next_available_stream_id()
+        fields = [(b":method", method), (b":authority", self.authority)]
+        if method != b"CONNECT":  # a CONNECT has neither (RFC 9113 §8.5)
+            fields += [(b":path", path), (b":scheme", b"http")]
+        fields += [(name.replace("_", "-").encode(), value) for name, value in headers.items()]
+        self.conn.send_headers(stream_id, fields, end_stream=not body)
+        if body:
+            self.conn.send_data(stream_id, body, end_stream=True)
+        return stream_id
+
+    async def flush(self) -> None:
+        await self.stream.send(self.conn.data_to_send())
+
+    async def handshake(self) -> None:
+        """Send the preface and settings; return once the server's settings came (it serves HTTP/2 here)."""
+        await self.flush()
+        with anyio.fail_after(10):
+            while True:
+                events = self.conn.receive_data(await self.stream.receive())
+                if out := self.conn.data_to_send():
+                    await self.stream.send(out)
+                if any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events):
+                    return
+
+    async def until(self, *stream_ids: int) -> None:
+        """Read until each stream has ended (answered or reset)."""
+        with anyio.fail_after(10):
+            while not all(i in self.responses or i in self.resets for i in stream_ids):
+                for event in self.conn.receive_data(await self.stream.receive()):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        self._statuses[event.stream_id] = dict(event.headers)[b":status"]
+                    elif isinstance(event, h2.events.DataReceived):
+                        self._bodies[event.stream_id] = self._bodies.get(event.stream_id, b"") + event.data
+                        self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, h2.events.StreamEnded):
+                        sid = event.stream_id
+                        self.responses[sid] = (self._statuses[sid], self._bodies.get(sid, b""))
+                    elif isinstance(event, h2.events.StreamReset):
+                        self.resets.add(event.stream_id)
+                if out := self.conn.data_to_send():
+                    await self.stream.send(out)
+
+
+@contextlib.asynccontextmanager
+async def raw_h2(served: Served) -> AsyncIterator[RawH2]:
+    host, port = served.url.removeprefix("http://").split(":")
+    async with await anyio.connect_tcp(host, int(port)) as stream:
+        yield RawH2(stream, f"{host}:{port}")
+
+
+async def test_a_request_whose_headers_and_body_arrive_in_one_read_keeps_its_body() -> None:
+    # curl and nghttp2 write HEADERS and DATA together: the body belongs to the stream the HEADERS just opened.
+    async with running_daemon(None) as served, raw_h2(served) as client:
+        created = client.request(b"POST", b"/session", b'{"cwd": "/tmp"}', content_type=b"application/json")
+        await client.flush()  # preface, settings, HEADERS and DATA: one write
+        await client.until(created)
+        status, body = client.responses[created]
+        assert status == b"201", body
+        assert json.loads(body)["sessionId"] in {s.session_id for s in served.bridge.sessions}
+
+
+async def test_a_request_the_server_cannot_make_resets_its_stream_and_spares_the_others() -> None:
+    async with running_daemon(None) as served, raw_h2(served) as client:
+        connect = client.request(b"CONNECT", b"")  # no :path: valid HTTP/2, which the daemon does not serve
+        await client.flush()
+        await client.until(connect)
+        assert connect in client.resets
+        accented = client.request(b"GET", "/h\u00e9alth".encode())
+        health = client.request(b"GET", b"/health")
+        await client.flush()
+        await client.until(accented, health)
+        assert accented in client.resets and client.responses[health][0] == b"200"
+
+
+async def test_an_http2_connection_without_streams_is_displaced_at_the_cap() -> None:
+    async with running_daemon(None, max_connections=2) as served, contextlib.AsyncExitStack() as stack:
+        idle = [await stack.enter_async_context(raw_h2(served)) for _ in range(2)]
+        for client in idle:
+            await client.handshake()  # then nothing: HTTP/2 connections with no open stream
+        async with httpx.AsyncClient(base_url=served.url, timeout=10) as newcomer:
+            assert (await newcomer.get("/health")).status_code == 200  # the oldest idle one made room
+        with anyio.fail_after(10), pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+            while True:  # the oldest one was closed
+                await idle[0].stream.receive()
+
+
+async def test_the_server_settings_offer_32_streams_and_no_websocket_over_http2() -> None:
     async with running_daemon(None) as served:
         host, port = served.url.removeprefix("http://").split(":")
         conn, parts = h2_request_bytes(split_at=len(PREFACE))
@@ -139,7 +241,7 @@ async def test_the_server_settings_offer_100_streams_and_no_websocket_over_http2
                     for event in conn.receive_data(await stream.receive()):
                         if isinstance(event, h2.events.RemoteSettingsChanged):
                             settings = {code: value.new_value for code, value in event.changed_settings.items()}
-    assert settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] == 100
+    assert settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] == MAX_STREAMS == 32
     assert settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL, 0) == 0
 
 

@@ -162,7 +162,8 @@ async def test_a_turn_running_in_another_process_is_never_interleaved(tmp_path: 
             await model.wait_for_requests(1)
 
             # B sees what A committed: the prompt, and an answer marked running.
-            _, updates = await _load(b, session_id, "/w")
+            loaded, updates = await _load(b, session_id, "/w")
+            assert "result" in loaded, loaded
             assert updates == [("user_message_chunk", "from A", None), ("agent_message_chunk", "", "running")]
             busy = await _ask(b, session_id, "from B")
             assert busy["error"]["code"] == -32603
