@@ -528,12 +528,14 @@ class SqliteSessionStore(SessionStore):
             self._journaled.pop((ticket.session_id, ticket.answer_seq), None)
 
     async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
-        """Append the calls not journaled yet, one row each: a call's write costs its own size, not the turn's."""
+        """Append the calls not journaled yet, one row each, and write the last journaled row again (the turn may
+        still change its last call, or give a step without calls its first): a call's write costs its own size,
+        not the turn's."""
         now = self._tick()
         key = (ticket.session_id, ticket.answer_seq)
         written = self._journaled.get(key, 0)
         rewrite = journal_length(steps) < written  # not a continuation of what was written: write it all again
-        first = 0 if rewrite else written
+        first = 0 if rewrite else max(written - 1, 0)
         rows = journal_rows(steps, first)
 
         def record(conn: sqlite3.Connection) -> int:
@@ -548,7 +550,8 @@ class SqliteSessionStore(SessionStore):
                 if rewrite:
                     conn.execute("DELETE FROM answer_calls WHERE session_id = ? AND seq = ?", key)
                 conn.executemany(
-                    "INSERT INTO answer_calls (session_id, seq, n, step, head, call) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO answer_calls (session_id, seq, n, step, head, call) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
                     [(*key, first + i, step, head, call) for i, (step, head, call) in enumerate(rows)],
                 )
             self._journaled[key] = first + len(rows)

@@ -4,6 +4,7 @@ process running the tool loop leaves on disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import sqlite3
@@ -311,16 +312,18 @@ async def test_a_pending_answer_journals_one_row_per_call_and_its_end_folds_them
         await store.create_session("s1", "/w")
         ticket = await _begin(store)
         await store.record_steps(ticket, (ModelStep("", "", (READ,)),))
-        [first] = _journal(path)
         await store.record_steps(ticket, (ModelStep("", "", (READ, EDIT)),))
+        first = _journal(path)[0]
+        await store.record_steps(ticket, (ModelStep("", "", (READ, EDIT, RUN)),))
         rows = _journal(path)
-        assert rows[0] == first  # the row of the first call was not written again: each call costs its own size
-        assert [(n, step, head is not None) for _, n, step, head, _ in rows] == [(0, 0, True), (1, 0, False)]
+        assert rows[0] == first  # not written again (only the last row is, and the new one): each call costs its size
+        shape = [(n, step, head is not None) for _, n, step, head, _ in rows]
+        assert shape == [(0, 0, True), (1, 0, False), (2, 0, False)]
         assert json.loads(rows[1][4] or "")["name"] == "edit_file"
         with sqlite3.connect(path) as raw:
             assert raw.execute("SELECT steps FROM messages WHERE seq = 2").fetchone() == (None,)
         raw.close()
-        assert await _answer(store) == ("running", (ModelStep("", "", (READ, EDIT)),))
+        assert await _answer(store) == ("running", (ModelStep("", "", (READ, EDIT, RUN)),))
         await store.end_turn(
             ticket, content="ok", reasoning="", stop_reason="end_turn", outcome="complete", steps=(FIRST, SECOND)
         )
@@ -341,6 +344,22 @@ def test_the_journal_codec_gives_the_answer_json_of_the_same_steps() -> None:
     assert steps_json_from_journal(rows) == steps_to_json(steps)
     assert journal_rows(steps, 3) == rows[3:]  # only what is not written yet is encoded
     assert steps_json_from_journal([]) is None
+
+
+async def test_a_change_to_the_last_journaled_call_reaches_the_journal(tmp_path: Path) -> None:
+    # The turn appends a note to its last call when it dropped calls over the limit, after that call was recorded;
+    # and a step recorded before its first call ended gets that call later.
+    path = tmp_path / "sessions.db"
+    noted = dataclasses.replace(EDIT, output=EDIT.output + "\n\n(only the first 2 ran)")
+    async with SqliteSessionStore(path) as store:
+        await store.create_session("s1", "/w")
+        ticket = await _begin(store)
+        await store.record_steps(ticket, (ModelStep("", "", (READ, EDIT)),))
+        await store.record_steps(ticket, (ModelStep("", "", (READ, noted)), ModelStep("thinking", "", ())))
+        await store.record_steps(ticket, (ModelStep("", "", (READ, noted)), ModelStep("thinking", "", (RUN,))))
+        expected = (ModelStep("", "", (READ, noted)), ModelStep("thinking", "", (RUN,)))
+        assert await _answer(store) == ("running", expected)
+        assert [n for _, n, *_ in _journal(path)] == [0, 1, 2]
 
 
 async def test_steps_that_do_not_continue_the_journal_replace_it(tmp_path: Path) -> None:
