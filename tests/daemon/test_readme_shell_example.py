@@ -86,7 +86,8 @@ def test_the_readme_daemon_example_runs_as_printed(tmp_path: Path) -> None:
     stdout, stderr = out.decode(), err.decode()
     assert script_status == 0, stderr
     assert '{"status":"ok"}' in stdout.splitlines()  # the health wait answered before anything else
-    replies = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"promptId"')]
+    # the ?wait=true reply; the event follower writes to the same stdout meanwhile, so it is found, not split by line
+    replies = [json.loads(reply) for reply in re.findall(r'\{"promptId":"[0-9a-f]+","stopReason":"[a-z_]+"\}', stdout)]
     assert [r["stopReason"] for r in replies] == ["end_turn"]  # the ?wait=true reply (events are "data: ...")
     assert "/session//" not in stderr and "sessionId" not in stderr
     assert f"listening on http://127.0.0.1:{env['ACP_SERVER_PORT']}" in stderr
