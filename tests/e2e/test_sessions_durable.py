@@ -163,8 +163,9 @@ async def test_a_turn_running_in_another_process_is_never_interleaved(tmp_path: 
 
             # B sees what A committed: the prompt, and an answer marked running.
             loaded, updates = await _load(b, session_id, "/w")
-            assert "result" in loaded, loaded
-            assert updates == [("user_message_chunk", "from A", None), ("agent_message_chunk", "", "running")]
+            assert "result" in loaded, (loaded, b.stderr[-2000:])
+            expected = [("user_message_chunk", "from A", None), ("agent_message_chunk", "", "running")]
+            assert updates == expected, (loaded, b.stderr[-2000:], a.stderr[-2000:])
             busy = await _ask(b, session_id, "from B")
             assert busy["error"]["code"] == -32603
             assert busy["error"]["data"]["errorKind"] == "session_busy"
