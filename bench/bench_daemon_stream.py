@@ -8,8 +8,8 @@ probe task that logs the worst lateness of a 1 ms sleep loop, i.e. the event loo
 against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay from the endpoint's write to the
 subscriber's read (p50 / p99 / max), and the loop's longest stall during the run.
 
-``--http2``: the subscribers' streams share HTTP/2 connections (prior knowledge, up to 100 streams each: the
-daemon's per-connection stream limit) instead of one HTTP/1.1 connection each.
+``--http2``: the subscribers' streams share HTTP/2 connections (prior knowledge, up to the daemon's limit of
+streams per connection each) instead of one HTTP/1.1 connection each.
 
 Targets (2-core box): every offered chunk delivered (10,000 chunks/s at 200 × 50), p99 ≤ 50 ms, stall ≤ 10 ms.
 
@@ -35,6 +35,7 @@ from _endpoint import model_process
 from bench_daemon import cpu_s, percentile, raw_post
 
 from acp_server.daemon import ANNOUNCE_PREFIX
+from acp_server.daemon._http2 import MAX_STREAMS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STAMP = re.compile(rb"(\d+\.\d{6})")
@@ -78,7 +79,7 @@ class Subscriber:
                 self.ended.set()
 
 
-H2_STREAMS_PER_CONNECTION = 100  # the daemon's HTTP/2 limit of concurrent streams per connection
+H2_STREAMS_PER_CONNECTION = MAX_STREAMS  # the daemon's limit of concurrent streams per HTTP/2 connection
 
 
 async def run_http2(subscribers: list[Subscriber], host: str, port: int, connected: anyio.Event) -> None:
@@ -231,7 +232,8 @@ async def main(sessions: int, rate: float, seconds: float, repeat: int, http2: b
         f"command: python bench/bench_daemon_stream.py --sessions {sessions} --rate {rate:g} "
         f"--seconds {seconds:g} --repeat {repeat}{' --http2' if http2 else ''}"
     )
-    print(f"subscribers: {'HTTP/2, up to 100 streams per connection' if http2 else 'HTTP/1.1, a connection each'}")
+    h2 = f"HTTP/2, up to {H2_STREAMS_PER_CONNECTION} streams per connection"
+    print(f"subscribers: {h2 if http2 else 'HTTP/1.1, a connection each'}")
     print("targets: all chunks delivered, p99 write → read <= 50 ms, event loop stall <= 10 ms")
     print(f"machine: {os.cpu_count()} CPUs (shared), Python {sys.version.split()[0]}")
     for round_ in range(1, repeat + 1):
