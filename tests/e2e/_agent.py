@@ -100,6 +100,7 @@ class AgentProcess:
 
     async def new_session(self, cwd: str = "/tmp") -> str:
         response = await self.request("session/new", {"cwd": cwd, "mcpServers": []})
+        assert "result" in response, (response, self.stderr[-2000:])
         return str(response["result"]["sessionId"])
 
     async def close_stdin(self) -> None:
