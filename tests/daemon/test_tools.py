@@ -300,6 +300,57 @@ async def test_a_wait_true_prompt_is_answered_on_the_stream_and_allow_always_hol
         assert [(project / n).read_text() for n in ("a.txt", "b.txt")] == ["A", "B"]
 
 
+async def test_an_answer_naming_another_request_of_the_session_is_404_and_the_pending_one_stays(
+    project: Path,
+) -> None:
+    async with LoopbackModel() as model, running_daemon(model, token=TOKEN) as served:
+        model.enqueue(
+            ToolCalls((ScriptedCall("write_file", {"path": "a.txt", "content": "A"}, id="w1"),)),
+            ToolCalls((ScriptedCall("write_file", {"path": "b.txt", "content": "B"}, id="w2"),)),
+            Answer(text="ok"),
+        )
+        session_id = await new_session(served, project)
+        async with served.events(session_id) as events:
+            await served.prompt(session_id, "write a and b")
+            first = (await until(events, "permission_request"))[-1].data
+            assert (await answer(served, session_id, first["requestId"], "reject_once")).status_code == 204
+            second = (await until(events, "permission_request"))[-1].data
+            for stale in (first["requestId"], "no-such-request"):  # answered already / never issued
+                refused = await answer(served, session_id, stale, "allow_once")
+                assert refused.status_code == 404 and refused.json()["code"] == "permission_request_not_found"
+                assert refused.json()["requestId"] == stale
+            assert not (project / "b.txt").exists()  # the pending request was not answered by them
+            assert (await answer(served, session_id, second["requestId"], "allow_once")).status_code == 204
+            assert (await until(events, "turn_complete"))[-1].data["stopReason"] == "end_turn"
+        assert not (project / "a.txt").exists()
+        assert (project / "b.txt").read_text() == "B"
+
+
+async def test_tools_over_rest_are_confined_to_the_session_cwd(project: Path) -> None:
+    (project.parent / "secret.txt").write_text("TOPSECRET")
+    escape = {"path": "../escaped.txt", "content": "E"}
+    async with LoopbackModel() as model, running_daemon(model, token=TOKEN) as served:
+        model.enqueue(
+            ToolCalls(
+                (
+                    ScriptedCall("read_file", {"path": "../secret.txt"}, id="r1"),
+                    ScriptedCall("write_file", escape, id="w1"),
+                )
+            ),
+            Answer(text="refused"),
+        )
+        session_id = await new_session(served, project, "default")
+        async with served.events(session_id) as events:
+            await served.prompt(session_id, "read and write outside")
+            seen = await until(events, "turn_complete")
+        assert [call_updates(seen, call)[-1]["status"] for call in ("r1", "w1")] == ["failed", "failed"]
+        assert "permission_request" not in [e.event for e in seen]  # refused before anyone is asked
+        messages = tool_messages(model, 1)
+        assert all("outside the project directory" in messages[call] for call in ("r1", "w1"))
+        assert "TOPSECRET" not in messages["r1"]
+        assert not (project.parent / "escaped.txt").exists()
+
+
 # -- sessions stay apart --------------------------------------------------------------------------------------------
 
 
