@@ -200,8 +200,10 @@ async def test_replay_after_load_keeps_the_chosen_model_and_the_title(tmp_path: 
             assert _model_option(loaded.config_options).current_value == "big"
             replayed = [u.content.text for u in second.of(UserMessageChunk)]
             assert replayed == ["Explain the parser\nin detail", "and the lexer?"]
+            [restored] = second.of(SessionInfoUpdate)  # the replay ends with the title: no session/list needed
+            assert (restored.title, second.updates[-1]) == ("Parser notes", restored)
             await conn.prompt(session_id=session_id, prompt=[text_block("one more")])
-            assert second.of(SessionInfoUpdate) == []  # the title did not change: nothing to announce
+            assert len(second.of(SessionInfoUpdate)) == 1  # the title did not change: nothing more to announce
     assert [r.body["model"] for r in model.requests] == ["small", "big", "big"]
 
 
