@@ -6,8 +6,10 @@ it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -230,11 +232,21 @@ async def test_set_title_params_are_checked(params: Any, field: str) -> None:
     assert str(refused.value).startswith("Invalid params for _acp-server/set_title: ")
 
 
+def _readme_prompt_queue() -> Any:
+    """The JSON block the README shows under "Prompt queue" as what ``initialize`` advertises."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("_meta.acpServer.promptQueue`") :]
+    block = section[section.index("```json") + len("```json") : section.index("```", section.index("```json") + 7)]
+    return json.loads(block)
+
+
 async def test_initialize_advertises_what_a_client_may_rely_on_of_the_queue() -> None:
     async with agent() as a:
         reply = await a.call("initialize", {"protocolVersion": 1})
     InitializeResponse.model_validate(reply)
-    assert reply["agentCapabilities"]["_meta"]["acpServer"]["promptQueue"] == {
+    advertised = reply["agentCapabilities"]["_meta"]["acpServer"]["promptQueue"]
+    assert advertised == _readme_prompt_queue()  # the README documents exactly what is advertised
+    assert advertised == {
         "maxPendingPromptsPerSession": 5,
         "queuesWhileRunning": True,
         "order": "fifo",
