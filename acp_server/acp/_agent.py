@@ -264,7 +264,7 @@ class AcpAgent:
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
         self._titles[entry.session_id] = entry.title  # the source's, which the client knows
-        return {"sessionId": entry.session_id}
+        return {"sessionId": entry.session_id, **self._mode_state(entry)}  # the mode and model it inherited
 
     async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
         """:data:`SET_TITLE_METHOD`: store the session's title and announce it (``session_info_update``)."""

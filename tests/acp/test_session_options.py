@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from acp.schema import (
+    ForkSessionResponse,
     InitializeResponse,
     NewSessionResponse,
     SessionNotification,
@@ -129,6 +130,18 @@ async def test_picking_a_model_stores_it_announces_it_and_the_next_request_uses_
         record = await a.bridge.store.get_session(session_id)
         assert record is not None and record.model == "big"
         assert a.runner.models == ["m", "big"]
+
+
+async def test_a_fork_answers_the_options_it_inherited() -> None:
+    async with agent() as a:
+        session_id = (await a.new_session())["sessionId"]
+        params = {"sessionId": session_id, "configId": "model", "value": "big"}
+        await a.call("session/set_config_option", params, FakePeer(2, a.bridge))
+        forked = await a.call("session/fork", {"sessionId": session_id, "cwd": "/tmp"}, FakePeer(3, a.bridge))
+    ForkSessionResponse.model_validate(forked)
+    assert forked["sessionId"] != session_id
+    assert [(o["id"], o["currentValue"]) for o in forked["configOptions"]] == [("mode", "default"), ("model", "big")]
+    assert forked["modes"]["currentModeId"] == "default"
 
 
 @pytest.mark.parametrize(("config_id", "value", "field"), [("model", "nope", "value"), ("colour", "m", "configId")])
