@@ -223,12 +223,14 @@ class AcpAgent:
         return {"sessionId": entry.session_id, **self._mode_state(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
-        """Attach the session, replay its whole stored history as ``session/update``, then answer."""
+        """Attach the session, replay its whole stored history as ``session/update`` (ending with its title's
+        ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
         session_id = request.session_id
         entry, history = await self._bridge.load_session(session_id, cwd=request.cwd)
         for update in replay_updates(session_id, history):
             await peer.notify("session/update", update)
-        self._titles[session_id] = entry.title  # the one session/list shows
+        self._titles[session_id] = None  # nothing told on this load yet
+        await self._sync_title(entry, peer)
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
         return self._mode_state(entry)
 
@@ -262,7 +264,7 @@ class AcpAgent:
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
         self._titles[entry.session_id] = entry.title  # the source's, which the client knows
-        return {"sessionId": entry.session_id}
+        return {"sessionId": entry.session_id, **self._mode_state(entry)}  # the mode and model it inherited
 
     async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
         """:data:`SET_TITLE_METHOD`: store the session's title and announce it (``session_info_update``)."""

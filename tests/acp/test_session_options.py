@@ -6,12 +6,15 @@ it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from acp.schema import (
+    ForkSessionResponse,
     InitializeResponse,
     NewSessionResponse,
     SessionNotification,
@@ -129,6 +132,18 @@ async def test_picking_a_model_stores_it_announces_it_and_the_next_request_uses_
         assert a.runner.models == ["m", "big"]
 
 
+async def test_a_fork_answers_the_options_it_inherited() -> None:
+    async with agent() as a:
+        session_id = (await a.new_session())["sessionId"]
+        params = {"sessionId": session_id, "configId": "model", "value": "big"}
+        await a.call("session/set_config_option", params, FakePeer(2, a.bridge))
+        forked = await a.call("session/fork", {"sessionId": session_id, "cwd": "/tmp"}, FakePeer(3, a.bridge))
+    ForkSessionResponse.model_validate(forked)
+    assert forked["sessionId"] != session_id
+    assert [(o["id"], o["currentValue"]) for o in forked["configOptions"]] == [("mode", "default"), ("model", "big")]
+    assert forked["modes"]["currentModeId"] == "default"
+
+
 @pytest.mark.parametrize(("config_id", "value", "field"), [("model", "nope", "value"), ("colour", "m", "configId")])
 async def test_an_unknown_model_or_option_is_invalid_params_and_changes_nothing(
     config_id: str, value: str, field: str
@@ -230,11 +245,21 @@ async def test_set_title_params_are_checked(params: Any, field: str) -> None:
     assert str(refused.value).startswith("Invalid params for _acp-server/set_title: ")
 
 
+def _readme_prompt_queue() -> Any:
+    """The JSON block the README shows under "Prompt queue" as what ``initialize`` advertises."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("_meta.acpServer.promptQueue`") :]
+    block = section[section.index("```json") + len("```json") : section.index("```", section.index("```json") + 7)]
+    return json.loads(block)
+
+
 async def test_initialize_advertises_what_a_client_may_rely_on_of_the_queue() -> None:
     async with agent() as a:
         reply = await a.call("initialize", {"protocolVersion": 1})
     InitializeResponse.model_validate(reply)
-    assert reply["agentCapabilities"]["_meta"]["acpServer"]["promptQueue"] == {
+    advertised = reply["agentCapabilities"]["_meta"]["acpServer"]["promptQueue"]
+    assert advertised == _readme_prompt_queue()  # the README documents exactly what is advertised
+    assert advertised == {
         "maxPendingPromptsPerSession": 5,
         "queuesWhileRunning": True,
         "order": "fifo",

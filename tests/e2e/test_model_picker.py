@@ -56,10 +56,12 @@ def _env() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def _agent(editor: Editor, model: LoopbackModel, *flags: str, state: Path | None = None) -> AsyncIterator[Any]:
+async def _agent(
+    editor: Editor, model: LoopbackModel, *flags: str, state: Path | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[Any]:
     args = ["-m", "acp_server", "--base-url", model.base_url, *flags]
     args += ["--no-persist"] if state is None else ["--state-dir", str(state)]
-    async with spawn_agent_process(editor, sys.executable, *args, env=_env()) as (conn, _process):
+    async with spawn_agent_process(editor, sys.executable, *args, env={**_env(), **(env or {})}) as (conn, _process):
         await conn.initialize(protocol_version=1)
         yield conn
 
@@ -139,6 +141,22 @@ async def test_the_context_window_flag_sizes_every_model_s_meter() -> None:
     assert (meter.used, meter.size) == (3096, 8192)
 
 
+async def test_the_model_list_and_the_window_can_come_from_the_environment() -> None:
+    editor = Editor()
+    async with LoopbackModel() as model:
+        model.enqueue(Answer(text="hi", reasoning="", usage=(100, 28)))
+        env = {"ACP_SERVER_MODELS": " small , big ", "ACP_SERVER_CONTEXT_WINDOW": "4096"}
+        async with _agent(editor, model, env=env) as conn:
+            session = await conn.new_session(cwd="/tmp", mcp_servers=[])
+            assert _offered(session.config_options) == ["small", "big"]  # the first is --model's default
+            await conn.set_config_option(config_id="model", session_id=session.session_id, value="big")
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("count")])
+            meter = await editor.wait_for(lambda u: isinstance(u, UsageUpdate))
+    assert (meter.used, meter.size) == (128, 4096)
+    assert [r.body["model"] for r in model.requests] == ["big"]
+    assert model.model_list_requests == []  # a configured list: the endpoint is never asked
+
+
 async def test_a_model_list_that_does_not_come_never_delays_session_new() -> None:
     editor = Editor()
     async with LoopbackModel() as model:
@@ -200,8 +218,10 @@ async def test_replay_after_load_keeps_the_chosen_model_and_the_title(tmp_path: 
             assert _model_option(loaded.config_options).current_value == "big"
             replayed = [u.content.text for u in second.of(UserMessageChunk)]
             assert replayed == ["Explain the parser\nin detail", "and the lexer?"]
+            [restored] = second.of(SessionInfoUpdate)  # the replay ends with the title: no session/list needed
+            assert (restored.title, second.updates[-1]) == ("Parser notes", restored)
             await conn.prompt(session_id=session_id, prompt=[text_block("one more")])
-            assert second.of(SessionInfoUpdate) == []  # the title did not change: nothing to announce
+            assert len(second.of(SessionInfoUpdate)) == 1  # the title did not change: nothing more to announce
     assert [r.body["model"] for r in model.requests] == ["small", "big", "big"]
 
 

@@ -51,13 +51,16 @@ async def _ask(agent: AgentProcess, session_id: str, text: str) -> dict[str, Any
 
 
 async def _load(agent: AgentProcess, session_id: str, cwd: str) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
-    """``session/load``: its reply and the replayed updates as (kind, text, outcome) triples, in order."""
+    """``session/load``: its reply and the replayed updates as (kind, text, outcome) triples, in order (the title's
+    ``session_info_update`` that ends a replay aside: ``test_model_picker`` checks it)."""
     msg_id = await agent.request_nowait("session/load", {"sessionId": session_id, "cwd": cwd, "mcpServers": []})
     reply, seen = await agent.until_response(msg_id, timeout=20)
     updates = []
     for message in seen:
         assert message["method"] == "session/update" and message["params"]["sessionId"] == session_id
         update = message["params"]["update"]
+        if update["sessionUpdate"] == "session_info_update":
+            continue
         outcome = update.get("_meta", {}).get("acpServer", {}).get("outcome")
         updates.append((update["sessionUpdate"], update["content"]["text"], outcome))
     return reply, updates
@@ -446,7 +449,7 @@ async def test_the_official_client_receives_every_replayed_update(tmp_path: Path
             assert init.agent_capabilities is not None and init.agent_capabilities.load_session is True
             await conn.load_session(cwd=str(tmp_path), session_id=session.session_id, mcp_servers=[])
             with anyio.fail_after(5):  # the SDK delivers notifications from tasks of their own
-                await reader.wait_for(8)
+                await reader.wait_for(9)
     # tee may write its file after the client has read the same bytes from the pipe: a bounded wait for the file
     written: list[dict[str, Any]] = []
     with anyio.fail_after(5):
@@ -454,7 +457,7 @@ async def test_the_official_client_receives_every_replayed_update(tmp_path: Path
             await anyio.sleep(0.01)
             raw = [json.loads(line) for line in raw_path.read_text().splitlines()]
             written = [m for m in raw if m.get("method") == "session/update"]
-    assert len(written) == len(reader.updates) == 8
+    assert len(written) == len(reader.updates) == 9
     for message in written:
         SessionNotification.model_validate(message["params"])
     assert [m["params"]["update"]["sessionUpdate"] for m in written] == [
@@ -466,6 +469,7 @@ async def test_the_official_client_receives_every_replayed_update(tmp_path: Path
         "agent_message_chunk",
         "user_message_chunk",
         "agent_message_chunk",
+        "session_info_update",  # the title, last
     ]
     cancelled = [u for u in reader.updates if isinstance(u, AgentMessageChunk) and u.field_meta]
     assert len(cancelled) == 1

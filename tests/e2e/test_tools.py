@@ -483,7 +483,14 @@ async def test_load_replays_tool_calls_in_order(project: Path, tmp_path: Path) -
             loaded = await conn.load_session(session_id=session_id, cwd=str(project), mcp_servers=[])
     assert loaded.modes is not None and loaded.modes.current_mode_id == "default"
     kinds = [type(u).__name__ for u in second.updates]
-    assert kinds == ["UserMessageChunk", "AgentMessageChunk", "ToolCallStart", "ToolCallProgress", "AgentMessageChunk"]
+    assert kinds == [
+        "UserMessageChunk",
+        "AgentMessageChunk",
+        "ToolCallStart",
+        "ToolCallProgress",
+        "AgentMessageChunk",
+        "SessionInfoUpdate",  # the session's title ends the replay
+    ]
     start, end = second.updates[2], second.updates[3]
     assert (start.tool_call_id, start.kind, start.title) == ("c1", "read", "Read src/app.py")
     assert (end.tool_call_id, end.status) == ("c1", "completed")
