@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_server.bridge import SessionBridge
+from acp_server.bridge import PromptQueueFullError, SessionBridge
 from acp_server.domain import PromptEnded, PromptEvent, ToolCallStarted, ToolCallUpdated
 from acp_server.pipeline import StreamPolicy
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
@@ -185,3 +185,36 @@ async def test_a_mode_set_on_the_session_while_a_call_waits_is_stored_and_applie
     assert record is not None and record.mode == "read-only"
     [(_, output)] = tool_messages(model.requests[1].messages)
     assert not output.startswith("Error")
+
+
+async def test_the_whole_tool_loop_is_one_prompt_for_the_queue(
+    model: LoopbackModel, turn: ModelTurn, project: Path
+) -> None:
+    model.enqueue(
+        ToolCalls((ScriptedCall("write_file", {"path": "new.txt", "content": "x\n"}, id="w1"),)),
+        ToolCalls((ScriptedCall("read_file", {"path": "new.txt"}, id="r1"),)),
+        Answer(text="first done", reasoning=""),
+        Answer(text="second done", reasoning=""),
+    )
+    hold = Hold("allow_once")
+    async with SessionBridge(turn, max_pending_prompts_per_session=2) as bridge:
+        entry = await bridge.open_session(str(project))
+        first = bridge.send_prompt(entry.session_id, text_prompt("write then read"), client=Editor(hold))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_all, first.events)
+            with anyio.fail_after(GUARD_S):
+                await hold.asked.wait()
+            second = bridge.send_prompt(entry.session_id, text_prompt("next"))  # queued behind the loop
+            assert entry.pending_prompt_count == 2
+            with pytest.raises(PromptQueueFullError):  # the waiting loop still counts against the limit
+                bridge.send_prompt(entry.session_id, text_prompt("one too many"))
+            hold.release.set()
+            with anyio.fail_after(GUARD_S):
+                events = await read_all(second.events)
+        assert await first.result() == "end_turn" and await second.result() == "end_turn"
+
+    # The second prompt's only request came after all three of the first's: its slot was held to the final answer.
+    assert len(model.requests) == 4
+    assert [m["content"] for m in model.requests[3].messages if m["role"] == "user"][-1] == "next"
+    assert any(m.get("role") == "tool" for m in model.requests[3].messages)  # it sees the whole first turn
+    assert isinstance(events[-1], PromptEnded)

@@ -146,3 +146,48 @@ async def test_ask_in_default_mode_declines_an_edit_when_stdin_is_not_a_terminal
 def test_ask_rejects_an_unknown_mode(tmp_path: Path) -> None:
     refused = _ask("--offline", "--mode", "no-such-mode", "hi", cwd=tmp_path)
     assert refused.returncode == 2 and "--mode" in refused.stderr
+
+
+async def _read_until(leader: int, seen: bytearray, wanted: bytes, timeout_s: float = 30) -> None:
+    """Read the terminal's output side into ``seen`` until it holds ``wanted`` (bounded)."""
+    with anyio.fail_after(timeout_s):
+        while wanted not in seen:
+            await anyio.wait_readable(leader)
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: every process left the terminal
+                raise AssertionError(f"the terminal closed before {wanted!r}: {bytes(seen)!r}") from None
+            seen += chunk
+
+
+@pytest.mark.parametrize(("typed", "written"), [(b"y\n", True), (b"\n", False)])
+async def test_ask_in_default_mode_asks_y_n_on_a_terminal(tmp_path: Path, typed: bytes, written: bool) -> None:
+    from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+
+    write = ScriptedCall("write_file", {"path": "new.txt", "content": "x\n"}, id="w1")
+    leader, follower = pty.openpty()
+    seen = bytearray()
+    try:
+        async with LoopbackModel() as model:
+            model.enqueue(ToolCalls((write,)), Answer(text="done", reasoning=""))
+            command = [*COMMAND, "ask", "--base-url", model.base_url, "--mode", "default", "write new.txt"]
+            async with await anyio.open_process(
+                command, stdin=follower, stdout=subprocess.PIPE, stderr=follower, cwd=tmp_path, env=_env()
+            ) as process:
+                os.close(follower)
+                follower = -1
+                await _read_until(leader, seen, b"[y/N]")  # asked on the terminal, the call still waiting
+                assert not (tmp_path / "new.txt").exists()
+                os.write(leader, typed)
+                await _read_until(leader, seen, b"allowed" if written else b"declined")
+                assert process.stdout is not None
+                with anyio.fail_after(30):
+                    stdout = b"".join([chunk async for chunk in process.stdout])
+                    assert await process.wait() == 0, bytes(seen)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert b"Write new.txt" in seen
+    assert (tmp_path / "new.txt").exists() == written
+    assert stdout == b"done\n"

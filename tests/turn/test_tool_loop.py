@@ -13,8 +13,16 @@ import pytest
 
 from acp_server.domain import Message, ModelStep, TextChunk, TextContent, ToolCallStarted, ToolCallUpdated, TurnEvent
 from acp_server.errors import RemoteError
-from acp_server.pipeline import ModelTransportError, StreamPolicy
-from acp_server.provider.offline import Answer, LoopbackModel, PartialToolCalls, RawSSE, ScriptedCall, ToolCalls
+from acp_server.pipeline import ModelStreamTimeoutError, ModelTransportError, StreamPolicy
+from acp_server.provider.offline import (
+    Answer,
+    HangAfterHeaders,
+    LoopbackModel,
+    PartialToolCalls,
+    RawSSE,
+    ScriptedCall,
+    ToolCalls,
+)
 from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES
 from acp_server.turn import ModelSettings, ModelTurn
 
@@ -441,3 +449,43 @@ async def test_a_cancel_while_the_final_update_waits_still_ends_the_call_as_it_e
     assert (answer.outcome, answer.stop_reason) == ("cancelled", "cancelled")
     [record] = [c for step in answer.steps for c in step.calls]
     assert record.status == status and said in record.output
+
+
+# -- every request of the loop is guarded ----------------------------------------------------------------------
+
+
+async def test_a_later_request_of_the_loop_that_stalls_before_any_chunk_is_retried_by_the_watchdog(
+    model: LoopbackModel, project: Path
+) -> None:
+    read = ScriptedCall("read_file", {"path": "a.txt"}, id="r1")
+    (project / "a.txt").write_text("alpha\n")
+    model.enqueue(ToolCalls((read,)), HangAfterHeaders(), Answer(text="after the retry", reasoning=""))
+    policy = StreamPolicy(
+        idle_timeout_ms=500, stream_max_retries=1, stream_retry_delays_ms=(10,), backoff_max_retries=0
+    )
+    session = LoopSession(str(project))
+    stop, _ = await run_turn(model, session, policy=policy)
+
+    assert stop == "end_turn" and session.answer.content == "after the retry"
+    assert len(model.requests) == 3  # the stalled second request was sent again, with the same history
+    assert model.requests[2].messages == model.requests[1].messages
+
+
+async def test_a_later_request_of_the_loop_cut_after_a_fragment_is_not_replayed_and_keeps_the_steps_before(
+    model: LoopbackModel, project: Path
+) -> None:
+    read = ScriptedCall("read_file", {"path": "a.txt"}, id="r1")
+    write = ScriptedCall("write_file", {"path": "new.txt", "content": "x"}, id="w1")
+    (project / "a.txt").write_text("alpha\n")
+    model.enqueue(
+        ToolCalls((read,)), PartialToolCalls((write,), fragments=1, then="hold"), ToolCalls((write,)), Answer()
+    )
+    policy = StreamPolicy(idle_timeout_ms=500, stream_max_retries=2, stream_retry_delays_ms=(10,))
+    session = LoopSession(str(project), mode="bypass-permissions")
+    with pytest.raises(ModelStreamTimeoutError):
+        await run_turn(model, session, policy=policy)
+
+    assert len(model.requests) == 2  # a fragment of the second request reached the turn: no blind replay
+    assert not (project / "new.txt").exists()
+    assert session.answer.outcome == "failed"
+    assert [[c.call_id for c in step.calls] for step in session.answer.steps] == [["r1"]]

@@ -1,0 +1,141 @@
+"""Modes over ACP, both ways v1 clients read them: ``modes`` with ``session/set_mode`` and ``current_mode_update``,
+and the ``category: "mode"`` config option with ``session/set_config_option`` and ``config_option_update``. Every
+change sends both updates and they agree; an unknown id is -32602 and changes nothing; a new session starts in the
+server's default mode; a chosen mode is stored and comes back with ``session/load`` and ``session/resume``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.schema import LoadSessionResponse, NewSessionResponse, SessionNotification, SetSessionConfigOptionResponse
+
+from acp_server.acp import AcpAgent, AgentOptions, bind
+from acp_server.acp._methods import RequestHandler
+from acp_server.bridge import SessionBridge
+from acp_server.errors import InvalidInputError
+from acp_server.store import SessionStore, SqliteSessionStore
+
+from ._support import FakePeer, Runner
+
+pytestmark = pytest.mark.anyio
+
+ALL_BUT_BYPASS = ("default", "accept-edits", "read-only")
+
+
+class Modes:
+    def __init__(self, bridge: SessionBridge) -> None:
+        self.bridge = bridge
+        self.requests: dict[str, RequestHandler] = bind(AcpAgent(bridge, AgentOptions()))[0]
+
+    async def call(self, method: str, params: Any, peer: FakePeer | None = None) -> Any:
+        return await self.requests[method](params, peer if peer is not None else FakePeer(1, self.bridge))
+
+    async def new_session(self) -> dict[str, Any]:
+        reply: dict[str, Any] = await self.call("session/new", {"cwd": "/tmp", "mcpServers": []})
+        return reply
+
+
+@asynccontextmanager
+async def agent(
+    *, default_mode: str = "default", modes: Collection[str] = ALL_BUT_BYPASS, store: SessionStore | None = None
+) -> AsyncIterator[Modes]:
+    async with SessionBridge(Runner(), store=store, default_mode=default_mode, modes=modes) as bridge:
+        yield Modes(bridge)
+
+
+def current(answer: dict[str, Any]) -> tuple[str, str]:
+    """(``modes.currentModeId``, the mode config option's ``currentValue``) of a session answer."""
+    [option] = [o for o in answer["configOptions"] if o["category"] == "mode"]
+    return answer["modes"]["currentModeId"], option["currentValue"]
+
+
+def mode_updates(peer: FakePeer) -> list[tuple[str, Any]]:
+    """Each update the peer got, validated by the official model, as (kind, the mode it names)."""
+    seen: list[tuple[str, Any]] = []
+    for method, params in peer.notifications:
+        assert method == "session/update"
+        SessionNotification.model_validate(params)
+        update = params["update"]
+        if update["sessionUpdate"] == "current_mode_update":
+            seen.append(("current_mode_update", update["currentModeId"]))
+        elif update["sessionUpdate"] == "config_option_update":
+            [option] = [o for o in update["configOptions"] if o["category"] == "mode"]
+            seen.append(("config_option_update", option["currentValue"]))
+    return seen
+
+
+async def test_a_new_session_is_in_the_default_mode_both_ways() -> None:
+    async with agent(default_mode="accept-edits") as a:
+        reply = await a.new_session()
+        NewSessionResponse.model_validate(reply)
+        assert current(reply) == ("accept-edits", "accept-edits")
+        assert [m["id"] for m in reply["modes"]["availableModes"]] == list(ALL_BUT_BYPASS)
+        [option] = [o for o in reply["configOptions"] if o["category"] == "mode"]
+        assert option["id"] == "mode" and [o["value"] for o in option["options"]] == list(ALL_BUT_BYPASS)
+
+
+@pytest.mark.parametrize("how", ["set_mode", "set_config_option"])
+async def test_each_way_of_switching_sends_both_updates_and_they_agree(how: str) -> None:
+    async with agent() as a:
+        session_id = (await a.new_session())["sessionId"]
+        peer = FakePeer(2, a.bridge)
+        if how == "set_mode":
+            answer = await a.call("session/set_mode", {"sessionId": session_id, "modeId": "read-only"}, peer)
+            assert answer == {}
+        else:
+            params = {"sessionId": session_id, "configId": "mode", "value": "read-only"}
+            answer = await a.call("session/set_config_option", params, peer)
+            SetSessionConfigOptionResponse.model_validate(answer)
+            assert [o["currentValue"] for o in answer["configOptions"] if o["id"] == "mode"] == ["read-only"]
+        assert mode_updates(peer) == [("current_mode_update", "read-only"), ("config_option_update", "read-only")]
+        assert a.bridge.get(session_id).mode == "read-only"
+        resumed = await a.call("session/resume", {"sessionId": session_id, "cwd": "/tmp"})
+        assert current(resumed) == ("read-only", "read-only")
+
+
+@pytest.mark.parametrize(
+    ("method", "field", "value"),
+    [
+        ("session/set_mode", "modeId", "no-such-mode"),
+        ("session/set_mode", "modeId", "bypass-permissions"),  # not offered by this server
+        ("session/set_config_option", "value", "no-such-mode"),
+        ("session/set_config_option", "value", "bypass-permissions"),
+    ],
+)
+async def test_an_unknown_mode_is_invalid_params_and_changes_nothing(method: str, field: str, value: str) -> None:
+    async with agent() as a:
+        session_id = (await a.new_session())["sessionId"]
+        peer = FakePeer(2, a.bridge)
+        params = (
+            {"sessionId": session_id, "modeId": value}
+            if method == "session/set_mode"
+            else {"sessionId": session_id, "configId": "mode", "value": value}
+        )
+        with pytest.raises(InvalidInputError) as refused:
+            await a.call(method, params, peer)
+        assert refused.value.errors[0]["field"] == field and "available: default, accept-edits, read-only" in str(
+            refused.value
+        )
+        assert peer.notifications == []
+        assert a.bridge.get(session_id).mode == "default"
+        record = await a.bridge.store.get_session(session_id)
+        assert record is not None and record.mode is None
+
+
+async def test_a_chosen_mode_is_stored_and_comes_back_with_load_and_resume(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store, agent(store=store) as a:
+        session_id = (await a.new_session())["sessionId"]
+        await a.call("session/set_mode", {"sessionId": session_id, "modeId": "accept-edits"})
+    async with SqliteSessionStore(path) as store, agent(store=store) as b:  # another process, same file
+        loaded = await b.call("session/load", {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []})
+        LoadSessionResponse.model_validate(loaded)
+        assert current(loaded) == ("accept-edits", "accept-edits")
+    async with SqliteSessionStore(path) as store, agent(store=store) as c:
+        resumed = await c.call("session/resume", {"sessionId": session_id, "cwd": "/tmp"})
+        assert current(resumed) == ("accept-edits", "accept-edits")
+        assert c.bridge.get(session_id).mode == "accept-edits"  # what the turn applies
