@@ -95,10 +95,11 @@ class SessionBridge:
         """``store``: where journaled sessions live, opened and closed by the caller; None = a private
         in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
         buffers before its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for
-        a slow reader may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode of a
-        session that has none; ``modes``: the modes a session may have here (a stored one not among them reads as
-        the default: a mode the server no longer allows is never applied). None: any. ``models``: the models a
-        session may pick (the runner's catalog; None: the runner has no model choice to offer)."""
+        a slow reader may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode a new
+        session starts in (stored with it) and the mode of a stored session that has none; ``modes``: the modes a
+        session may have here (a stored one not among them reads as the default: a mode the server no longer allows
+        is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
+        runner has no model choice to offer)."""
         self._runner = runner
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
@@ -135,7 +136,7 @@ class SessionBridge:
 
     @property
     def default_mode(self) -> str:
-        """The mode of a session that never chose one."""
+        """The mode a new session starts in (stored with it), and the mode of a stored session that has none."""
         return self._default_mode
 
     def allows_mode(self, mode: str) -> bool:
@@ -262,14 +263,19 @@ class SessionBridge:
             return self._default_mode
         return mode
 
-    async def open_session(self, cwd: str) -> SessionEntry:
-        """A new journaled session: its row is committed to the store before it exists here."""
+    async def open_session(self, cwd: str, *, mode: str | None = None) -> SessionEntry:
+        """A new journaled session in ``mode`` (None: :attr:`default_mode`; one this bridge does not allow is a
+        ``ValueError``): its row, with that mode, is committed to the store before it exists here, so a server
+        with another default that loads it later keeps the mode it started in."""
         self._check_open()
         _check_cwd(cwd)
+        mode = self._default_mode if mode is None else mode
+        if not self.allows_mode(mode):
+            raise ValueError(f"mode {mode!r} is not allowed here")
         session_id = uuid.uuid4().hex
-        record = await self._store.create_session(session_id, cwd)
+        record = await self._store.create_session(session_id, cwd, mode=mode)
         self._check_open()
-        entry = self._add_session(cwd, session_id, Conversation(), journal=self._store)
+        entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
         return entry
 
@@ -487,10 +493,11 @@ class SessionBridge:
         try:
             cwd = item.cwd if item.cwd is not None else session.cwd
             child_id = uuid.uuid4().hex
+            mode = session.mode  # the child's mode at creation, stored with it (read once: a switch may land meanwhile)
             journal = session.journal
             if journal is not None:
                 try:
-                    await journal.fork_session(session.session_id, child_id, cwd=cwd)
+                    await journal.fork_session(session.session_id, child_id, cwd=cwd, mode=mode)
                 except ServerError as exc:
                     item.fail(exc)
                     return
@@ -506,7 +513,7 @@ class SessionBridge:
                     session.title,
                     journal=journal,
                     synced=session.synced,
-                    mode=session.mode,
+                    mode=mode,
                     model=session.model,
                 )
         finally:

@@ -279,8 +279,8 @@ class DaemonClient:
 
     async def create_session(self, cwd: str | os.PathLike[str], *, mode_id: str | None = None) -> str:
         """``POST /session``: a new session working in ``cwd`` (an absolute path) in ``mode_id`` (None: the daemon's
-        default, ``Capabilities.default_mode_id``); its id. A mode the daemon does not offer is
-        :class:`DaemonInvalidRequestError` (a daemon without a token offers only ``read-only``)."""
+        default, ``Capabilities.default_mode_id``), stored with it either way; its id. A mode the daemon does not
+        offer is :class:`DaemonInvalidRequestError` (a daemon without a token offers only ``read-only``)."""
         request: dict[str, Any] = {"cwd": os.fspath(cwd)}
         if mode_id is not None:
             request["modeId"] = mode_id

@@ -4,7 +4,8 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
 
     GET    /health                     {"status": "ok"}
     GET    /capabilities               {v, protocolVersions, features, modes, tools, limits}
-    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}
+    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}; the mode (absent or null:
+                                       the daemon's default) is stored with the session
     POST   /session/{id}/resume        {cwd?} → 200 {sessionId, modeId, modelId}: attach a stored session, no replay
     DELETE /session/{id}               204: detach (history stays stored); its streams end with ``session_closed``
     POST   /session/{id}/mode          {modeId} → 200 {sessionId, modeId, modelId}; a change publishes

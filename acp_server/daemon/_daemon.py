@@ -307,14 +307,13 @@ class Daemon:
     # -- sessions --------------------------------------------------------------------------------------------
 
     async def create_session(self, cwd: str, mode_id: str | None = None) -> str:
-        """A new journaled session (like ACP ``session/new``) in ``mode_id`` (None: the default); ``cwd`` must be
-        absolute. A mode this daemon does not offer is refused before anything is created."""
+        """A new journaled session (like ACP ``session/new``) in ``mode_id`` (None: the daemon's default); ``cwd``
+        must be absolute. The mode is stored with the session either way: it stays this mode whatever the daemon's
+        default becomes. A mode this daemon does not offer is refused before anything is created."""
         self._check_open()
         mode = self.bridge.default_mode if mode_id is None else self.offered_mode(mode_id)
-        entry = await self.bridge.open_session(cwd)
+        entry = await self.bridge.open_session(cwd, mode=mode)
         self._channel(entry.session_id)
-        if mode_id is not None:  # stored: it stays this mode whatever the daemon's default becomes
-            await entry.set_mode(mode)
         logger.info("session %s created (cwd %s, mode %s)", entry.session_id, cwd, mode)
         return entry.session_id
 

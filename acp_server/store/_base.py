@@ -124,8 +124,9 @@ class SessionStore(abc.ABC):
     # -- sessions --------------------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    async def create_session(self, session_id: str, cwd: str) -> SessionRecord:
-        """Record a new, empty session (``session/new``)."""
+    async def create_session(self, session_id: str, cwd: str, *, mode: str | None = None) -> SessionRecord:
+        """Record a new, empty session (``session/new``) with its mode (in the same transaction: a session never
+        exists without the mode it started in; None only for callers that have no mode to give)."""
 
     @abc.abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None: ...
@@ -141,9 +142,11 @@ class SessionStore(abc.ABC):
         """Sessions (of ``cwd`` if given), most recently updated first, ``limit`` per page (keyset cursor)."""
 
     @abc.abstractmethod
-    async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
+    async def fork_session(
+        self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None
+    ) -> SessionRecord:
         """A new session with a copy of the source's history (steps included), title, mode and model; a pending
-        answer is copied as ``interrupted``."""
+        answer is copied as ``interrupted``. ``mode``: the new session's mode (None: the source's stored one)."""
 
     @abc.abstractmethod
     async def set_mode(self, session_id: str, mode: str) -> None:

@@ -73,12 +73,12 @@ class MemorySessionStore(SessionStore):
 
     # -- sessions --------------------------------------------------------------------------------------------
 
-    async def create_session(self, session_id: str, cwd: str) -> SessionRecord:
+    async def create_session(self, session_id: str, cwd: str, *, mode: str | None = None) -> SessionRecord:
         await self._enter()
         if session_id in self._sessions:
             raise StoreIOError(self.location, f"session {session_id} already exists")
         now = self._tick()
-        record = self._sessions[session_id] = SessionRecord(session_id, cwd, "", now, now)
+        record = self._sessions[session_id] = SessionRecord(session_id, cwd, "", now, now, mode)
         self._rows[session_id] = []
         return record
 
@@ -111,14 +111,16 @@ class MemorySessionStore(SessionStore):
         page = tuple(records[:limit])
         return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
 
-    async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
+    async def fork_session(
+        self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None
+    ) -> SessionRecord:
         await self._enter()
         source = self._sessions.get(source_id)
         if source is None:
             raise StoredSessionNotFoundError(source_id)
         now = self._tick()
         record = self._sessions[session_id] = SessionRecord(
-            session_id, cwd, source.title, now, now, source.mode, source.model
+            session_id, cwd, source.title, now, now, source.mode if mode is None else mode, source.model
         )
         self._rows[session_id] = [
             _Row(replace(row.message, outcome="interrupted") if row.message.outcome == "running" else row.message)

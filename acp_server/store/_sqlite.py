@@ -335,15 +335,15 @@ class SqliteSessionStore(SessionStore):
 
     # -- sessions --------------------------------------------------------------------------------------------
 
-    async def create_session(self, session_id: str, cwd: str) -> SessionRecord:
+    async def create_session(self, session_id: str, cwd: str, *, mode: str | None = None) -> SessionRecord:
         now = self._tick()
-        record = SessionRecord(session_id, cwd, "", now, now)
+        record = SessionRecord(session_id, cwd, "", now, now, mode)
 
         def create(conn: sqlite3.Connection) -> None:
             with _write(conn):
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, NULL)",
-                    (session_id, cwd, "", now, now),
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    (session_id, cwd, "", now, now, mode),
                 )
 
         await self._call(create)
@@ -391,7 +391,9 @@ class SqliteSessionStore(SessionStore):
         page = tuple(records[:limit])
         return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
 
-    async def fork_session(self, source_id: str, session_id: str, *, cwd: str) -> SessionRecord:
+    async def fork_session(
+        self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None
+    ) -> SessionRecord:
         now = self._tick()
 
         def fork(conn: sqlite3.Connection) -> SessionRecord:
@@ -399,10 +401,11 @@ class SqliteSessionStore(SessionStore):
                 row = conn.execute("SELECT title, mode, model FROM sessions WHERE id = ?", (source_id,)).fetchone()
                 if row is None:
                     raise StoredSessionNotFoundError(source_id)
-                title, mode, model = row
+                title, stored_mode, model = row
+                child_mode = stored_mode if mode is None else mode
                 conn.execute(
                     f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, cwd, title, now, now, mode, model, source_id),
+                    (session_id, cwd, title, now, now, child_mode, model, source_id),
                 )
                 conn.execute(
                     f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
@@ -420,7 +423,7 @@ class SqliteSessionStore(SessionStore):
                             "UPDATE messages SET steps = ? WHERE session_id = ? AND seq = ?",
                             (journaled, session_id, seq),
                         )
-                return SessionRecord(session_id, cwd, title, now, now, mode, model)
+                return SessionRecord(session_id, cwd, title, now, now, child_mode, model)
 
         return await self._call(fork)
 

@@ -1,7 +1,8 @@
 """Modes over ACP, both ways v1 clients read them: ``modes`` with ``session/set_mode`` and ``current_mode_update``,
 and the ``category: "mode"`` config option with ``session/set_config_option`` and ``config_option_update``. Every
 change sends both updates and they agree; an unknown id is -32602 and changes nothing; a new session starts in the
-server's default mode; a chosen mode is stored and comes back with ``session/load`` and ``session/resume``."""
+server's default mode, stored with it like a chosen one, and comes back with ``session/load`` and ``session/resume``
+(also under a server with another default)."""
 
 from __future__ import annotations
 
@@ -123,7 +124,7 @@ async def test_an_unknown_mode_is_invalid_params_and_changes_nothing(method: str
         assert peer.notifications == []
         assert a.bridge.get(session_id).mode == "default"
         record = await a.bridge.store.get_session(session_id)
-        assert record is not None and record.mode is None
+        assert record is not None and record.mode == "default"  # as created: the refused one was not stored
 
 
 async def test_a_chosen_mode_is_stored_and_comes_back_with_load_and_resume(tmp_path: Path) -> None:
@@ -139,3 +140,50 @@ async def test_a_chosen_mode_is_stored_and_comes_back_with_load_and_resume(tmp_p
         resumed = await c.call("session/resume", {"sessionId": session_id, "cwd": "/tmp"})
         assert current(resumed) == ("accept-edits", "accept-edits")
         assert c.bridge.get(session_id).mode == "accept-edits"  # what the turn applies
+
+
+EVERY_MODE = (*ALL_BUT_BYPASS, "bypass-permissions")
+
+
+async def test_the_mode_a_session_starts_in_is_stored_so_another_default_does_not_change_it(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store, agent(store=store) as a:  # default "default", never switched
+        session_id = (await a.new_session())["sessionId"]
+        record = await store.get_session(session_id)
+        assert record is not None and record.mode == "default"
+    # Another process, same file, a more permissive default: the session keeps the mode it started in.
+    async with SqliteSessionStore(path) as store, agent(
+        store=store, default_mode="bypass-permissions", modes=EVERY_MODE
+    ) as b:
+        loaded = await b.call("session/load", {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []})
+        assert current(loaded) == ("default", "default")
+        assert b.bridge.get(session_id).mode == "default"  # what the turn applies
+        forked = await b.call("session/fork", {"sessionId": session_id, "cwd": "/tmp"})
+        assert current(forked) == ("default", "default")
+        fresh = (await b.new_session())["sessionId"]
+        assert current(await b.call("session/resume", {"sessionId": fresh, "cwd": "/tmp"}))[0] == "bypass-permissions"
+    async with SqliteSessionStore(path) as store, agent(
+        store=store, default_mode="bypass-permissions", modes=EVERY_MODE
+    ) as c:
+        for stored in (session_id, forked["sessionId"]):
+            resumed = await c.call("session/resume", {"sessionId": stored, "cwd": "/tmp"})
+            assert current(resumed) == ("default", "default")
+
+
+async def test_a_stored_mode_this_server_does_not_offer_reads_as_its_default_and_stays_stored(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store, agent(
+        store=store, default_mode="bypass-permissions", modes=EVERY_MODE
+    ) as a:
+        session_id = (await a.new_session())["sessionId"]  # starts in bypass-permissions, never switched
+    async with SqliteSessionStore(path) as store, agent(store=store, default_mode="accept-edits") as b:  # no bypass
+        loaded = await b.call("session/load", {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []})
+        assert current(loaded) == ("accept-edits", "accept-edits")
+        assert b.bridge.get(session_id).mode == "accept-edits"  # bypass is never applied here
+        forked = await b.call("session/fork", {"sessionId": session_id, "cwd": "/tmp"})
+        assert current(forked) == ("accept-edits", "accept-edits")
+    async with SqliteSessionStore(path) as store, agent(store=store, modes=EVERY_MODE) as c:  # default "default"
+        resumed = await c.call("session/resume", {"sessionId": session_id, "cwd": "/tmp"})
+        assert current(resumed) == ("bypass-permissions", "bypass-permissions")  # kept where it is offered
+        child = await c.call("session/resume", {"sessionId": forked["sessionId"], "cwd": "/tmp"})
+        assert current(child) == ("accept-edits", "accept-edits")  # the mode the fork started in

@@ -4,6 +4,8 @@ permission round trip over HTTP against it."""
 from __future__ import annotations
 
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -87,3 +89,26 @@ async def test_a_permission_round_trip_against_the_process(tmp_path: Path) -> No
             with anyio.fail_after(10):
                 assert await served.process.wait() == 0
         assert request["toolCall"]["kind"] == "edit"
+
+
+
+@asynccontextmanager
+async def rest_client(*args: str) -> AsyncIterator[httpx2.AsyncClient]:
+    """A client of a ``serve`` process started with ``args`` and the token; the process ends with it."""
+    async with serve(*args, env=clean_env(ACP_SERVER_TOKEN=TOKEN)) as served:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx2.AsyncClient(base_url=await served.read_url(), headers=headers, timeout=10) as client:
+            yield client
+
+
+async def test_a_new_sessions_mode_survives_a_restart_with_another_default(tmp_path: Path) -> None:
+    state = ("--offline", "--port", "0", "--state-dir", str(tmp_path / "state"))
+    async with rest_client(*state) as client:  # default "default"
+        created = (await client.post("/session", json={"cwd": str(tmp_path)})).json()  # no modeId
+    assert created["modeId"] == "default"
+    session_id = created["sessionId"]
+    async with rest_client(*state, "--default-mode", "bypass-permissions", "--allow-bypass-permissions") as client:
+        resumed = await client.post(f"/session/{session_id}/resume", json={})
+        fresh = (await client.post("/session", json={"cwd": str(tmp_path)})).json()
+    assert resumed.json()["modeId"] == "default"
+    assert fresh["modeId"] == "bypass-permissions"  # that daemon's default, for a session it creates

@@ -5,6 +5,7 @@ Real daemon (in process: uvicorn on 127.0.0.1), real tools on a temporary projec
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,35 @@ async def test_modes_with_a_token_and_bypass_only_when_allowed(project: Path) ->
         session_id = await new_session(served, project, "bypass-permissions")
         resumed = await served.client.post(f"/session/{session_id}/resume", json={})
         assert resumed.json() == {"sessionId": session_id, "modeId": "bypass-permissions", "modelId": "gpt-4o-mini"}
+
+
+async def test_a_new_sessions_mode_is_stored_so_a_restart_with_another_default_keeps_it(
+    project: Path, tmp_path: Path
+) -> None:
+    stored = Settings(state_dir=str(tmp_path / "state"))
+    async with running_daemon(None, settings=stored, token=TOKEN) as served:  # default "default"
+        plain = await new_session(served, project)  # no modeId
+        null = (await served.client.post("/session", json={"cwd": str(project), "modeId": None})).json()
+        assert null["modeId"] == "default"
+    bypassing = replace(stored, default_mode="bypass-permissions", allow_bypass_permissions=True)
+    async with running_daemon(None, settings=bypassing, token=TOKEN) as served:
+        for session_id in (plain, null["sessionId"]):
+            resumed = await served.client.post(f"/session/{session_id}/resume", json={})
+            assert resumed.json()["modeId"] == "default"
+            assert served.bridge.get(session_id).mode == "default"  # what the turn applies
+        fresh = await new_session(served, project)
+        assert served.daemon.current_mode(fresh) == "bypass-permissions"
+    async with running_daemon(None, settings=stored, token=TOKEN) as served:  # bypass no longer offered
+        resumed = await served.client.post(f"/session/{fresh}/resume", json={})
+        assert resumed.json()["modeId"] == "default"  # a stored mode not offered reads as the default
+        assert served.bridge.get(fresh).mode == "default"
+    async with running_daemon(None, settings=stored) as served:  # tokenless: read-only only
+        resumed = await served.client.post(f"/session/{plain}/resume", json={})
+        assert resumed.json()["modeId"] == "read-only"
+        assert served.bridge.get(plain).mode == "read-only"
+    async with running_daemon(None, settings=bypassing, token=TOKEN) as served:  # both kept in the store
+        assert (await served.client.post(f"/session/{plain}/resume", json={})).json()["modeId"] == "default"
+        assert (await served.client.post(f"/session/{fresh}/resume", json={})).json()["modeId"] == "bypass-permissions"
 
 
 async def test_a_tokenless_daemon_refuses_a_bridge_that_offers_more_than_read_only() -> None:

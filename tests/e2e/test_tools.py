@@ -525,6 +525,31 @@ async def test_modes_both_ways_and_read_only_offers_only_reading(project: Path) 
     assert sorted(model.requests[1].tool_names) == sorted(READ_ONLY_TOOLS)
 
 
+async def test_a_session_keeps_the_mode_it_started_in_under_a_server_with_another_default(
+    project: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    app = project / "src" / "app.py"
+    edit = {"path": "src/app.py", "old_text": "'on disk'", "new_text": "'edited'"}
+    bypass = ("--default-mode", "bypass-permissions", "--allow-bypass-permissions")
+    async with LoopbackModel() as model:
+        async with _agent(Editor(), model, state=state) as conn:  # the default mode, never switched
+            session_id = await _session(conn, project)
+        model.enqueue(ToolCalls((ScriptedCall("edit_file", edit, id="e1"),)), Answer(text="asked"))
+        editor = Editor(["reject_once"])
+        async with _agent(editor, model, *bypass, state=state) as conn:
+            await conn.initialize(protocol_version=1, client_capabilities=_capabilities())
+            loaded = await conn.load_session(session_id=session_id, cwd=str(project), mcp_servers=[])
+            assert loaded.modes is not None and loaded.modes.current_mode_id == "default"
+            assert loaded.config_options is not None and loaded.config_options[0].current_value == "default"
+            response = await conn.prompt(session_id=session_id, prompt=[text_block("edit it")])
+            fresh = await conn.new_session(cwd=str(project), mcp_servers=[])
+    assert response.stop_reason == "end_turn"
+    assert len(editor.permission_requests) == 1  # default asks before an edit: bypass was never applied
+    assert editor.final("e1").status == "failed" and "on disk" in app.read_text()
+    assert fresh.modes is not None and fresh.modes.current_mode_id == "bypass-permissions"  # that server's default
+
+
 async def test_kill_9_mid_tool_loses_at_most_the_running_call(project: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     pid_file = project / "pid"

@@ -279,10 +279,10 @@ async def test_a_fork_whose_caller_left_while_it_was_stored_is_not_attached(
         copies: list[str] = []
         original = bridge.store.fork_session
 
-        async def slow_fork(source_id: str, session_id: str, *, cwd: str) -> object:
+        async def slow_fork(source_id: str, session_id: str, *, cwd: str, mode: str | None = None) -> object:
             started.set()
             await release.wait()
-            copy = await original(source_id, session_id, cwd=cwd)
+            copy = await original(source_id, session_id, cwd=cwd, mode=mode)
             copies.append(session_id)
             stored.set()  # the worker decides, without a checkpoint, as soon as this returns
             return copy

@@ -181,6 +181,20 @@ async def test_fork_copies_the_steps_and_the_mode(store: SessionStore) -> None:
     assert record is not None and record.mode == "accept-edits"
 
 
+async def test_a_session_is_created_and_forked_with_the_mode_it_starts_in(store: SessionStore) -> None:
+    created = await store.create_session("s1", "/w", mode="read-only")
+    assert created.mode == "read-only"
+    assert await store.get_session("s1") == created  # in the same row, from the start
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None and snapshot.record.mode == "read-only"
+    child = await store.fork_session("s1", "child", cwd="/w", mode="accept-edits")
+    assert child.mode == "accept-edits" and await store.get_session("child") == child
+    source = await store.get_session("s1")
+    assert source is not None and source.mode == "read-only"  # the source keeps its own
+    inherited = await store.fork_session("s1", "grandchild", cwd="/w")  # no mode given: the source's
+    assert inherited.mode == "read-only"
+
+
 async def test_the_mode_is_stored_and_returned_by_every_reader(store: SessionStore) -> None:
     created = await store.create_session("s1", "/w")
     await store.create_session("s2", "/w")
