@@ -34,6 +34,7 @@ def test_public_surface_is_pinned_and_sorted() -> None:
         "ChatRequest",
         "Delta",
         "Finished",
+        "MessageEncoder",
         "ModelHTTPError",
         "ModelProviderError",
         "ModelRateLimitedError",
