@@ -98,7 +98,7 @@ _OWN_FIELDS = frozenset(("model", "messages", "stream"))
 
 def request_body(request: ChatRequest) -> bytes:
     """The JSON body of ``request``'s streamed chat completion: one ``json.dumps`` of plain values, no SDK transform;
-    its messages through ``request.encoder`` when it has one (the same JSON, each message encoded once per turn).
+    its messages through ``request.encoder`` when it has one (the same JSON, each value encoded once per turn).
 
     UTF-8 as is; a lone surrogate (which UTF-8 cannot carry) is sent as its JSON escape instead of failing.
     """
@@ -106,8 +106,8 @@ def request_body(request: ChatRequest) -> bytes:
     if encoder is None or not _OWN_FIELDS.isdisjoint(request.extra):
         return dumps_json({"model": request.model, "messages": request.messages, "stream": True, **request.extra})
     head = dumps_json({"model": request.model})[:-1]
-    tail = dumps_json({"stream": True, **request.extra})[1:]
-    return head + b',"messages":' + encoder.encode(request.messages) + b"," + tail
+    tail = encoder.fields({"stream": True, **request.extra})[1:]
+    return head + b',"messages":' + encoder.messages(request.messages) + b"," + tail
 
 
 def _invalid_chunk(what: str, chunks: int) -> StreamContentError:

@@ -27,7 +27,7 @@ from ..domain import (
     UsageReported,
 )
 from ..modes import MODES, READ_ONLY_MODE
-from ..pipeline import ChatRequest, Delta, Finished, MessageEncoder, ModelHTTPError, StreamPolicy, run_chat
+from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
@@ -255,7 +255,7 @@ class ModelTurn:
         messages: list[dict[str, Any]],
         offered: tuple[str, ...],
         on_delta: Callable[[Delta], Awaitable[None]],
-        encoder: MessageEncoder | None = None,
+        encoder: RequestEncoder | None = None,
     ) -> Finished:
         """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
         the turn's, so each request encodes only the messages added since the previous one."""
@@ -315,7 +315,7 @@ class ModelTurn:
 
         try:
             messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
-            encoder = MessageEncoder()  # the loop only appends to ``messages``: each is encoded once per turn
+            encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
             requests = 0
             while True:
                 requests += 1
