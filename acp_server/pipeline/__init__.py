@@ -7,6 +7,7 @@ cancellation propagates as is). Runs on any anyio backend: asyncio in production
 The ids W1–W11 cited in its comments are the watchdog requirements written out in ``docs/requirements.md``.
 """
 
+from ._body import RequestEncoder
 from ._classify import RetryClassification, classify_retry_error
 from ._exceptions import (
     ModelHTTPError,
@@ -38,6 +39,7 @@ __all__ = [
     "ModelTransportError",
     "ModelTurnError",
     "PipelineError",
+    "RequestEncoder",
     "RetryClassification",
     "RetryEvent",
     "StreamContentError",

@@ -46,6 +46,7 @@ from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from ..provider import missing_version_hint, public_endpoint
 from ..retry_after import retry_after_from_headers
+from ._body import dumps_json
 from ._classify import RetryClassification, classify_retry_error
 from ._exceptions import (
     ModelHTTPError,
@@ -92,16 +93,21 @@ _POST_OPTIONS: Any = {"security": {"bearer_auth": True}}
 """What the SDK's ``chat.completions.create`` asks of its client besides the body: the bearer key."""
 
 
+_OWN_FIELDS = frozenset(("model", "messages", "stream"))
+
+
 def request_body(request: ChatRequest) -> bytes:
-    """The JSON body of ``request``'s streamed chat completion: one ``json.dumps`` of plain values, no SDK transform.
+    """The JSON body of ``request``'s streamed chat completion: one ``json.dumps`` of plain values, no SDK transform;
+    its messages through ``request.encoder`` when it has one (the same JSON, each value encoded once per turn).
 
     UTF-8 as is; a lone surrogate (which UTF-8 cannot carry) is sent as its JSON escape instead of failing.
     """
-    body = {"model": request.model, "messages": request.messages, "stream": True, **request.extra}
-    try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    except UnicodeEncodeError:
-        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    encoder = request.encoder
+    if encoder is None or not _OWN_FIELDS.isdisjoint(request.extra):
+        return dumps_json({"model": request.model, "messages": request.messages, "stream": True, **request.extra})
+    head = dumps_json({"model": request.model})[:-1]
+    tail = encoder.fields({"stream": True, **request.extra})[1:]
+    return head + b',"messages":' + encoder.messages(request.messages) + b"," + tail
 
 
 def _invalid_chunk(what: str, chunks: int) -> StreamContentError:
@@ -606,10 +612,14 @@ class _Run:
         self.request = request
         self.body = request_body(request)  # once per turn, sent as is by every attempt
         self.secrets: tuple[str | None, ...] = (getattr(self.client, "api_key", None),)
-        self.target = _target_of(self.client, request)
         self.close_s = policy.close_timeout_ms / 1000
         self.budget = RetryBudget(policy)
         self.attempts = 0
+
+    @functools.cached_property
+    def target(self) -> _Target:
+        """What the error messages name: only needed once an attempt failed (parsing the base URL costs ~30 µs)."""
+        return _target_of(self.client, self.request)
 
     def next_attempt(self) -> _Attempt:
         self.attempts += 1

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._body import RequestEncoder
 from ._classify import RetryClassification
 
 RetryPolicyName: TypeAlias = Literal["stream_transport", "connect", "backoff", "content"]
@@ -18,12 +19,14 @@ class ChatRequest:
     """One streamed chat completion, in OpenAI terms: plain JSON values, sent as they are (no SDK transform).
 
     ``extra`` holds further top-level fields of the request body (``temperature``, ``tools`` ...); ``model``,
-    ``messages`` and ``stream`` are the pipeline's.
+    ``messages`` and ``stream`` are the pipeline's. ``encoder``: the turn's :class:`RequestEncoder`, so that a
+    request that extends the previous one's messages encodes only the new ones (the body is the same).
     """
 
     model: str
     messages: list[dict[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)
+    encoder: RequestEncoder | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

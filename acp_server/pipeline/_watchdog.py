@@ -14,7 +14,8 @@ How one attempt runs:
   "no read pending" marker when the read returns: one clock read and two float writes per chunk, no scope and
   no task per chunk. The timer sleeps until ``kick + idle`` (or the lifetime deadline), re-arms if the reader
   moved on, else marks the watch fired and cancels the per-request scope, which aborts the pending read and
-  tears the HTTP request down.
+  tears the HTTP request down. When the attempt ends the reader sets the watch's ``ended`` event and the timer
+  returns by itself (it is not cancelled).
 - The timer cancels **only while a read is pending**, and the reader checks ``fired`` right after each read,
   before any other checkpoint: the cancellation never lands in the consumer's code between chunks.
 - On every exit (end, error, timeout, consumer stopping early, caller cancelling) the stream is closed with
@@ -128,11 +129,19 @@ class _Watch:
     start and one per read end is all the reader pays.
     """
 
-    __slots__ = ("fired", "kick")
+    __slots__ = ("ended", "fired", "kick")
 
     def __init__(self, kick: float) -> None:
         self.kick = kick
         self.fired: Literal["idle", "lifetime"] | None = None
+        self.ended = anyio.Event()  # set by the reader when the attempt is over: the timer returns
+
+
+async def _sleep_until(watch: _Watch, deadline: float) -> None:
+    """Sleep until ``deadline`` or the end of the attempt, whichever comes first (ended, the timer just returns: no
+    cancel of its task, whose cost anyio adds to every request: it formats the cancelling task's repr)."""
+    with anyio.CancelScope(deadline=deadline):
+        await watch.ended.wait()
 
 
 async def _timer(
@@ -143,7 +152,7 @@ async def _timer(
     lifetime_deadline: float,
 ) -> None:
     """Cancel ``scope`` once a pending read lasted ``idle_s``, or the lifetime deadline passed during one."""
-    while True:
+    while not watch.ended.is_set():
         now = clock()
         kick = watch.kick
         if kick == _NO_READ:
@@ -151,11 +160,11 @@ async def _timer(
             # later deadline). The reader checks the lifetime itself when it starts its next read.
             if now >= lifetime_deadline:
                 return
-            await anyio.sleep_until(min(now + idle_s, lifetime_deadline))
+            await _sleep_until(watch, min(now + idle_s, lifetime_deadline))
             continue
         idle_deadline = kick + idle_s
         if now < idle_deadline and now < lifetime_deadline:
-            await anyio.sleep_until(min(idle_deadline, lifetime_deadline))
+            await _sleep_until(watch, min(idle_deadline, lifetime_deadline))
             continue
         watch.fired = "idle" if now >= idle_deadline else "lifetime"
         scope.cancel()
@@ -292,7 +301,7 @@ async def guarded_stream(
                         yield chunk
             except BaseException as exc:  # kept out of the task group: never wrapped in an ExceptionGroup
                 error = exc
-            tg.cancel_scope.cancel()
+            watch.ended.set()  # the timer returns (on its own: a cancel would cost more than the whole timer)
     finally:
         if stream is not None:
             await close_stream(stream, close_timeout_s)

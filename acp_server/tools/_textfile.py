@@ -90,14 +90,32 @@ def check_written_size(target: Target, size: int, what: str) -> None:
         )
 
 
+_READ_SLACK = 64 * 1024
+"""Beyond the size ``fstat`` gave, what one read asks for (a file that grew since is still read to its end)."""
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The bytes of ``fd`` up to its end, or the first ``MAX_TEXT_FILE_BYTES + 1`` of them: read with ``os.read``
+    in reads sized from ``size`` (what ``fstat`` said), so a small file costs a small buffer, not 10 MiB."""
+    limit = MAX_TEXT_FILE_BYTES + 1
+    parts: list[bytes] = []
+    total = 0
+    while total < limit:
+        piece = os.read(fd, min(limit - total, max(size + 1 - total, _READ_SLACK)))
+        if not piece:
+            break
+        parts.append(piece)
+        total += len(piece)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def read_text(target: Target) -> str:
     """The text of the regular file ``target`` (refused when binary, not UTF-8 or over 10 MiB)."""
     fd, size = _open_regular(target)
     try:
         if size > MAX_TEXT_FILE_BYTES:
             raise too_large(target, size)
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_TEXT_FILE_BYTES + 1)
+        data = _read_all(fd, size)
     except OSError as exc:
         raise ToolCallError(f"cannot read {target.rel}: {exc.strerror}") from None
     finally:

@@ -27,7 +27,7 @@ from ..domain import (
     UsageReported,
 )
 from ..modes import MODES, READ_ONLY_MODE
-from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, StreamPolicy, run_chat
+from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
@@ -255,20 +255,22 @@ class ModelTurn:
         messages: list[dict[str, Any]],
         offered: tuple[str, ...],
         on_delta: Callable[[Delta], Awaitable[None]],
+        encoder: RequestEncoder | None = None,
     ) -> Finished:
-        """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking)."""
+        """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
+        the turn's, so each request encodes only the messages added since the previous one."""
         extra: dict[str, Any] = {"tools": _tool_entries(offered)}
         if self._ask_usage:
             extra["stream_options"] = _INCLUDE_USAGE
         try:
-            return await run_chat(client, ChatRequest(model, messages, extra), self.settings.policy, on_delta)
+            return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
         except ModelHTTPError as exc:
             if "stream_options" not in extra or not _refuses_stream_options(exc):
                 raise
             self._ask_usage = False
             logger.warning("the endpoint refused stream_options (%s): no more usage is asked for or reported", exc)
         del extra["stream_options"]
-        return await run_chat(client, ChatRequest(model, messages, extra), self.settings.policy, on_delta)
+        return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -313,13 +315,14 @@ class ModelTurn:
 
         try:
             messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
+            encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
             requests = 0
             while True:
                 requests += 1
                 offered = offered_tools(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                finished = await self._request(model_client, model, messages, offered, on_delta)
+                finished = await self._request(model_client, model, messages, offered, on_delta, encoder)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))

@@ -42,6 +42,7 @@ def test_public_surface_is_pinned_and_sorted() -> None:
         "ModelTransportError",
         "ModelTurnError",
         "PipelineError",
+        "RequestEncoder",
         "RetryClassification",
         "RetryEvent",
         "StreamContentError",
