@@ -1,8 +1,9 @@
 """The daemon streaming many answers at once: ``--sessions`` sessions, each answer ``--rate`` chunks/s for
 ``--seconds``, all at the same time, through ``acp-server serve`` to one SSE subscriber per session.
 
-Three processes: the endpoint (``bench/_model_server.py --stamp``: each chunk's text is the ``CLOCK_MONOTONIC``
-instant the endpoint wrote it), the daemon (``bench/_loop_probe.py serve``: ``acp-server serve`` plus an opt-in
+Three processes: the endpoint (``bench/_stamp_server.py``: a lean raw-asyncio SSE server whose streams are paced on
+an absolute schedule, so it offers the nominal rate, each chunk's text the ``CLOCK_MONOTONIC`` instant it was
+written; a real endpoint runs on other hardware, so it is kept cheap), the daemon (``bench/_loop_probe.py serve``: ``acp-server serve`` plus an opt-in
 probe task that logs the worst lateness of a 1 ms sleep loop, i.e. the event loop's longest stall), and this script
 (the subscribers, raw sockets: far cheaper than the daemon they measure). Figures: chunks delivered per second
 against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay from the endpoint's write to the
@@ -31,7 +32,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
-from _endpoint import model_process
+from _endpoint import STAMP_SERVER, model_process
 from bench_daemon import cpu_s, percentile, raw_post
 
 from acp_server.daemon import ANNOUNCE_PREFIX
@@ -143,7 +144,7 @@ def worst_stall(probe_file: str, start: float, end: float) -> tuple[float, float
 async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> None:
     words = int(rate * seconds)
     probe_file = tempfile.mktemp(prefix="acp-bench-probe-")
-    async with model_process("--words", str(words), "--chunk-delay-s", str(1 / rate), "--stamp") as model:
+    async with model_process("--words", str(words), "--rate", str(rate), server=STAMP_SERVER) as model:
         process, url = await start_daemon(model.base_url, probe_file)
         host, port_text = url.removeprefix("http://").rsplit(":", 1)
         port = int(port_text)
