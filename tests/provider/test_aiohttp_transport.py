@@ -34,8 +34,8 @@ def chunked(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-async def read_request(stream: SocketStream) -> None:
-    """Read one request's head and its content-length body."""
+async def read_request(stream: SocketStream) -> bytes:
+    """Read one request's head and its content-length body; return the head."""
     data = b""
     while b"\r\n\r\n" not in data:
         data += await stream.receive()
@@ -45,6 +45,7 @@ async def read_request(stream: SocketStream) -> None:
     )
     while len(body) < length:
         body += await stream.receive()
+    return head
 
 
 @asynccontextmanager
@@ -152,3 +153,31 @@ async def test_a_read_timeout_stays_a_timeout() -> None:
                 async for _ in response.aiter_bytes():
                     pass
         await client.close()
+
+
+async def test_a_proxy_from_the_environment_carries_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HTTP_PROXY`` is honoured on the aiohttp transport too: the request reaches the proxy with its absolute URI
+    (the model's host need not resolve here), and the streamed answer comes back through it."""
+    targets: list[bytes] = []
+
+    async def proxy(stream: SocketStream) -> None:
+        async with stream:
+            targets.append((await read_request(stream)).split(b" ", 2)[1])
+            await stream.send(SSE_HEAD + chunked(ANSWER) + b"0\r\n\r\n")
+            await anyio.sleep_forever()
+
+    async with raw_server(proxy) as proxy_url:
+        monkeypatch.setenv("HTTP_PROXY", proxy_url.removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        client = make_openai_client(base_url="http://model.invalid/v1", api_key=None)
+        texts: list[str] = []
+
+        async def keep(delta: object) -> None:
+            texts.append(getattr(delta, "text", ""))
+
+        with anyio.fail_after(10):
+            finished = await run_chat(client, ChatRequest(model="m", messages=[]), StreamPolicy(), keep)
+        await client.close()
+    assert finished.finish_reason == "stop" and "".join(texts) == "hi"
+    assert targets == [b"http://model.invalid/v1/chat/completions"]
