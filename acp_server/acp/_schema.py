@@ -56,7 +56,8 @@ def preload() -> None:
     except Exception as exc:
         logger.warning("could not preload the ACP schema and the model client (%s): they load on first use", exc)
         return
-    gc.freeze()
+    if not gc.get_freeze_count():  # once per process: a later warm-up (tests start many daemons) changes nothing
+        gc.freeze()
 
 
 def validate(model: type[M], params: Any, method: str) -> M:
