@@ -13,6 +13,7 @@ import anyio
 from anyio.abc import Process
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_model_server.py")
+STAMP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_stamp_server.py")
 
 
 class ModelProcess:
@@ -61,9 +62,10 @@ class ModelProcess:
 
 
 @asynccontextmanager
-async def model_process(*args: str) -> AsyncIterator[ModelProcess]:
-    """Start the endpoint (``args`` as for ``_model_server.py``); stop it by closing its stdin on exit."""
-    command = [sys.executable, SERVER, *args]
+async def model_process(*args: str, server: str = SERVER) -> AsyncIterator[ModelProcess]:
+    """Start the endpoint (``args`` as for ``server``, by default ``_model_server.py``); stop it by closing its
+    stdin on exit."""
+    command = [sys.executable, server, *args]
     async with await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None) as proc:
         model = ModelProcess(proc)
         await model.start()

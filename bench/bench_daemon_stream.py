@@ -1,12 +1,13 @@
 """The daemon streaming many answers at once: ``--sessions`` sessions, each answer ``--rate`` chunks/s for
 ``--seconds``, all at the same time, through ``acp-server serve`` to one SSE subscriber per session.
 
-Three processes: the endpoint (``bench/_model_server.py --stamp``: each chunk's text is the ``CLOCK_MONOTONIC``
-instant the endpoint wrote it), the daemon (``bench/_loop_probe.py serve``: ``acp-server serve`` plus an opt-in
-probe task that logs the worst lateness of a 1 ms sleep loop, i.e. the event loop's longest stall), and this script
-(the subscribers, raw sockets: far cheaper than the daemon they measure). Figures: chunks delivered per second
-against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay from the endpoint's write to the
-subscriber's read (p50 / p99 / max), and the loop's longest stall during the run.
+Three processes: the endpoint (``bench/_stamp_server.py``: a lean raw-asyncio SSE server whose streams are paced on
+an absolute schedule, so it offers the nominal rate, each chunk's text the ``CLOCK_MONOTONIC`` instant it was
+written; a real endpoint runs on other hardware, so it is kept cheap), the daemon (``bench/_loop_probe.py serve``:
+``acp-server serve`` plus an opt-in probe task that logs the worst lateness of a 1 ms sleep loop, i.e. the event
+loop's longest stall), and this script (the subscribers, raw sockets: far cheaper than the daemon they measure).
+Figures: chunks delivered per second against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay
+from the endpoint's write to the subscriber's read (p50 / p99 / max), and the loop's longest stall during the run.
 
 ``--http2``: the subscribers' streams share HTTP/2 connections (prior knowledge, up to the daemon's limit of
 streams per connection each) instead of one HTTP/1.1 connection each.
@@ -31,7 +32,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
-from _endpoint import model_process
+from _endpoint import STAMP_SERVER, model_process
 from bench_daemon import cpu_s, percentile, raw_post
 
 from acp_server.daemon import ANNOUNCE_PREFIX
@@ -143,7 +144,7 @@ def worst_stall(probe_file: str, start: float, end: float) -> tuple[float, float
 async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> None:
     words = int(rate * seconds)
     probe_file = tempfile.mktemp(prefix="acp-bench-probe-")
-    async with model_process("--words", str(words), "--chunk-delay-s", str(1 / rate), "--stamp") as model:
+    async with model_process("--words", str(words), "--rate", str(rate), server=STAMP_SERVER) as model:
         process, url = await start_daemon(model.base_url, probe_file)
         host, port_text = url.removeprefix("http://").rsplit(":", 1)
         port = int(port_text)
@@ -199,18 +200,19 @@ async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> 
     delays = [d * 1000 for s in subscribers for d in s.delays]
     received = len(delays)
     expected = sessions * words
-    stamps = [t for s in subscribers for t in s.stamps]
-    written_s = max(stamps) - min(stamps) if stamps else float("nan")
-    delivered_s = max(s.last_read for s in subscribers) - min(stamps) if stamps else float("nan")
+    # rates per stream, summed: the streams start one after another (each prompt is admitted in turn), so the
+    # first-to-last span of all of them would understate what was offered while they all ran
+    offered = sum((len(s.stamps) - 1) / (s.stamps[-1] - s.stamps[0]) for s in subscribers if len(s.stamps) > 1)
+    delivered = sum(len(s.stamps) / (s.last_read - s.stamps[0] + 1 / rate) for s in subscribers if s.stamps)
+    firsts = [s.stamps[0] for s in subscribers if s.stamps]
+    spread_s = max(firsts) - min(firsts) if firsts else float("nan")
     stall, typical = worst_stall(probe_file, started, ended)
     os.unlink(probe_file)
-    offered = expected / written_s
-    delivered = received / delivered_s
     print(f"  chunks: {received:,} of {expected:,} received ({sessions} sessions × {words}), {ended - started:.1f}s")
     verdict = "met" if received == expected and delivered >= 0.98 * sessions * rate else "MISSED"
     print(
         f"  offered by the endpoint {offered:,.0f} chunks/s; delivered {delivered:,.0f} chunks/s "
-        f"(target: all, {sessions * rate:,.0f}/s): {verdict}"
+        f"(target: all, {sessions * rate:,.0f}/s): {verdict}; the streams' first chunks spread over {spread_s:.2f}s"
     )
     print(
         f"  daemon CPU {cpu:.2f}s: {cpu / (received / 1000):.3f} CPU-s per 1,000 chunks; over the "

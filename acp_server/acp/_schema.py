@@ -7,6 +7,7 @@ warms it with :func:`preload` in a worker thread once the first reply is on its 
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import logging
 import threading
@@ -41,16 +42,22 @@ def model(name: str) -> type[BaseModel]:
 
 
 def preload() -> None:
-    """Import the schema and the model client ahead of the first request that needs them (run in a thread).
+    """Import the schema and the model client ahead of the first request that needs them (run in a thread), then
+    freeze what the process holds so far out of the garbage collector's view.
 
-    Best effort: a warm-up that fails (no file descriptors left under a connection flood, say) is logged and the
-    import happens again on first use; it never takes the process down.
+    The imports leave ~10^6 objects (pydantic models, the SDK's types) that live as long as the process; a full
+    collection walked them all, stalling the event loop for 100–170 ms under load. Frozen, a full collection walks
+    only what was allocated since. Best effort: a warm-up that fails (no file descriptors left under a connection
+    flood, say) is logged and the import happens again on first use; it never takes the process down.
     """
     try:
         schema()
         importlib.import_module("openai")
     except Exception as exc:
         logger.warning("could not preload the ACP schema and the model client (%s): they load on first use", exc)
+        return
+    if not gc.get_freeze_count():  # once per process: a later warm-up (tests start many daemons) changes nothing
+        gc.freeze()
 
 
 def validate(model: type[M], params: Any, method: str) -> M:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    import httpx2
     import openai
 
 __all__ = ["OFFLINE_API_KEY", "OPENAI_API_BASE_URL", "make_openai_client", "missing_version_hint", "public_endpoint"]
@@ -26,7 +27,8 @@ bounded only by admission (one per attached session — sessions are unbounded),
 it wait for a slot and fail as ``model_transport_error`` against a healthy model (the SDK's default is 1,000). The
 real bounds are the bridge's admission, the open-file limit (``serve`` raises it to the hard limit) and the model."""
 MODEL_POOL_MAX_KEEPALIVE = 100
-"""Idle connections kept for reuse (the rest are closed when their turn ends)."""
+"""Idle connections kept for reuse by httpx2's transport (the rest are closed when their turn ends); aiohttp's keeps
+each until it expires."""
 MODEL_POOL_KEEPALIVE_EXPIRY_S = 5.0
 
 
@@ -36,10 +38,13 @@ def make_openai_client(
     """Return an ``AsyncOpenAI`` that never retries (the pipeline owns retries), only times out on connect, and whose
     connection pool never makes a turn wait (see :data:`MODEL_POOL_MAX_CONNECTIONS`).
 
+    Made inside a running asyncio loop, it streams through the SDK's aiohttp transport (``_aiohttp.py``: about half
+    the CPU per streamed chunk), elsewhere (trio, or no loop) through httpx2's own. Both raise the same httpx2
+    exception classes for the same failures.
+
     With neither ``base_url`` nor ``api_key`` the SDK falls back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``
     and raises ``openai.OpenAIError`` when no key is found.
     """
-    import httpx2  # the SDK's HTTP library
     import openai  # lazily: the SDK costs ~0.4 s of start-up
 
     if api_key is None and base_url is not None:
@@ -47,15 +52,33 @@ def make_openai_client(
     timeout = openai.Timeout(
         connect=connect_timeout_s, read=_READ_TIMEOUT_S, write=_WRITE_TIMEOUT_S, pool=connect_timeout_s
     )
+    return openai.AsyncOpenAI(
+        base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=_http_client(timeout)
+    )
+
+
+def _http_client(timeout: openai.Timeout) -> httpx2.AsyncClient:
+    import asyncio
+
+    import httpx2  # the SDK's HTTP library
+    import openai
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no asyncio loop in this thread: trio, or none at all
+        pass
+    else:
+        from ._aiohttp import AioHttpModelClient
+
+        # aiohttp's connector reads a limit of 0 as "no limit" (None would mean its default, 100)
+        limits = httpx2.Limits(max_connections=0, keepalive_expiry=MODEL_POOL_KEEPALIVE_EXPIRY_S)
+        return AioHttpModelClient(limits=limits, timeout=timeout)
     limits = httpx2.Limits(
         max_connections=MODEL_POOL_MAX_CONNECTIONS,
         max_keepalive_connections=MODEL_POOL_MAX_KEEPALIVE,
         keepalive_expiry=MODEL_POOL_KEEPALIVE_EXPIRY_S,
     )
-    http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
-    return openai.AsyncOpenAI(
-        base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=http_client
-    )
+    return openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -241,11 +241,13 @@ def test_the_accept_error_log_counts_what_it_suppressed_and_passes_the_rest_on(
 # -- the model client's pool ----------------------------------------------------------------------------------
 
 
-async def test_the_model_pool_never_makes_a_turn_wait_for_a_connection() -> None:
-    async with make_openai_client(base_url="http://127.0.0.1:9/v1", api_key=None) as client:
-        pool = client._client._transport._pool  # type: ignore[attr-defined]
-        assert pool._max_connections > 10**6  # not the SDK's 1,000: turns beyond it timed out waiting for the pool
-        assert pool._max_keepalive_connections == 100
+def test_the_httpx2_model_pool_never_makes_a_turn_wait_for_a_connection() -> None:
+    """Made outside an asyncio loop the client uses httpx2's pool (on asyncio, aiohttp's: see
+    tests/provider/test_aiohttp_transport.py, 120 turns at once)."""
+    client = make_openai_client(base_url="http://127.0.0.1:9/v1", api_key=None)
+    pool = client._client._transport._pool  # type: ignore[attr-defined]
+    assert pool._max_connections > 10**6  # not the SDK's 1,000: turns beyond it timed out waiting for the pool
+    assert pool._max_keepalive_connections == 100
 
 
 def test_the_cap_is_lowered_to_fit_the_open_file_limit(

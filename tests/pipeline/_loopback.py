@@ -29,8 +29,11 @@ def open_fds() -> int:
 
 def requests_in_flight(client: openai.AsyncOpenAI) -> int:
     """Pooled connections still carrying a request (an unclosed response keeps its connection busy)."""
-    pool: Any = client._client._transport._pool  # test-only peek at httpx2 -> httpcore2
-    return sum(1 for connection in pool.connections if not connection.is_idle())
+    transport: Any = client._client._transport  # test-only peeks: httpx2 -> httpcore2, or aiohttp's connector
+    if hasattr(transport, "_pool"):
+        return sum(1 for connection in transport._pool.connections if not connection.is_idle())
+    session = transport._inner.client  # the aiohttp ClientSession, made on the first request
+    return 0 if session is None else len(session.connector._acquired)
 
 
 @asynccontextmanager
