@@ -59,7 +59,7 @@ import contextlib
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -138,7 +138,7 @@ class _Connection:
         self.channels: dict[str | None, Channel] = {None: stream}
         self._pending: dict[Any, tuple[str, str | None, bool]] = {}  # id → (method, session, created by it)
         self.routed = RoutedConnection(stream, on_answer=self._answered)
-        self.agent = AcpAgent(owner.bridge, owner.agent_options)
+        self.agent = AcpAgent(owner.bridge, owner.agent_options, self._announce)
         self.routed.dispatcher.register(*bind(self.agent))
         if not websocket:
             self._arm(stream)
@@ -187,6 +187,12 @@ class _Connection:
             "/acp connection %s dropped: stream %s fell %d messages behind", self.id, channel.name, channel.hard_limit
         )
         self.owner.drop(self)
+
+    def _announce(self, session_id: str, method: str, params: Mapping[str, Any]) -> None:
+        """A notification about a session on behalf of no request (another face changed its settings): on the
+        session's stream (a WebSocket's one stream; the connection stream while the session has none), at once."""
+        channel = self.channels[None] if self.websocket else self.channels.get(session_id, self.channels[None])
+        channel.put({"jsonrpc": "2.0", "method": method, "params": params})
 
     def add_session(self, session_id: str) -> bool:
         """Make ``session_id`` known (its stream exists); False when it already was."""
@@ -239,6 +245,7 @@ class _Connection:
         if self.closed:
             return
         self.closed = True
+        self.agent.close()
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
