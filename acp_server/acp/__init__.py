@@ -1,7 +1,7 @@
 """ACP handlers: the method table (schema model + handler per method), the handlers over the session bridge, and the
 wire shapes of prompts and updates. Transport-neutral: a dispatcher calls them with a :class:`Peer`."""
 
-from ._agent import MAX_TITLE_CHARS, PROTOCOL_VERSION, SET_TITLE_METHOD, AcpAgent, AgentOptions, Peer
+from ._agent import MAX_TITLE_CHARS, PROTOCOL_VERSION, SET_TITLE_METHOD, AcpAgent, AgentOptions, Announce, Peer
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
@@ -15,6 +15,7 @@ __all__ = [
     "SET_TITLE_METHOD",
     "AcpAgent",
     "AgentOptions",
+    "Announce",
     "Method",
     "Notification",
     "Peer",

@@ -3,16 +3,23 @@
 Each handler gets its params already validated (see ``_methods.py``) and the :class:`Peer` of its request; it calls
 the bridge and shapes the reply. Handlers know nothing of the transport: the same :class:`AcpAgent` serves stdio
 and HTTP connections.
+
+Settings fan-out: a change of an attached session's mode, model or title is announced to this connection exactly
+once, whichever face or connection made it. The connection that made it announces it through its request's peer
+(before the answer; a prompt's title with the turn's first update); every other one hears it from the bridge's
+settings listener and queues it at once through the transport's :data:`Announce`. Each connection tracks what it
+told each session's client (:class:`_Told`) and sends only what differs: the same value set again tells nothing.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..bridge import PromptHandle, SessionBridge, SessionEntry
+from ..bridge import PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..domain import PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
@@ -39,7 +46,15 @@ if TYPE_CHECKING:
         SetSessionModeRequest,
     )
 
-__all__ = ["MAX_TITLE_CHARS", "PROTOCOL_VERSION", "SET_TITLE_METHOD", "AcpAgent", "AgentOptions", "Peer"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "PROTOCOL_VERSION",
+    "SET_TITLE_METHOD",
+    "AcpAgent",
+    "AgentOptions",
+    "Announce",
+    "Peer",
+]
 
 logger = logging.getLogger("acp_server.acp")
 
@@ -49,6 +64,10 @@ SET_TITLE_METHOD = "_acp-server/set_title"
 """The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
 
 MAX_TITLE_CHARS = 200
+
+Announce = Callable[[str, str, Mapping[str, Any]], None]
+"""``announce(session_id, method, params)``: queue one notification about a session for the client now, on behalf of
+no request (never waits: the transport bounds what it holds, as for replies)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +135,6 @@ class _Totals:
         return {"acpServer": {"usage": {**usage, "requests": self.requests}}}
 
 
-
-
 def _check_set_title(params: Any) -> tuple[str, str]:
     """``{sessionId, title}`` of :data:`SET_TITLE_METHOD`: a session id and a title of at most
     :data:`MAX_TITLE_CHARS` characters on one line (``""`` clears it)."""
@@ -157,16 +174,45 @@ def _deadline_from_meta(meta: Any) -> int | None:
     return value
 
 
-class AcpAgent:
-    """ACP handlers for one connection: one method per ACP method, listed in ``_methods.METHODS``."""
+class _Told:
+    """What a connection's client was last told of one session: its mode (as offered), its model (resolved; None:
+    no choice) and its title (None: nothing told yet, e.g. a load that has not sent it)."""
 
-    def __init__(self, bridge: SessionBridge, options: AgentOptions) -> None:
+    __slots__ = ("mode", "model", "title")
+
+    def __init__(self, mode: str, model: str | None, title: str | None) -> None:
+        self.mode = mode
+        self.model = model
+        self.title = title
+
+
+class AcpAgent:
+    """ACP handlers for one connection: one method per ACP method, listed in ``_methods.METHODS``.
+
+    With ``announce``, the agent hears every settings change of the bridge's sessions (until :meth:`close`) and
+    announces those of its attached sessions made elsewhere; without it, only its own.
+    """
+
+    def __init__(self, bridge: SessionBridge, options: AgentOptions, announce: Announce | None = None) -> None:
         self._bridge = bridge
         self._options = options
         self._prompts: dict[str | int, PromptHandle] = {}  # by request id: the prompts this connection awaits
         self._client_caps = ClientCapabilities()  # what the client advertised in ``initialize``
         self._modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
-        self._titles: dict[str, str | None] = {}  # by session: the title this connection was told (None: none)
+        self._told: dict[str, _Told] = {}  # by attached session: what this connection's client was told
+        self._announce = announce
+        self._unsubscribe: list[Callable[[], None]] = []
+        if announce is not None:
+            self._unsubscribe = [
+                bridge.add_settings_listener(self._settings_changed),
+                bridge.add_close_listener(self._detached),
+            ]
+
+    def close(self) -> None:
+        """The connection ended: stop hearing the bridge. Idempotent."""
+        unsubscribe, self._unsubscribe = self._unsubscribe, []
+        for remove in unsubscribe:
+            remove()
 
     # -- capabilities -------------------------------------------------------------------------------------------
 
@@ -219,7 +265,7 @@ class AcpAgent:
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.open_session(request.cwd)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
-        self._titles[entry.session_id] = ""
+        self._attach(entry, "")
         return {"sessionId": entry.session_id, **self._mode_state(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -229,7 +275,7 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(session_id, cwd=request.cwd)
         for update in replay_updates(session_id, history):
             await peer.notify("session/update", update)
-        self._titles[session_id] = None  # nothing told on this load yet
+        self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
         return self._mode_state(entry)
@@ -238,7 +284,8 @@ class AcpAgent:
         """Attach the session without replaying its history."""
         entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd)
         logger.info("session %s resumed", request.session_id)
-        self._titles.setdefault(entry.session_id, entry.title)
+        told = self._told.get(entry.session_id)
+        self._attach(entry, entry.title if told is None else told.title)
         return self._mode_state(entry)
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
@@ -254,7 +301,7 @@ class AcpAgent:
         Answers after this connection's prompts of the session have been answered: their answers come first.
         """
         await self._bridge.close_session(request.session_id)
-        self._titles.pop(request.session_id, None)
+        self._told.pop(request.session_id, None)
         for handle in list(self._prompts.values()):
             if handle.session_id == request.session_id:
                 await handle.events.wait_released()
@@ -263,14 +310,15 @@ class AcpAgent:
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
-        self._titles[entry.session_id] = entry.title  # the source's, which the client knows
+        self._attach(entry, entry.title)  # the source's, which the client knows
         return {"sessionId": entry.session_id, **self._mode_state(entry)}  # the mode and model it inherited
 
     async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
         """:data:`SET_TITLE_METHOD`: store the session's title and announce it (``session_info_update``)."""
         session_id, title = _check_set_title(params)
         entry = self._bridge.get(session_id)
-        await entry.set_title(title)
+        self._told_of(entry)
+        await entry.set_title(title, origin=self)
         logger.info("session %s: title set", session_id)
         await self._sync_title(entry, peer)
         return {}
@@ -281,7 +329,7 @@ class AcpAgent:
         deadline_ms = _deadline_from_meta(request.field_meta)
         session_id = request.session_id
         client = AcpToolClient(peer, self._client_caps, session_id)
-        handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client)
+        handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client, origin=self)
         entry = self._bridge.get(session_id)  # no checkpoint since admission: it is the session admitted to
         client.stream = handle.events
         request_id = peer.request_id
@@ -316,21 +364,72 @@ class AcpAgent:
             if request_id is not None:
                 self._prompts.pop(request_id, None)
 
-    # -- what the editor shows: the title -------------------------------------------------------------------------
+    # -- what the editor shows: mode, options, title (told once per change) --------------------------------------
+
+    def _model_of(self, entry: SessionEntry) -> str | None:
+        catalog = self._bridge.models
+        return None if catalog is None else catalog.resolve(entry.model)
+
+    def _attach(self, entry: SessionEntry, title: str | None) -> None:
+        """The client was just answered the session's state (mode and options; ``title``: the title it knows)."""
+        self._told[entry.session_id] = _Told(self._current_mode(entry), self._model_of(entry), title)
+
+    def _told_of(self, entry: SessionEntry) -> _Told:
+        """What the client knows of the session; a session it never attached here counts as known as it is now
+        (it is attached from now on)."""
+        told = self._told.get(entry.session_id)
+        if told is None:
+            told = self._told[entry.session_id] = _Told(self._current_mode(entry), self._model_of(entry), entry.title)
+        return told
+
+    def _settings_updates(self, entry: SessionEntry, told: _Told) -> list[dict[str, Any]]:
+        """The ``session/update`` params that bring the client from ``told`` to the session's state now (marked
+        told): ``current_mode_update`` and ``config_option_update`` for a mode, ``config_option_update`` for a
+        model, ``session_info_update`` for a title; nothing when nothing it sees differs."""
+        session_id = entry.session_id
+        updates: list[dict[str, Any]] = []
+        mode, model = self._current_mode(entry), self._model_of(entry)
+        if mode != told.mode:
+            updates.append({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+        if mode != told.mode or model != told.model:
+            updates.append({"sessionUpdate": "config_option_update", "configOptions": self._config_options(entry)})
+        told.mode, told.model = mode, model
+        if told.title != entry.title and (told.title is not None or entry.title):
+            title = {"sessionUpdate": "session_info_update", "title": entry.title or None}
+            updates.append({**title, "updatedAt": _iso(entry.updated_at)})
+            told.title = entry.title
+        return [{"sessionId": session_id, "update": update} for update in updates]
+
+    async def _sync(self, entry: SessionEntry, peer: Peer) -> None:
+        """Tell the client, through ``peer``, what it does not know yet of the session's settings."""
+        for params in self._settings_updates(entry, self._told_of(entry)):
+            await peer.notify("session/update", params)
 
     async def _sync_title(self, entry: SessionEntry, peer: Peer) -> None:
         """Send ``session_info_update`` when the session's title differs from what this connection was told."""
-        told = self._titles.get(entry.session_id)
-        if told == entry.title or (told is None and not entry.title):
+        told = self._told.get(entry.session_id)
+        if told is None:  # prompted without attaching here: the title it has is news
+            told = self._told[entry.session_id] = _Told(self._current_mode(entry), self._model_of(entry), None)
+        if told.title == entry.title or (told.title is None and not entry.title):
             return
-        self._titles[entry.session_id] = entry.title
+        told.title = entry.title
         update = {"sessionUpdate": "session_info_update", "title": entry.title or None}
         update["updatedAt"] = _iso(entry.updated_at)
         await peer.notify("session/update", {"sessionId": entry.session_id, "update": update})
 
-    async def _announce_options(self, entry: SessionEntry, peer: Peer) -> None:
-        update = {"sessionUpdate": "config_option_update", "configOptions": self._config_options(entry)}
-        await peer.notify("session/update", {"sessionId": entry.session_id, "update": update})
+    def _settings_changed(self, change: SettingsChange) -> None:
+        """(bridge listener) Another face or connection changed an attached session's settings: announce it now."""
+        if change.origin is self or self._announce is None:
+            return  # ours: the handler that made it tells it through its peer, in order with its answer
+        told = self._told.get(change.session_id)
+        if told is None:
+            return  # not attached here
+        for params in self._settings_updates(change.session, told):
+            self._announce(change.session_id, "session/update", params)
+
+    def _detached(self, session_id: str) -> None:
+        """(bridge listener) The session was closed, whichever face closed it: it is no longer attached here."""
+        self._told.pop(session_id, None)
 
     # -- modes ---------------------------------------------------------------------------------------------------
 
@@ -357,14 +456,10 @@ class AcpAgent:
             problem = f"unknown mode {mode_id!r}; available: {offered}"
             message = f"Invalid params for {method}: {field}: {problem}"
             raise InvalidInputError(message, [{"field": field, "message": problem}])
-        await entry.set_mode(mode_id)
+        self._told_of(entry)
+        await entry.set_mode(mode_id, origin=self)
         logger.info("session %s: mode %s", entry.session_id, mode_id)
-        session_id = entry.session_id
-        await peer.notify(
-            "session/update",
-            {"sessionId": session_id, "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}},
-        )
-        await self._announce_options(entry, peer)
+        await self._sync(entry, peer)
 
     async def _change_model(self, entry: SessionEntry, model: str, peer: Peer) -> None:
         catalog = self._bridge.models
@@ -375,9 +470,10 @@ class AcpAgent:
                 f"Invalid params for session/set_config_option: value: {problem}",
                 [{"field": "value", "message": problem}],
             )
-        await entry.set_model(model)
+        self._told_of(entry)
+        await entry.set_model(model, origin=self)
         logger.info("session %s: model %s", entry.session_id, model)
-        await self._announce_options(entry, peer)
+        await self._sync(entry, peer)
 
     async def set_mode(self, request: SetSessionModeRequest, peer: Peer) -> dict[str, Any]:
         """Switch the session's mode (it applies from the next tool call, also mid-prompt); -32602 for an unknown id."""

@@ -18,7 +18,7 @@ from ._exceptions import (
 )
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._prompt import PromptHandle
-from ._session import SessionEntry
+from ._session import SessionEntry, SettingsChange
 from ._stream import DEFAULT_COALESCE_BYTES, DEFAULT_STREAM_CAPACITY, PromptStream
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "SessionClosedError",
     "SessionEntry",
     "SessionNotFoundError",
+    "SettingsChange",
     "TurnRunner",
     "validate_deadline_ms",
     "validate_max_pending",

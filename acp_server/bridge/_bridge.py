@@ -44,14 +44,17 @@ from ._exceptions import (
 from ._fifo import Fifo
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._prompt import Cause, PromptHandle, PromptJob
-from ._session import ForkRequest, SessionEntry, now
+from ._session import ForkRequest, SessionEntry, SettingsChange, now
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
     from ..turn import ModelCatalog
 
-__all__ = ["SessionBridge", "TurnRunner"]
+__all__ = ["SessionBridge", "SettingsListener", "TurnRunner"]
+
+SettingsListener = Callable[[SettingsChange], None]
+"""Told each change of a session's mode, model or title (see :meth:`SessionBridge.add_settings_listener`)."""
 
 
 class TurnRunner(Protocol):
@@ -124,6 +127,7 @@ class SessionBridge:
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
         self._close_listeners: list[Callable[[str], None]] = []
+        self._settings_listeners: list[SettingsListener] = []
 
     @property
     def limit(self) -> int | None:
@@ -254,6 +258,7 @@ class SessionBridge:
             synced=synced,
             mode=self._mode_or_default(mode),
             model=model,
+            on_change=self._settings_changed,
         )
         self._sessions[session_id] = entry
         return entry
@@ -350,6 +355,29 @@ class SessionBridge:
 
         return remove
 
+    def add_settings_listener(self, listener: SettingsListener) -> Callable[[], None]:
+        """Call ``listener(change)`` for each change of an attached session's mode, model or title, whichever face
+        made it (synchronously, right after it is stored and in memory, before the call that made it returns);
+        returns the remover.
+
+        Invariant: every real change (not the value it had) is told to every listener added before it, exactly once,
+        in the order of the changes; a listener must not raise or block (an exception is not caught: it would fail
+        the call that made the change).
+        """
+        self._settings_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._settings_listeners:
+                self._settings_listeners.remove(listener)
+
+        return remove
+
+    def _settings_changed(self, change: SettingsChange) -> None:
+        if self._sessions.get(change.session_id) is not change.session:
+            return  # a session detached meanwhile (its store write finished after the close): nobody is attached
+        for listener in list(self._settings_listeners):
+            listener(change)
+
     async def close_session(self, session_id: str) -> None:
         """Detach the session; its waiting and running prompts (and forks) settle with ``SessionClosedError``.
 
@@ -378,11 +406,13 @@ class SessionBridge:
         *,
         deadline_ms: int | None = None,
         client: ToolClient | None = None,
+        origin: object | None = None,
     ) -> PromptHandle:
         """Admit a prompt or raise, synchronously: look the session up, check the limit, then count and enqueue.
 
         ``deadline_ms`` can only shorten the bridge's default; the deadline runs from acceptance. The handle's
         ``events`` carry the prompt's turn events and then its outcome. ``client`` is handed to the turn runner.
+        An untitled session takes the prompt's title (told to the settings listeners as asked by ``origin``).
         """
         per_prompt_ms = validate_deadline_ms(deadline_ms, "deadline_ms")
         tg = self._check_open()
@@ -405,8 +435,7 @@ class SessionBridge:
         )
         fifo.admit(job)
         session.updated_at = now()
-        if not session.title:
-            session.title = prompt.title
+        session.title_if_untitled(prompt.title, origin=origin)
         if deadline is not None:
             self._watch_deadline(deadline, job)
         self._ensure_worker(tg, session)

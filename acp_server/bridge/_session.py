@@ -7,7 +7,10 @@ what other processes stored at each turn start. An unjournaled one lives in memo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 import anyio
 
@@ -18,7 +21,9 @@ from ._exceptions import BridgeClosedError, SessionClosedError
 from ._fifo import Fifo
 from ._prompt import Cause, PromptHandle, PromptJob
 
-__all__ = ["ForkRequest", "SessionEntry", "now"]
+__all__ = ["ForkRequest", "SessionEntry", "Setting", "SettingsChange", "now"]
+
+Setting = Literal["mode", "model", "title"]
 
 
 def now() -> datetime:
@@ -45,11 +50,32 @@ class ForkRequest:
         self.done.set()
 
 
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """``setting`` of ``session`` changed from ``previous`` (its value now is on the session), asked by ``origin``
+    (whatever the face that asked passed; None: no face asked, e.g. a title read back from the store).
+
+    Invariant: made only when the value really changed (setting the value it has makes none).
+    """
+
+    session: SessionEntry
+    setting: Setting
+    previous: str | None
+    origin: object | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+
 class SessionEntry:
     """One session: cwd, conversation, FIFO. ``pending_prompt_count`` = waiting prompts + the running one.
 
     With a ``journal`` (the store), ``conversation.messages[:synced]`` equal the stored messages ``1..synced``;
     the turn that holds the FIFO is the only writer, through :meth:`begin_turn` and :meth:`end_turn`.
+
+    Every real change of its mode, model or title is told to ``on_change`` (the bridge's settings listeners) once,
+    synchronously, after it is stored and in memory; setting the value it has tells nothing.
     """
 
     def __init__(
@@ -63,6 +89,7 @@ class SessionEntry:
         synced: int = 0,
         mode: str = "default",
         model: str | None = None,
+        on_change: Callable[[SettingsChange], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
@@ -77,6 +104,7 @@ class SessionEntry:
         self._journal = journal
         self._synced = synced
         self._ticket: TurnTicket | None = None
+        self._on_change = on_change
 
     @property
     def closed(self) -> bool:
@@ -117,13 +145,13 @@ class SessionEntry:
         if self._journal is None:
             history = Conversation(list(messages))
             messages.append(user)
-            self.title = self.title or prompt.title
+            self._retitled(self.title or prompt.title, None)
             return history
         with anyio.CancelScope(shield=True):
             ticket = await self._journal.begin_turn(
                 self.session_id, known=self._synced, content=user.content, parts=prompt.parts, title=prompt.title
             )
-        self.title = ticket.title
+        self._retitled(ticket.title, None)
         del messages[ticket.since :]
         messages.extend(message.to_message() for message in ticket.catch_up)
         history = Conversation(list(messages))
@@ -139,23 +167,40 @@ class SessionEntry:
             return
         await self._journal.record_steps(self._ticket, steps)
 
-    async def set_mode(self, mode: str) -> None:
-        """Change the session's mode (store first, then memory)."""
+    async def set_mode(self, mode: str, *, origin: object | None = None) -> None:
+        """Change the session's mode (store first, then memory, then told as asked by ``origin``)."""
         if self._journal is not None:
             await self._journal.set_mode(self.session_id, mode)
-        self.mode = mode
+        previous, self.mode = self.mode, mode
+        self._changed("mode", previous, mode, origin)
 
-    async def set_model(self, model: str | None) -> None:
-        """Change the session's model (store first, then memory); the turn reads it before each model request."""
+    async def set_model(self, model: str | None, *, origin: object | None = None) -> None:
+        """Change the session's model (store first, then memory, then told); the turn reads it before each model
+        request."""
         if self._journal is not None:
             await self._journal.set_model(self.session_id, model)
-        self.model = model
+        previous, self.model = self.model, model
+        self._changed("model", previous, model, origin)
 
-    async def set_title(self, title: str) -> None:
-        """Change the session's title (store first, then memory); ``''`` lets the next prompt title it."""
+    async def set_title(self, title: str, *, origin: object | None = None) -> None:
+        """Change the session's title (store first, then memory, then told); ``''`` lets the next prompt title it."""
         if self._journal is not None:
             await self._journal.set_title(self.session_id, title)
-        self.title = title
+        self._retitled(title, origin)
+
+    def title_if_untitled(self, title: str, *, origin: object | None = None) -> None:
+        """Take ``title`` (a prompt's, at admission) when the session has none yet; the store takes it when that
+        prompt's turn begins."""
+        if not self.title:
+            self._retitled(title, origin)
+
+    def _retitled(self, title: str, origin: object | None) -> None:
+        previous, self.title = self.title, title
+        self._changed("title", previous, title, origin)
+
+    def _changed(self, setting: Setting, previous: str | None, now: str | None, origin: object | None) -> None:
+        if previous != now and self._on_change is not None:
+            self._on_change(SettingsChange(self, setting, previous, origin))
 
     async def end_turn(self, answer: Message) -> None:
         """Record the answer of the turn begun last (store first, then memory); call once per ``begin_turn``.

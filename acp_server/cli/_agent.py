@@ -248,7 +248,9 @@ async def serve_connection(
     """
     outbox = Outbox()
     dispatcher = Dispatcher(outbox)
-    agent = AcpAgent(bridge, AgentOptions(version=__version__))
+    agent = AcpAgent(
+        bridge, AgentOptions(version=__version__), lambda _id, method, params: dispatcher.post(method, params)
+    )
     dispatcher.register(*bind(agent))
     lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
     reading = anyio.CancelScope()
@@ -259,6 +261,7 @@ async def serve_connection(
             dispatching.start_soon(_dispatch_lines, lines_out, dispatcher, outbox, settings.max_message_bytes, stop)
             await stop.wait()
             reading.cancel()  # nothing more is read; what was read is dispatched (bounded by the grace)
+        agent.close()  # no more news from the bridge
         agent.cancel_all()  # every prompt admitted so far, late ones included, is cancelled and answered
         await dispatcher.aclose(SHUTDOWN_GRACE_S)
         with anyio.move_on_after(SHUTDOWN_GRACE_S):

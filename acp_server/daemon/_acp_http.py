@@ -26,7 +26,9 @@ first, then its response), ``session/fork``, ``session/list`` — goes on the co
 known to the connection when ``session/new`` / ``session/fork`` answer with it, when ``session/load`` /
 ``session/resume`` for it is accepted (forgotten again if that fails), or when the client opens its stream and the
 session exists (open in the bridge, or stored: clients open a session's stream before they load it);
-``session/close`` ends its stream after its answer.
+``session/close`` ends its stream after its answer. A change of an attached session's mode, model or title made
+elsewhere (another connection, REST, stdio) is sent, on behalf of no request, on the session's stream while it has a
+reader, else on the connection stream.
 
 Statuses: ``415`` POST not ``application/json``; ``406`` GET without ``text/event-stream`` in ``Accept``; ``501``
 a batch; ``400`` not a JSON-RPC message, a missing ``Acp-Connection-Id``, a session-scoped message without (or with
@@ -59,7 +61,7 @@ import contextlib
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -138,7 +140,7 @@ class _Connection:
         self.channels: dict[str | None, Channel] = {None: stream}
         self._pending: dict[Any, tuple[str, str | None, bool]] = {}  # id → (method, session, created by it)
         self.routed = RoutedConnection(stream, on_answer=self._answered)
-        self.agent = AcpAgent(owner.bridge, owner.agent_options)
+        self.agent = AcpAgent(owner.bridge, owner.agent_options, self._announce)
         self.routed.dispatcher.register(*bind(self.agent))
         if not websocket:
             self._arm(stream)
@@ -187,6 +189,16 @@ class _Connection:
             "/acp connection %s dropped: stream %s fell %d messages behind", self.id, channel.name, channel.hard_limit
         )
         self.owner.drop(self)
+
+    def _announce(self, session_id: str, method: str, params: Mapping[str, Any]) -> None:
+        """A notification about a session on behalf of no request (another face changed its settings), queued at
+        once: on the session's stream while it has a reader, else on the connection stream (which an HTTP
+        connection keeps read; a WebSocket's one stream): news nobody asked for never waits on a stream the client
+        may never open (a client that resumed a session has no reason to)."""
+        channel = self.channels.get(session_id)
+        if self.websocket or channel is None or not channel.attached:
+            channel = self.channels[None]
+        channel.put({"jsonrpc": "2.0", "method": method, "params": params})
 
     def add_session(self, session_id: str) -> bool:
         """Make ``session_id`` known (its stream exists); False when it already was."""
@@ -239,6 +251,7 @@ class _Connection:
         if self.closed:
             return
         self.closed = True
+        self.agent.close()
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()

@@ -19,9 +19,10 @@ Invariants:
   safe while the wall clock does not step back by more than the downtime (ids are far below 2**53 until ~2255);
 - every detach of an attached session, whichever face closed it (REST, ``/acp``, stdio over the same bridge),
   publishes its prompts' terminal events, then ``session_closed``, then ends its streams;
-- a change of a session's config option (``POST /session/{id}/config``, or ``/mode``) publishes one
-  ``config_changed`` carrying every option's new state (after ``mode_changed`` for a mode); setting the value it
-  already has publishes nothing;
+- every change of a session's mode or model, whichever face made it (``POST /session/{id}/config`` or ``/mode``,
+  ``/acp``, stdio over the same bridge: the bridge's settings listener), publishes one ``config_changed`` carrying
+  every option's new state (after ``mode_changed`` for a mode), before the call that made it returns; setting the
+  value it already has publishes nothing (titles are not part of the REST API: they publish nothing);
 - a prompt's tool calls are published as ``tool_call`` events; a call that needs asking publishes one
   ``permission_request`` after them and waits for its answer (``_permissions.py``); a daemon without a token serves
   a bridge that offers only ``read-only`` (checked when it is built), so nothing asks and nothing changes.
@@ -42,7 +43,14 @@ from anyio.abc import TaskGroup
 
 from .. import __version__
 from ..acp import PROTOCOL_VERSION, AgentOptions, config_options, update_from_event
-from ..bridge import BridgeClosedError, PromptHandle, SessionBridge, SessionEntry, SessionNotFoundError
+from ..bridge import (
+    BridgeClosedError,
+    PromptHandle,
+    SessionBridge,
+    SessionEntry,
+    SessionNotFoundError,
+    SettingsChange,
+)
 from ..domain import Prompt, PromptEnded, PromptEvent, TextChunk, ThoughtChunk, ToolCallStarted, ToolCallUpdated
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
@@ -212,7 +220,7 @@ class Daemon:
         self._issued_high = 0  # >= every first id given and every retired log's last id
         self._previous_ids: OrderedDict[str, int] = OrderedDict()  # detached session → its last event id
         self._finishing: dict[_Channel, anyio.Event] = {}  # detached, publishing their last events
-        self._remove_close_listener: Callable[[], None] | None = None
+        self._remove_listeners: list[Callable[[], None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -220,10 +228,11 @@ class Daemon:
         if self._life is not Lifecycle.UNOPENED:
             raise RuntimeError(f"a Daemon can be opened only once (this one is {self._life.value})")
         await self._tasks.enter()
-        self.acp = AcpOverHttp(
-            self.bridge, AgentOptions(version=__version__), heartbeat_s=self.options.heartbeat_s
-        )
-        self._remove_close_listener = self.bridge.add_close_listener(self._detached)
+        self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__), heartbeat_s=self.options.heartbeat_s)
+        self._remove_listeners = [
+            self.bridge.add_close_listener(self._detached),
+            self.bridge.add_settings_listener(self._settings_changed),
+        ]
         self._life = Lifecycle.OPEN
         return self
 
@@ -234,8 +243,8 @@ class Daemon:
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.options.shutdown_grace_s):
             await self.shutdown()
         self._tasks.group.cancel_scope.cancel()  # pumps left only if the grace ran out
-        if self._remove_close_listener is not None:
-            self._remove_close_listener()
+        for remove in self._remove_listeners:
+            remove()
         return await self._tasks.exit(exc_type, exc, tb)
 
     async def shutdown(self) -> None:
@@ -356,17 +365,12 @@ class Daemon:
 
     async def set_mode(self, session_id: str, mode_id: str, field: str = "modeId") -> str:
         """Switch the session's mode (stored; it applies from the next tool call, also mid-prompt); a change
-        publishes ``mode_changed`` then ``config_changed``. Returns the mode now."""
+        publishes ``mode_changed`` then ``config_changed`` (:meth:`_settings_changed`). Returns the mode now."""
         self._check_open()
         mode = self.offered_mode(mode_id, field)
-        channel = self._channel(session_id)
+        self._channel(session_id)  # the events of this change have a log to go to
         entry = self.bridge.get(session_id)
-        before = self._mode_of(entry)
-        await entry.set_mode(mode)
-        if mode != before and not channel.log.closed:
-            channel.log.publish("mode_changed", {"sessionId": session_id, "modeId": mode})
-            self._publish_config(channel, entry)
-            logger.info("session %s: mode %s", session_id, mode)
+        await entry.set_mode(mode, origin=self)
         return mode
 
     # -- config options ------------------------------------------------------------------------------------
@@ -410,13 +414,31 @@ class Daemon:
             problem = f"unknown config option {config_id!r}; available: {offered}"
             raise InvalidRequestError(f"configId: {problem}", [{"field": "configId", "message": problem}])
         model = self.offered_model(value)
-        channel = self._channel(session_id)
-        entry = self.bridge.get(session_id)
-        before = self.bridge.models.resolve(entry.model)
-        await entry.set_model(model)
-        if model != before and not channel.log.closed:
-            self._publish_config(channel, entry)
-            logger.info("session %s: model %s", session_id, model)
+        self._channel(session_id)
+        await self.bridge.get(session_id).set_model(model, origin=self)
+
+    def _settings_changed(self, change: SettingsChange) -> None:
+        """(bridge listener) A session's mode or model changed, whichever face changed it: publish what a REST
+        reader sees change (a mode this daemon does not offer reads as its default; no model reads as the default
+        model). Only a session with a log here has readers to tell; a title is not part of the REST API."""
+        channel = self._channels.get(change.session_id)
+        if channel is None or channel.log.closed or change.setting == "title":
+            return
+        entry, session_id = change.session, change.session_id
+        if change.setting == "mode":
+            previous = change.previous if change.previous is not None else self.bridge.default_mode
+            before = previous if self.bridge.allows_mode(previous) else self.bridge.default_mode
+            mode = self._mode_of(entry)
+            if mode == before:
+                return
+            channel.log.publish("mode_changed", {"sessionId": session_id, "modeId": mode})
+            logger.info("session %s: mode %s", session_id, mode)
+        else:
+            catalog = self.bridge.models
+            if catalog is None or catalog.resolve(change.previous) == catalog.resolve(entry.model):
+                return
+            logger.info("session %s: model %s", session_id, entry.model)
+        self._publish_config(channel, entry)
 
     def _detached(self, session_id: str) -> None:
         """The bridge detached the session (any face): finish its channel in the background (bridge listener)."""

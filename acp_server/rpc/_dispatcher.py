@@ -59,7 +59,8 @@ class MessageSink(Protocol):
     """Where a connection's outgoing messages go, in order; the transport encodes each one once."""
 
     def put(self, message: Message) -> None:
-        """Queue a reply or an error; never waits (pygls answers from plain callbacks)."""
+        """Queue a reply or an error (or a notification posted on behalf of no request); never waits (pygls answers
+        from plain callbacks)."""
         ...
 
     async def send(self, message: Message, origin: MsgId | None = None) -> None:
@@ -307,6 +308,11 @@ class Dispatcher:
         """Send a notification, in order with everything else; waits while the sink is full. ``origin``: the request
         whose handler sends it (transports that route per request use it)."""
         await self.sink.send({"jsonrpc": "2.0", "method": method, "params": params}, origin)
+
+    def post(self, method: str, params: Mapping[str, Any]) -> None:
+        """Queue a notification at once, on behalf of no request (never waits, like a reply): news from elsewhere,
+        in order with everything queued before it."""
+        self.sink.put({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def request(self, method: str, params: Mapping[str, Any], origin: MsgId | None = None) -> Any:
         """Send a request to the client, in order with the notifications of the same handler (``origin``: the request

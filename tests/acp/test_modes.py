@@ -187,3 +187,37 @@ async def test_a_stored_mode_this_server_does_not_offer_reads_as_its_default_and
         assert current(resumed) == ("bypass-permissions", "bypass-permissions")  # kept where it is offered
         child = await c.call("session/resume", {"sessionId": forked["sessionId"], "cwd": "/tmp"})
         assert current(child) == ("accept-edits", "accept-edits")  # the mode the fork started in
+
+
+async def test_setting_the_mode_it_has_announces_nothing_and_the_answer_still_carries_it() -> None:
+    async with agent() as a:
+        session_id = (await a.new_session())["sessionId"]
+        peer = FakePeer(2, a.bridge)
+        assert await a.call("session/set_mode", {"sessionId": session_id, "modeId": "default"}, peer) == {}
+        params = {"sessionId": session_id, "configId": "mode", "value": "default"}
+        answer = await a.call("session/set_config_option", params, peer)
+        assert [o["currentValue"] for o in answer["configOptions"] if o["id"] == "mode"] == ["default"]
+        assert peer.notifications == []
+
+
+async def test_a_change_on_one_connection_is_announced_once_on_each_other_attached_one() -> None:
+    """Three agents over one bridge (three connections): the one that changes the mode tells its client through its
+    request; an attached one hears it through its transport's announce; one never attached hears nothing."""
+    async with agent() as a:
+        heard: dict[str, list[tuple[str, str, Any]]] = {"attached": [], "stranger": []}
+        attached = bind(AcpAgent(a.bridge, AgentOptions(), lambda *m: heard["attached"].append(m)))[0]
+        stranger = AcpAgent(a.bridge, AgentOptions(), lambda *m: heard["stranger"].append(m))
+        session_id = (await a.new_session())["sessionId"]
+        await attached["session/resume"]({"sessionId": session_id, "cwd": "/tmp"}, FakePeer(1, a.bridge))
+        peer = FakePeer(2, a.bridge)
+        await a.call("session/set_mode", {"sessionId": session_id, "modeId": "read-only"}, peer)
+        await a.call("session/set_mode", {"sessionId": session_id, "modeId": "read-only"}, peer)  # no change
+        expected = [("current_mode_update", "read-only"), ("config_option_update", "read-only")]
+        assert mode_updates(peer) == expected
+        told = FakePeer(3)
+        for sid, method, params in heard["attached"]:
+            assert sid == session_id
+            await told.notify(method, params)
+        assert mode_updates(told) == expected
+        assert heard["stranger"] == []
+        stranger.close()

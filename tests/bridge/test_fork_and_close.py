@@ -288,3 +288,33 @@ async def test_body_error_propagates_and_prompts_settle() -> None:
             raise KeyError("body")
     with pytest.raises(BridgeClosedError):
         await running.result()
+
+
+async def test_settings_listeners_hear_each_real_change_once_in_order_with_its_origin() -> None:
+    async with SessionBridge(ScriptedRunner()) as bridge:
+        heard: list[tuple[str, str, str | None, object | None]] = []
+        remove = bridge.add_settings_listener(
+            lambda change: heard.append((change.session_id, change.setting, change.previous, change.origin))
+        )
+        entry = await bridge.open_session("/tmp")
+        face = object()
+        await entry.set_mode("read-only", origin=face)
+        await entry.set_mode("read-only", origin=face)  # the value it has: nothing
+        await entry.set_model("big")
+        await entry.set_model("big")
+        await entry.set_title("Renamed", origin=face)
+        await entry.set_title("Renamed")
+        await entry.set_title("")
+        await read_all(bridge.send_prompt(entry.session_id, prompt("ok:first prompt"), origin=face).events)
+        sid = entry.session_id
+        assert heard == [
+            (sid, "mode", "default", face),
+            (sid, "model", None, None),
+            (sid, "title", "", face),
+            (sid, "title", "Renamed", None),
+            (sid, "title", "", face),  # the first prompt titles it at admission, as its sender
+        ]
+        assert entry.title == "ok:first prompt"
+        remove()
+        await entry.set_mode("default")
+        assert len(heard) == 5

@@ -48,6 +48,7 @@ def test_exported_members() -> None:
         "SessionClosedError",
         "SessionEntry",
         "SessionNotFoundError",
+        "SettingsChange",
         "TurnRunner",
         "validate_deadline_ms",
         "validate_max_pending",

@@ -169,9 +169,14 @@ async def test_a_paused_acp_reader_gets_every_update_then_the_response(monkeypat
             send_prompt = served.bridge.send_prompt
 
             def capture(
-                session_id: str, prompt: Prompt, *, deadline_ms: int | None = None, client: Any = None
+                session_id: str,
+                prompt: Prompt,
+                *,
+                deadline_ms: int | None = None,
+                client: Any = None,
+                origin: Any = None,
             ) -> PromptHandle:
-                handles.append(send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client))
+                handles.append(send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client, origin=origin))
                 return handles[-1]
 
             monkeypatch.setattr(served.bridge, "send_prompt", capture)
