@@ -21,6 +21,7 @@ Pure and synchronous: it never awaits and never raises.
 from __future__ import annotations
 
 import errno
+import inspect
 import socket
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -153,7 +154,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _explicit_code(exc: BaseException) -> str | None:
     for attr in ("code", "transport_code"):
-        value = getattr(exc, attr, None)
+        # read without running descriptors: another library's ``code`` may be a property that warns (aiohttp's
+        # deprecated ``ClientResponseError.code``) or raises, and classifying must never raise
+        value = inspect.getattr_static(exc, attr, None)
         if isinstance(value, str) and value in TRANSPORT_CODES:
             return value
     if isinstance(exc, socket.gaierror):

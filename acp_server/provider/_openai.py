@@ -70,8 +70,7 @@ def _http_client(timeout: openai.Timeout) -> httpx2.AsyncClient:
     else:
         from ._aiohttp import AioHttpModelClient
 
-        # aiohttp's connector reads a limit of 0 as "no limit" (None would mean its default, 100)
-        limits = httpx2.Limits(max_connections=0, keepalive_expiry=MODEL_POOL_KEEPALIVE_EXPIRY_S)
+        limits = httpx2.Limits(keepalive_expiry=MODEL_POOL_KEEPALIVE_EXPIRY_S)  # no cap: see _aiohttp._session
         return AioHttpModelClient(limits=limits, timeout=timeout)
     limits = httpx2.Limits(
         max_connections=MODEL_POOL_MAX_CONNECTIONS,

@@ -252,3 +252,22 @@ async def test_the_running_backends_cancellation_is_an_abort(anyio_backend: str)
 
 def test_trio_cancelled_is_an_abort_without_a_running_loop() -> None:
     assert classify_retry_error(trio.Cancelled._create()).kind == "abort"
+
+
+def test_a_code_property_of_another_library_is_not_run() -> None:
+    """aiohttp's ``ClientResponseError.code`` is a deprecated property that warns (an error under ``-W error``); a
+    property could raise too. Classifying never raises: such a ``code`` is not read, the rest of the chain is."""
+
+    class Deprecated(Exception):
+        @property
+        def code(self) -> str:
+            raise RuntimeError("code is deprecated")
+
+    try:
+        try:
+            raise Deprecated("bad status line")
+        except Deprecated as inner:
+            raise httpx2.RemoteProtocolError("not HTTP") from inner
+    except httpx2.RemoteProtocolError as exc:
+        outer = exc
+    assert classify_retry_error(outer).transport_code == "ECONNRESET"

@@ -181,3 +181,49 @@ async def test_a_proxy_from_the_environment_carries_the_stream(monkeypatch: pyte
         await client.close()
     assert finished.finish_reason == "stop" and "".join(texts) == "hi"
     assert targets == [b"http://model.invalid/v1/chat/completions"]
+
+
+async def test_a_response_with_a_large_header_streams_as_over_httpx2() -> None:
+    """aiohttp refuses a header line over 8 KiB by default (a long trace header or cookie from a proxy in front of
+    the model); httpx2 accepts heads up to 100 KiB, and so does the session here."""
+    head = SSE_HEAD.replace(b"\r\n\r\n", b"\r\nx-trace: " + b"a" * 20_000 + b"\r\n\r\n")
+
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            await read_request(stream)
+            await stream.send(head + chunked(ANSWER) + b"0\r\n\r\n")
+            await anyio.sleep_forever()
+
+    async with raw_server(handle) as base_url:
+        client = make_openai_client(base_url=base_url, api_key=None)
+
+        async def ignore(delta: object) -> None:
+            return None
+
+        with anyio.fail_after(10):
+            finished = await run_chat(client, ChatRequest(model="m", messages=[]), StreamPolicy(), ignore)
+        await client.close()
+    assert finished.finish_reason == "stop"
+
+
+async def test_a_response_that_is_not_http_is_a_transport_error_not_an_http_400() -> None:
+    """aiohttp's parse error carries status 400: left as it is, it read as the model refusing the request."""
+
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            await read_request(stream)
+            await stream.send(b"HTTQ/9 nonsense\r\n\r\n")
+            await anyio.sleep_forever()
+
+    async with raw_server(handle) as base_url:
+        client = make_openai_client(base_url=base_url, api_key=None)
+        policy = StreamPolicy(stream_max_retries=0, connect_max_retries=0, backoff_max_retries=0)
+
+        async def ignore(delta: object) -> None:
+            return None
+
+        with pytest.raises(ModelTurnError) as raised, anyio.fail_after(10):
+            await run_chat(client, ChatRequest(model="m", messages=[]), policy, ignore)
+        await client.close()
+    assert isinstance(raised.value, ModelTransportError), raised.value
+    assert raised.value.transport_code == "ECONNRESET"
