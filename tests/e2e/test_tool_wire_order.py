@@ -1,5 +1,6 @@
 """On the wire: no update of a prompt is written after the prompt's answer, also when a cancel catches a tool call
-waiting for permission or running a command, and when the editor answers the cancelled permission request late.
+waiting for permission or running a command, and when the editor answers the cancelled permission request late —
+read to the agent's end of output.
 
 A raw NDJSON client (every line in the order the agent wrote it), a real agent process, the scriptable model.
 """
@@ -28,6 +29,17 @@ async def _until(agent: AgentProcess, wanted: Any) -> tuple[dict[str, Any], list
             if wanted(message):
                 return message, seen
             seen.append(message)
+
+
+async def _rest(agent: AgentProcess) -> list[dict[str, Any]]:
+    """Every message the agent wrote after what was read so far, to its end of output."""
+    rest: list[dict[str, Any]] = []
+    with anyio.fail_after(20):
+        while True:
+            try:
+                rest.append(await agent.receive())
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return rest
 
 
 def _permission_request(message: dict[str, Any]) -> bool:
@@ -67,8 +79,11 @@ async def test_no_update_of_a_cancelled_tool_prompt_follows_its_answer(tmp_path:
             if caught == "waiting for permission":  # the editor answers the cancelled request after all
                 late = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
                 await agent.send({"jsonrpc": "2.0", "id": asked["id"], "result": late})
-            # anything the agent still had to say about that prompt would come before this answer
             _, after = await agent.until_response(await agent.request_nowait("session/list", {}), timeout=20)
+            await agent.close_stdin()  # the agent ends once it has written everything it still had to say
+            with anyio.fail_after(20):
+                await agent.process.wait()
+            after += await _rest(agent)
     assert answer["result"]["stopReason"] == "cancelled"
     finals = [
         m["params"]["update"]
