@@ -112,3 +112,18 @@ async def bound(max_pending: int | None = 5) -> AsyncIterator[Bound]:
     runner = Runner()
     async with SessionBridge(runner, max_pending_prompts_per_session=max_pending) as bridge:
         yield Bound(bridge, runner)
+
+
+class InProcessAgent:
+    """The ACP handlers of one ``AcpAgent`` over ``bridge``, called as a client would (each call a ``FakePeer``)."""
+
+    def __init__(self, bridge: SessionBridge) -> None:
+        self.bridge = bridge
+        self.requests: dict[str, RequestHandler] = bind(AcpAgent(bridge, AgentOptions()))[0]
+
+    async def call(self, method: str, params: Any, peer: FakePeer | None = None) -> Any:
+        return await self.requests[method](params, peer if peer is not None else FakePeer(1, self.bridge))
+
+    async def new_session(self) -> dict[str, Any]:
+        reply: dict[str, Any] = await self.call("session/new", {"cwd": "/tmp", "mcpServers": []})
+        return reply

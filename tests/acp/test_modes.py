@@ -1,4 +1,4 @@
-"""Modes over ACP, both ways v1 clients read them: ``modes`` with ``session/set_mode`` and ``current_mode_update``,
+"""InProcessAgent over ACP, both ways v1 clients read them: ``modes`` with ``session/set_mode`` and ``current_mode_update``,
 and the ``category: "mode"`` config option with ``session/set_config_option`` and ``config_option_update``. Every
 change sends both updates and they agree; an unknown id is -32602 and changes nothing; a new session starts in the
 server's default mode, stored with it like a chosen one, and comes back with ``session/load`` and ``session/resume``
@@ -15,37 +15,23 @@ import pytest
 from acp.schema import LoadSessionResponse, NewSessionResponse, SessionNotification, SetSessionConfigOptionResponse
 
 from acp_server.acp import AcpAgent, AgentOptions, bind
-from acp_server.acp._methods import RequestHandler
 from acp_server.bridge import SessionBridge
 from acp_server.errors import InvalidInputError
 from acp_server.store import SessionStore, SqliteSessionStore
 
-from ._support import FakePeer, Runner
+from ._support import FakePeer, InProcessAgent, Runner
 
 pytestmark = pytest.mark.anyio
 
 ALL_BUT_BYPASS = ("default", "accept-edits", "read-only")
 
 
-class Modes:
-    def __init__(self, bridge: SessionBridge) -> None:
-        self.bridge = bridge
-        self.requests: dict[str, RequestHandler] = bind(AcpAgent(bridge, AgentOptions()))[0]
-
-    async def call(self, method: str, params: Any, peer: FakePeer | None = None) -> Any:
-        return await self.requests[method](params, peer if peer is not None else FakePeer(1, self.bridge))
-
-    async def new_session(self) -> dict[str, Any]:
-        reply: dict[str, Any] = await self.call("session/new", {"cwd": "/tmp", "mcpServers": []})
-        return reply
-
-
 @asynccontextmanager
 async def agent(
     *, default_mode: str = "default", modes: Collection[str] = ALL_BUT_BYPASS, store: SessionStore | None = None
-) -> AsyncIterator[Modes]:
+) -> AsyncIterator[InProcessAgent]:
     async with SessionBridge(Runner(), store=store, default_mode=default_mode, modes=modes) as bridge:
-        yield Modes(bridge)
+        yield InProcessAgent(bridge)
 
 
 def current(answer: dict[str, Any]) -> tuple[str, str]:

@@ -22,13 +22,12 @@ from acp.schema import (
 )
 
 from acp_server.acp import AcpAgent, AgentOptions, bind
-from acp_server.acp._methods import RequestHandler
 from acp_server.bridge import SessionBridge, SessionEntry
 from acp_server.domain import Emit, Message, Prompt, StopReason, TextChunk, UsageReported
 from acp_server.errors import InvalidInputError
 from acp_server.turn import ModelCatalog
 
-from ._support import FakePeer
+from ._support import FakePeer, InProcessAgent
 
 pytestmark = pytest.mark.anyio
 
@@ -51,18 +50,10 @@ class UsageRunner:
         return "end_turn"
 
 
-class Agent:
+class Agent(InProcessAgent):
     def __init__(self, bridge: SessionBridge, runner: UsageRunner) -> None:
-        self.bridge = bridge
+        super().__init__(bridge)
         self.runner = runner
-        self.requests: dict[str, RequestHandler] = bind(AcpAgent(bridge, AgentOptions()))[0]
-
-    async def call(self, method: str, params: Any, peer: FakePeer | None = None) -> Any:
-        return await self.requests[method](params, peer if peer is not None else FakePeer(1, self.bridge))
-
-    async def new_session(self) -> dict[str, Any]:
-        reply: dict[str, Any] = await self.call("session/new", {"cwd": "/tmp", "mcpServers": []})
-        return reply
 
     async def prompt(self, session_id: str, text: str, peer: FakePeer) -> Any:
         return await self.call(
