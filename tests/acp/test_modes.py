@@ -1,4 +1,4 @@
-"""InProcessAgent over ACP, both ways v1 clients read them: ``modes`` with ``session/set_mode`` and ``current_mode_update``,
+"""Modes over ACP, both ways v1 clients read them: ``modes`` with ``session/set_mode`` and ``current_mode_update``,
 and the ``category: "mode"`` config option with ``session/set_config_option`` and ``config_option_update``. Every
 change sends both updates and they agree; an unknown id is -32602 and changes nothing; a new session starts in the
 server's default mode, stored with it like a chosen one, and comes back with ``session/load`` and ``session/resume``
