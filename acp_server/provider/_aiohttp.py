@@ -16,7 +16,8 @@ Asyncio only: aiohttp runs on no other event loop.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -39,59 +40,47 @@ def _session(transport: Any, keepalive_s: float) -> aiohttp.ClientSession:
     )
 
 
-def _unparsable(exc: aiohttp.ClientError) -> httpx2.RemoteProtocolError:
-    message = exc.message if isinstance(exc, aiohttp.ClientResponseError) else str(exc)
-    return httpx2.RemoteProtocolError(f"the model's response is not valid HTTP: {message}")
-
-
-def _renamed(exc: httpx2.ConnectTimeout) -> httpx2.TransportError:
-    """The httpx2 error ``exc`` (the SDK transport's name for any aiohttp connection error) should have been."""
-    cause = exc.__cause__
-    if cause is None or isinstance(cause, TimeoutError):  # aiohttp's timeouts are TimeoutErrors: keep the name
-        return exc
-    if isinstance(cause, aiohttp.ClientConnectorError):  # refused, unresolvable, TLS handshake, proxy connect
-        return httpx2.ConnectError(str(cause))
-    return httpx2.ReadError(str(cause))  # reset, or closed by the server, once connected
+@contextmanager
+def _named_errors() -> Iterator[None]:
+    """Rename what the SDK's transport raises for a failure into what httpx2 raises for it (module docstring)."""
+    try:
+        yield
+    except httpx2.ConnectTimeout as exc:  # the SDK transport's name for any aiohttp connection error
+        cause = exc.__cause__
+        if cause is None or isinstance(cause, TimeoutError):  # aiohttp's timeouts are TimeoutErrors: keep the name
+            raise
+        if isinstance(cause, aiohttp.ClientConnectorError):  # refused, unresolvable, TLS handshake, proxy connect
+            raise httpx2.ConnectError(str(cause)) from cause
+        raise httpx2.ReadError(str(cause)) from cause  # reset, or closed by the server, once connected
+    except aiohttp.ClientError as exc:  # one the SDK's transport leaves as it is: a response aiohttp cannot parse
+        message = exc.message if isinstance(exc, aiohttp.ClientResponseError) else str(exc)
+        raise httpx2.RemoteProtocolError(f"the model's response is not valid HTTP: {message}") from exc
 
 
 class _NamedStream(httpx2.AsyncByteStream):
-    """A response body whose errors are renamed like the request's."""
+    """A response body whose errors are named like the request's."""
 
     def __init__(self, inner: httpx2.AsyncByteStream) -> None:
         self._inner = inner
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
+        with _named_errors():
             async for piece in self._inner:
                 yield piece
-        except httpx2.ConnectTimeout as exc:
-            renamed = _renamed(exc)
-            if renamed is exc:
-                raise
-            raise renamed from exc.__cause__
-        except aiohttp.ClientError as exc:  # one the SDK's transport leaves as it is
-            raise _unparsable(exc) from exc
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
 class _NamedErrors(httpx2.AsyncBaseTransport):
-    """Another transport whose ``ConnectTimeout`` for a connection error is renamed (see the module docstring)."""
+    """The SDK's aiohttp transport, its request's and its body's errors named as httpx2 names them."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
+        with _named_errors():
             response = await self._inner.handle_async_request(request)
-        except httpx2.ConnectTimeout as exc:
-            renamed = _renamed(exc)
-            if renamed is exc:
-                raise
-            raise renamed from exc.__cause__
-        except aiohttp.ClientError as exc:  # a response head aiohttp cannot parse
-            raise _unparsable(exc) from exc
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         response.stream = _NamedStream(response.stream)
         return response
