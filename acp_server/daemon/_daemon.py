@@ -54,8 +54,7 @@ from ..bridge import (
 from ..domain import Prompt, PromptEnded, PromptEvent, TextChunk, ThoughtChunk, ToolCallStarted, ToolCallUpdated
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
-from ..tools import TOOL_NAMES
-from ..turn import offered_tools
+from ..tools.builtin import BUILTIN
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, RingBudget, Subscription
@@ -284,7 +283,7 @@ class Daemon:
     def capabilities(self) -> dict[str, Any]:
         """``GET /capabilities``: the limits come from the bridge itself (Q9: ``null`` when off)."""
         idle = self.options.stream_idle_timeout_ms
-        offered = [(mode, offered_tools(mode.id)) for mode in self.modes]
+        offered = [(mode, BUILTIN.offered(mode.id)) for mode in self.modes]
         return {
             "v": 1,
             "protocolVersions": [PROTOCOL_VERSION],
@@ -296,7 +295,7 @@ class Daemon:
                     for mode, tools in offered
                 ],
             },
-            "tools": [name for name in TOOL_NAMES if any(name in tools for _, tools in offered)],
+            "tools": [name for name in BUILTIN.names if any(name in tools for _, tools in offered)],
             "models": self._models(),
             "limits": {
                 "maxPendingPromptsPerSession": self.bridge.limit,
