@@ -167,7 +167,9 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("base_url", "--base-url", "OPENAI_BASE_URL", str, "OpenAI-compatible endpoint (e.g. http://localhost:11434/v1)"),
+    Option(
+        "base_url", "--base-url", "OPENAI_BASE_URL", str, "OpenAI-compatible endpoint (e.g. http://localhost:11434/v1)"
+    ),
     Option("api_key", "--api-key", "OPENAI_API_KEY", str, "API key for the endpoint (never logged)"),
     Option(
         "model",

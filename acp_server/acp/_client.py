@@ -25,7 +25,6 @@ __all__ = ["AcpToolClient", "ClientCapabilities"]
 logger = logging.getLogger("acp_server.acp")
 
 
-
 class ClientCapabilities:
     """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent."""
 

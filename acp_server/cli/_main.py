@@ -142,8 +142,10 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
                 f"{READ_ONLY_MODE} mode"
             )
         if settings.allow_bypass_permissions:
-            parser.error("--allow-bypass-permissions needs --token: a daemon without a token offers only the "
-                         f"{READ_ONLY_MODE} mode")
+            parser.error(
+                "--allow-bypass-permissions needs --token: a daemon without a token offers only the "
+                f"{READ_ONLY_MODE} mode"
+            )
         settings = replace(settings, default_mode=READ_ONLY_MODE)
     try:
         options = DaemonOptions(

@@ -91,9 +91,7 @@ async def _json_object(request: Request, allowed: frozenset[str]) -> dict[str, A
             f"Body is not valid JSON: {exc}", [{"field": "(body)", "message": "not valid JSON"}]
         ) from None
     if not isinstance(body, dict):
-        raise InvalidRequestError(
-            "Body must be a JSON object", [{"field": "(body)", "message": "expected an object"}]
-        )
+        raise InvalidRequestError("Body must be a JSON object", [{"field": "(body)", "message": "expected an object"}])
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidRequestError(

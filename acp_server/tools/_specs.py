@@ -236,6 +236,7 @@ _SPECS: tuple[ToolSpec, ...] = (
 SPECS: Mapping[str, ToolSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
 """Every built-in tool by name, in offer order."""
 
+
 def schema_text(name: str) -> str:
     """The content of ``schemas/tools/<name>.json``: the tool's parameters schema, indented, newline-ended."""
     return json.dumps(SPECS[name].parameters, indent=2, ensure_ascii=False) + "\n"

@@ -63,9 +63,11 @@ class ToolSet:
     them. Names are unique (a source's tool whose name is taken is left out). Changing a source's tools applies to
     the next model request; the OpenAI entries of an offer are built once per change of the set."""
 
-    __slots__ = ("_builtin", "_cache", "_sources", "_tools")
+    __slots__ = ("_builtin", "_cache", "_sources", "_tools", "before_prompt")
 
     def __init__(self, builtin: Iterable[Tool]) -> None:
+        self.before_prompt: Callable[[], Awaitable[None]] | None = None
+        """Called by the turn once per prompt, before its first request (its MCP servers reconnect the dead)."""
         self._builtin: tuple[Tool, ...] = tuple(builtin)
         self._sources: dict[str, tuple[Tool, ...]] = {}
         self._tools: dict[str, Tool] = {}
@@ -78,6 +80,11 @@ class ToolSet:
             tools.setdefault(tool.name, tool)
         self._tools = tools
         self._cache = {}
+
+    async def prepare_prompt(self) -> None:
+        """What the set does once per prompt before the model is asked (see :attr:`before_prompt`)."""
+        if self.before_prompt is not None:
+            await self.before_prompt()
 
     def copy(self) -> ToolSet:
         """A set with the same built-ins and no other source (what a new session starts from)."""
@@ -97,6 +104,10 @@ class ToolSet:
     def names(self) -> tuple[str, ...]:
         """Every tool's name, in offer order."""
         return tuple(self._tools)
+
+    def names_except(self, source: str) -> list[str]:
+        """The names of every tool that does not come from ``source``."""
+        return [name for name, tool in self._tools.items() if tool.source != source]
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -308,6 +308,7 @@ class ModelTurn:
                 await emit(TextChunk(delta.text))
 
         try:
+            await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
             messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
             encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
             requests = 0
