@@ -247,7 +247,6 @@ class SessionEntry:
             if not servers:
                 return
             self.mcp = McpServers(self.tools, self.cwd, settings)
-            self.tools.before_prompt = self.mcp.revive
         elif self.mcp.configs == tuple(servers):
             return
         await self.mcp.connect(servers, tg)

@@ -100,8 +100,9 @@ class McpConnection:
 
     def _fail(self, problem: str) -> None:
         if self.problem is None:
-            self.problem = problem
-            logger.warning("mcp %s: %s", self.name, problem)
+            self.problem = "closed" if self._close.is_set() else problem  # a stop we asked for is no failure
+            if not self._close.is_set():
+                logger.warning("mcp %s: %s", self.name, problem)
         self._session = None
         self.close()
         self.ready.set()

@@ -77,6 +77,7 @@ class McpServers:
         self._connections: dict[str, McpConnection] = {}
         self._tg: TaskGroup | None = None
         self._closed = False
+        tools.before_prompt = self.revive  # once per prompt, the turn revives the servers that died
 
     def _published(self, connection: McpConnection) -> None:
         if self._connections.get(connection.name) is not connection:
