@@ -4,7 +4,6 @@ the agent's child over real pipes; the scriptable loopback model calls its tools
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -182,4 +181,3 @@ async def test_load_replays_mcp_calls_and_reconnects_with_the_newest_env(tmp_pat
             await conn.prompt(session_id=session.session_id, prompt=[text_block("v again?")])
     assert loaded.field_meta["acpServer"]["mcpServers"][0]["status"] == "connected"
     assert _tool_messages(model, 3)["e2"] == "new"
-    assert os.path.exists(state)
