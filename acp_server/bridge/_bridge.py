@@ -44,6 +44,7 @@ from ._exceptions import (
 )
 from ._fifo import Fifo
 from ._limits import validate_deadline_ms, validate_max_pending
+from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._session import ForkRequest, SessionEntry, SettingsChange, now
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
@@ -150,6 +151,13 @@ class SessionBridge:
     def allows_mode(self, mode: str) -> bool:
         """Whether a session may be in ``mode`` here."""
         return self._modes is None or mode in self._modes
+
+    def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
+        """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
+        check_mcp_servers(servers, self.allows_mode)
+
+    async def _connect(self, entry: SessionEntry, servers: Sequence[McpServerConfig] | None) -> None:
+        await entry.connect_mcp(servers, self._mcp, self._tasks.group)
 
     @property
     def models(self) -> ModelCatalog | None:
@@ -284,6 +292,7 @@ class SessionBridge:
         before it is returned (see :meth:`SessionEntry.connect_mcp`), as do loaded, resumed and forked ones."""
         self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         mode = self._default_mode if mode is None else mode
         if not self.allows_mode(mode):
             raise ValueError(f"mode {mode!r} is not allowed here")
@@ -292,7 +301,7 @@ class SessionBridge:
         self._check_open()
         entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
-        await entry.connect_mcp(mcp_servers, self._mcp, self._tasks.group)
+        await self._connect(entry, mcp_servers)
         return entry
 
     async def resume_session(
@@ -304,9 +313,10 @@ class SessionBridge:
         """
         self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         entry = self._sessions.get(session_id)
         if entry is not None:
-            await entry.connect_mcp(mcp_servers, self._mcp, self._tasks.group)
+            await self._connect(entry, mcp_servers)
             return entry
         entry, _ = await self.load_session(session_id, cwd=cwd, mcp_servers=mcp_servers)
         return entry
@@ -317,6 +327,7 @@ class SessionBridge:
         """Attach a stored session (if not attached) and return its whole committed history, oldest first."""
         self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         snapshot = await self._store.read_session(session_id)
         self._check_open()
         if snapshot is None:
@@ -337,7 +348,7 @@ class SessionBridge:
                 model=record.model,
             )
             entry.created_at, entry.updated_at = record.created_at, record.updated_at
-        await entry.connect_mcp(mcp_servers, self._mcp, self._tasks.group)
+        await self._connect(entry, mcp_servers)
         return entry, snapshot.messages
 
     async def list_sessions(
@@ -476,6 +487,7 @@ class SessionBridge:
         """
         tg = self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         session = self.get(session_id)
         request = ForkRequest(self._next_key(), cwd)
         session.fifo.enqueue_fork(request)
@@ -494,7 +506,7 @@ class SessionBridge:
         child = request.child
         assert child is not None
         servers = mcp_servers if mcp_servers is not None else (session.mcp.configs if session.mcp else None)
-        await child.connect_mcp(servers, self._mcp, tg)
+        await self._connect(child, servers)
         return child
 
     # -- workers ---------------------------------------------------------------------------------------------
