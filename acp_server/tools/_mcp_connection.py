@@ -35,6 +35,8 @@ CANCEL_NOTICE_TIMEOUT_S = 1.0
 """How long the ``notifications/cancelled`` of a cancelled call may take to send."""
 
 _MAX_LISTED_TOOLS = 512
+_HTTP_TIMEOUT_S = 30.0  # an HTTP server's connect and write timeouts
+_HTTP_READ_TIMEOUT_S = 300.0  # how long its event stream may stay silent
 _MAX_LIST_PAGES = 16
 
 
@@ -123,9 +125,14 @@ class McpConnection:
             )
         headers = dict(config.headers) or None
         if config.transport == "http":
-            from mcp.client.streamable_http import streamablehttp_client
+            import httpx
+            from mcp.client.streamable_http import streamable_http_client
 
-            read, write, _ = await stack.enter_async_context(streamablehttp_client(config.url, headers=headers))
+            timeout = httpx.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S)
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True)
+            )
+            read, write, _ = await stack.enter_async_context(streamable_http_client(config.url, http_client=http))
             return read, write
         from mcp.client.sse import sse_client
 

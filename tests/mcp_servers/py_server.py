@@ -1,5 +1,5 @@
 """A small MCP server on the official ``mcp`` SDK (FastMCP), for the tests: ``python py_server.py`` serves stdio,
-``python py_server.py --http PORT`` Streamable HTTP on 127.0.0.1.
+``python py_server.py --http PORT`` Streamable HTTP on 127.0.0.1 (``/mcp``), ``--sse PORT`` HTTP+SSE (``/sse``).
 
 Tools: ``echo`` and ``env`` (read-only), ``write_note`` (changes the project: needs permission), ``hang`` (writes
 ``started.txt`` in its cwd, waits until cancelled, then writes ``cancelled.txt``), ``fail`` (``isError``), ``pid``,
@@ -92,8 +92,8 @@ def header(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
 
 if __name__ == "__main__":
     print("py-test MCP server starting", file=sys.stderr)
-    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+    if len(sys.argv) > 2 and sys.argv[1] in ("--http", "--sse"):
         server.settings.port = int(sys.argv[2])
-        server.run("streamable-http")
+        server.run("streamable-http" if sys.argv[1] == "--http" else "sse")
     else:
         server.run("stdio")

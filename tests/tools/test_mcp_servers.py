@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -217,3 +218,47 @@ async def test_a_dead_server_fails_its_calls_and_revives_once_asked(tmp_path: Pa
             await tools.prepare_prompt()  # what the turn does once per prompt
         assert mcp.status()[0]["status"] == "connected"
         assert int((await call(tools, "mcp__py__pid")).output) != pid
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@asynccontextmanager
+async def http_server(flag: str) -> AsyncIterator[int]:
+    """The test server over HTTP on 127.0.0.1 (``--http``: Streamable HTTP, ``--sse``: HTTP+SSE); its port once it
+    listens."""
+    port = free_port()
+    async with await anyio.open_process([sys.executable, SERVER, flag, str(port)]) as process:
+        try:
+            for _ in range(3000):  # until it listens (bounded)
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", port)
+                except OSError:
+                    await anyio.sleep(0.01)
+                    continue
+                await stream.aclose()
+                break
+            yield port
+        finally:
+            process.terminate()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+
+
+@pytest.mark.parametrize(("flag", "kind", "path"), [("--http", "http", "/mcp"), ("--sse", "sse", "/sse")])
+async def test_http_servers_with_headers(tmp_path: Path, flag: str, kind: str, path: str) -> None:
+    async with http_server(flag) as port:
+        server = {
+            "type": kind,
+            "name": "web",
+            "url": f"http://127.0.0.1:{port}{path}",
+            "headers": [{"name": "X-Editor-Token", "value": "from-the-editor"}],
+        }
+        async with connected(tmp_path, server) as (tools, mcp):
+            assert mcp.status()[0]["status"] == "connected"
+            assert (await call(tools, "mcp__web__echo", {"text": kind})).output == f"echo: {kind}"
+            header = await call(tools, "mcp__web__header", {"name": "x-editor-token"})
+            assert header.output == "from-the-editor"
