@@ -4,6 +4,8 @@ the agent's child over real pipes; the scriptable loopback model calls its tools
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -181,3 +183,36 @@ async def test_load_replays_mcp_calls_and_reconnects_with_the_newest_env(tmp_pat
             await conn.prompt(session_id=session.session_id, prompt=[text_block("v again?")])
     assert loaded.field_meta["acpServer"]["mcpServers"][0]["status"] == "connected"
     assert _tool_messages(model, 3)["e2"] == "new"
+
+
+def _ask_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    env["ACP_SERVER_MCP_CONNECT_TIMEOUT_MS"] = "30000"
+    return env
+
+
+async def test_ask_takes_the_editors_mcp_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    servers = {"py": {"command": sys.executable, "args": [SERVER], "env": {"V": "from the file"}}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((ScriptedCall("mcp__py__env", {"name": "V"}, id="a1"),)), Answer(text="the answer"))
+        command = [sys.executable, "-m", "acp_server", "ask", "--base-url", model.base_url, "--model", "m"]
+        with anyio.fail_after(60):
+            result = await anyio.run_process(
+                [*command, "--mcp-config", str(config), "what is V?"], check=False, env=_ask_env()
+            )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode() == "the answer\n"
+    assert _tool_messages(model, 1)["a1"] == "from the file"
+
+
+async def test_ask_refuses_a_bad_mcp_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"py": {"args": []}}}))
+    command = [sys.executable, "-m", "acp_server", "ask", "--offline", "--mcp-config"]
+    with anyio.fail_after(60):
+        bad = await anyio.run_process([*command, str(config), "hi"], check=False, env=_ask_env())
+        missing = await anyio.run_process([*command, str(tmp_path / "none"), "hi"], check=False, env=_ask_env())
+    assert bad.returncode == 2 and b"mcpServers.0.type" in bad.stderr and bad.stdout == b""
+    assert missing.returncode == 2 and b"No such file" in missing.stderr
