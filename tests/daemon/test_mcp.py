@@ -14,6 +14,7 @@ from acp_server.client import DaemonClient, DaemonInvalidRequestError
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 
 from ._support import assert_documented, running_daemon
+from .test_acp_http import RawAcp
 from .test_tools import TOKEN, call_updates, tool_messages, until
 
 pytestmark = pytest.mark.anyio
@@ -76,3 +77,18 @@ async def test_the_sdk_passes_mcp_servers(tmp_path: Path) -> None:
         assert "mcp__py__echo" in entry.tools.names
         with pytest.raises(DaemonInvalidRequestError):
             await client.create_session(tmp_path, mcp_servers=[{"name": "bad"}])
+
+
+async def test_acp_over_http_passes_mcp_servers_through(tmp_path: Path) -> None:
+    async with running_daemon(None, token=TOKEN) as served:
+        acp = RawAcp(served)
+        initialized = await acp.initialize()
+        assert initialized["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
+        async with acp.stream() as connection_stream:
+            message = acp.message("session/new", {"cwd": str(tmp_path), "mcpServers": [PY]})
+            assert (await acp.post(message)).status_code == 202
+            *_, created = await connection_stream.until_response(message["id"], timeout=30)
+        (state,) = created["result"]["_meta"]["acpServer"]["mcpServers"]
+        assert (state["name"], state["status"]) == ("py", "connected")
+        entry: Any = served.bridge.get(created["result"]["sessionId"])
+        assert "mcp__py__env" in entry.tools.names
