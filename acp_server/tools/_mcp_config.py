@@ -53,7 +53,7 @@ class McpServerConfig:
     headers: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
-        where = self.command if self.transport == "stdio" else self.url
+        where = self.command if self.transport == "stdio" else self.url.partition("?")[0]  # a query may hold a key
         return f"<McpServerConfig {self.name!r} {self.transport} {where!r}>"
 
     def to_acp(self) -> dict[str, Any]:
