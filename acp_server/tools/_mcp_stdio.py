@@ -38,6 +38,7 @@ STOP_GRACE_S = 2.0
 """How long a stopping server has after its stdin closes (then SIGTERM), and after SIGTERM (then SIGKILL)."""
 
 _MAX_STDERR_LINE = 2048
+_MAX_BAD_LINES_LOGGED = 5
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
@@ -104,6 +105,7 @@ async def stdio_transport(
     async def read() -> None:
         assert process.stdout is not None
         reason = "it closed its output (exited)"
+        told, bad = False, 0
         buffered = BufferedByteReceiveStream(process.stdout)
         try:
             async with incoming_w:
@@ -111,21 +113,25 @@ async def stdio_transport(
                     try:
                         line = await buffered.receive_until(b"\n", MAX_MESSAGE_BYTES)
                     except anyio.DelimiterNotFound:
-                        reason = f"it sent a message over {MAX_MESSAGE_BYTES} bytes"
-                        return
+                        break
                     if not line.strip():
                         continue
                     try:
                         message = types.JSONRPCMessage.model_validate_json(line)
                     except ValueError as exc:
-                        logger.warning("mcp %s: not a JSON-RPC message (%s)", name, str(exc)[:200])
+                        bad += 1
+                        if bad <= _MAX_BAD_LINES_LOGGED:
+                            logger.warning("mcp %s: not a JSON-RPC message (%s)", name, str(exc)[:200])
                         await incoming_w.send(exc)
                         continue
                     await incoming_w.send(SessionMessage(message))
+            told = True  # a line over the limit: the connection ends
+            on_exit(f"it sent a message over {MAX_MESSAGE_BYTES} bytes")
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
-            on_exit(reason)
+            if not told:
+                on_exit(reason)
 
     async def write() -> None:
         assert process.stdin is not None
@@ -145,12 +151,18 @@ async def stdio_transport(
             try:
                 yield incoming_r, outgoing_w
             finally:
-                await _stop(process)
                 tg.cancel_scope.cancel()
     finally:
-        await _stop(process)  # also when the body never ran (idempotent once reaped)
         with anyio.CancelScope(shield=True):
-            for stream in (incoming_r, outgoing_w, process.stdout, process.stderr):
-                if stream is not None:
+            await _stop(process)
+            for stream in (process.stdout, process.stderr):  # read to their end: unread data holds a pipe open
+                with (
+                    anyio.move_on_after(STOP_GRACE_S),
+                    contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError),
+                ):
+                    while stream is not None:
+                        await stream.receive()
+            for resource in (incoming_r, outgoing_w, process.stdout, process.stderr):
+                if resource is not None:
                     with contextlib.suppress(Exception):
-                        await stream.aclose()
+                        await resource.aclose()

@@ -262,3 +262,14 @@ async def test_http_servers_with_headers(tmp_path: Path, flag: str, kind: str, p
             assert (await call(tools, "mcp__web__echo", {"text": kind})).output == f"echo: {kind}"
             header = await call(tools, "mcp__web__header", {"name": "x-editor-token"})
             assert header.output == "from-the-editor"
+
+
+async def test_a_server_that_sends_an_endless_line_is_dropped_with_bounded_memory(tmp_path: Path) -> None:
+    flood = "import sys, time\nsys.stdout.write('x' * (17 * 1024 * 1024)); sys.stdout.flush(); time.sleep(60)"
+    server = {"name": "flood", "command": sys.executable, "args": ["-c", flood]}
+    async with connected(tmp_path, server, py_server()) as (tools, mcp):
+        states = {state["name"]: state for state in mcp.status()}
+        assert states["flood"]["status"] == "failed"
+        assert "over 16777216 bytes" in states["flood"]["error"]
+        assert states["py"]["status"] == "connected"
+        assert not [name for name in tools.names if "flood" in name]
