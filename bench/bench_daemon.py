@@ -261,8 +261,7 @@ async def run_phases(
                 check(status == 503, f"unexpected status {status}: {body}")
                 check(headers.get("retry-after") == "5", "a refusal lacks Retry-After: 5")
                 check(
-                    body
-                    == {
+                    body == {
                         "code": "prompt_queue_full",
                         "error": f'Prompt queue full for session "{sid}" ({LIMIT}/{LIMIT} pending)',
                         "sessionId": sid,

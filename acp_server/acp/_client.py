@@ -25,6 +25,7 @@ __all__ = ["AcpToolClient", "ClientCapabilities"]
 logger = logging.getLogger("acp_server.acp")
 
 
+
 class ClientCapabilities:
     """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent."""
 

@@ -67,6 +67,7 @@ def _stream_writer(stream: IO[str]) -> _Write:
     return write
 
 
+
 class BoundedLogHandler(logging.Handler):
     """Formats records into a bounded queue; one daemon thread writes them. ``emit`` never blocks on the sink.
 
@@ -122,7 +123,9 @@ class BoundedLogHandler(logging.Handler):
             try:
                 write(item)
                 if self._queue.empty() and (count := self._take_dropped()):
-                    write(f"acp-server: {count} log record(s) dropped: the log output could not keep up\n".encode())
+                    write(
+                        f"acp-server: {count} log record(s) dropped: the log output could not keep up\n".encode()
+                    )
             except (OSError, ValueError):
                 self._take_dropped()  # the sink is gone (closed pipe): nothing more can be reported
             if self._closing.is_set() and self._queue.empty():

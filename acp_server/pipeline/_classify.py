@@ -184,7 +184,9 @@ def transport_code_of(exc: BaseException) -> str | None:
     for link in chain:
         if (code := _explicit_code(link)) is not None:
             return code
-    for link in reversed(chain):  # the deepest cause is the most specific (ConnectError under APIConnectionError)
+    for link in reversed(
+        chain
+    ):  # the deepest cause is the most specific (ConnectError under APIConnectionError)
         if (code := _type_code(link)) is not None:
             return code
     return None

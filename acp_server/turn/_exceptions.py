@@ -1,8 +1,8 @@
 """Errors of the turn layer.
 
-ServerError
- └── TurnError
-      └── ModelNotConfiguredError   no base URL and no API key: nothing to talk to
+    ServerError
+     └── TurnError
+          └── ModelNotConfiguredError   no base URL and no API key: nothing to talk to
 """
 
 from __future__ import annotations

@@ -138,10 +138,9 @@ async def test_the_mode_a_session_starts_in_is_stored_so_another_default_does_no
         record = await store.get_session(session_id)
         assert record is not None and record.mode == "default"
     # Another process, same file, a more permissive default: the session keeps the mode it started in.
-    async with (
-        SqliteSessionStore(path) as store,
-        agent(store=store, default_mode="bypass-permissions", modes=EVERY_MODE) as b,
-    ):
+    async with SqliteSessionStore(path) as store, agent(
+        store=store, default_mode="bypass-permissions", modes=EVERY_MODE
+    ) as b:
         loaded = await b.call("session/load", {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []})
         assert current(loaded) == ("default", "default")
         assert b.bridge.get(session_id).mode == "default"  # what the turn applies
@@ -149,10 +148,9 @@ async def test_the_mode_a_session_starts_in_is_stored_so_another_default_does_no
         assert current(forked) == ("default", "default")
         fresh = (await b.new_session())["sessionId"]
         assert current(await b.call("session/resume", {"sessionId": fresh, "cwd": "/tmp"}))[0] == "bypass-permissions"
-    async with (
-        SqliteSessionStore(path) as store,
-        agent(store=store, default_mode="bypass-permissions", modes=EVERY_MODE) as c,
-    ):
+    async with SqliteSessionStore(path) as store, agent(
+        store=store, default_mode="bypass-permissions", modes=EVERY_MODE
+    ) as c:
         for stored in (session_id, forked["sessionId"]):
             resumed = await c.call("session/resume", {"sessionId": stored, "cwd": "/tmp"})
             assert current(resumed) == ("default", "default")
@@ -160,10 +158,9 @@ async def test_the_mode_a_session_starts_in_is_stored_so_another_default_does_no
 
 async def test_a_stored_mode_this_server_does_not_offer_reads_as_its_default_and_stays_stored(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
-    async with (
-        SqliteSessionStore(path) as store,
-        agent(store=store, default_mode="bypass-permissions", modes=EVERY_MODE) as a,
-    ):
+    async with SqliteSessionStore(path) as store, agent(
+        store=store, default_mode="bypass-permissions", modes=EVERY_MODE
+    ) as a:
         session_id = (await a.new_session())["sessionId"]  # starts in bypass-permissions, never switched
     async with SqliteSessionStore(path) as store, agent(store=store, default_mode="accept-edits") as b:  # no bypass
         loaded = await b.call("session/load", {"sessionId": session_id, "cwd": "/tmp", "mcpServers": []})

@@ -188,7 +188,7 @@ async def test_every_request_read_after_a_stop_is_answered_once() -> None:
         await client.write(prompt(3, session_id, "hang"))
         await anyio.wait_all_tasks_blocked()
         stop.set()  # SIGTERM
-        second = await client.until(answered(2))  # still served: the connection is shutting down
+        second = (await client.until(answered(2)))  # still served: the connection is shutting down
         await client.write(prompt(4, session_id, "late"))
         await client.write(request(5, "session/list", {}))
     assert second

@@ -91,6 +91,7 @@ async def test_a_permission_round_trip_against_the_process(tmp_path: Path) -> No
         assert request["toolCall"]["kind"] == "edit"
 
 
+
 @asynccontextmanager
 async def rest_client(*args: str) -> AsyncIterator[httpx2.AsyncClient]:
     """A client of a ``serve`` process started with ``args`` and the token; the process ends with it."""

@@ -31,22 +31,22 @@ async def test_shutdown_cancels_turns_answers_waiters_and_ends_streams() -> None
                 httpx2.AsyncClient(base_url=running.url, timeout=10) as client,
                 anyio.create_task_group() as tg,
             ):
-                session_id = (await client.post("/session", json={"cwd": "/"})).json()["sessionId"]
+                    session_id = (await client.post("/session", json={"cwd": "/"})).json()["sessionId"]
 
-                async def wait_for_turn() -> None:
-                    response = await client.post(
-                        f"/session/{session_id}/prompt", params={"wait": "true"}, json={"prompt": TEXT}
-                    )
-                    results["wait"] = (response.status_code, response.json())
+                    async def wait_for_turn() -> None:
+                        response = await client.post(
+                            f"/session/{session_id}/prompt", params={"wait": "true"}, json={"prompt": TEXT}
+                        )
+                        results["wait"] = (response.status_code, response.json())
 
-                async with client.stream("GET", f"/session/{session_id}/events") as stream:
-                    events = EventReader(stream)
-                    tg.start_soon(wait_for_turn)
-                    await model.wait_for_requests(1)
-                    queued = await client.post(f"/session/{session_id}/prompt", json={"prompt": TEXT})
-                    assert queued.status_code == 202
-                    tg.start_soon(running.daemon.shutdown)  # what leaving the block does first
-                    seen = await events.until_ended()
+                    async with client.stream("GET", f"/session/{session_id}/events") as stream:
+                        events = EventReader(stream)
+                        tg.start_soon(wait_for_turn)
+                        await model.wait_for_requests(1)
+                        queued = await client.post(f"/session/{session_id}/prompt", json={"prompt": TEXT})
+                        assert queued.status_code == 202
+                        tg.start_soon(running.daemon.shutdown)  # what leaving the block does first
+                        seen = await events.until_ended()
             assert results["wait"][0] == 200 and results["wait"][1]["stopReason"] == "cancelled"
             terminal = [e for e in seen if e.event in ("turn_complete", "turn_error")]
             assert [e.data["stopReason"] for e in terminal] == ["cancelled", "cancelled"]
@@ -60,13 +60,13 @@ async def test_a_closing_daemon_refuses_new_work_with_503() -> None:
         serve_bridge(Settings(base_url=model.base_url, model="m")) as bridge,
         Daemon(bridge, DaemonOptions(port=0)) as daemon,
     ):
-        session_id = await daemon.create_session("/")
-        await daemon.shutdown()
-        with pytest.raises(BridgeClosedError):
-            daemon.submit_prompt(session_id, Prompt((TextPart("x"),)))
-        with pytest.raises(BridgeClosedError):
-            daemon.subscribe(session_id)
-        assert bridge.get(session_id).pending_prompt_count == 0
+            session_id = await daemon.create_session("/")
+            await daemon.shutdown()
+            with pytest.raises(BridgeClosedError):
+                daemon.submit_prompt(session_id, Prompt((TextPart("x"),)))
+            with pytest.raises(BridgeClosedError):
+                daemon.subscribe(session_id)
+            assert bridge.get(session_id).pending_prompt_count == 0
 
 
 async def test_leaving_open_daemon_on_an_error_propagates_it_unwrapped() -> None:
@@ -89,7 +89,7 @@ async def test_an_idle_stream_ends_at_shutdown_without_waiting_for_a_heartbeat()
                 httpx2.AsyncClient(base_url=running.url, timeout=10) as client,
                 anyio.create_task_group() as tg,
             ):
-                session_id = (await client.post("/session", json={"cwd": "/"})).json()["sessionId"]
-                async with client.stream("GET", f"/session/{session_id}/events") as stream:
-                    tg.start_soon(partial(running.daemon.shutdown))
-                    assert await EventReader(stream).until_ended() == []
+                    session_id = (await client.post("/session", json={"cwd": "/"})).json()["sessionId"]
+                    async with client.stream("GET", f"/session/{session_id}/events") as stream:
+                        tg.start_soon(partial(running.daemon.shutdown))
+                        assert await EventReader(stream).until_ended() == []

@@ -202,7 +202,9 @@ async def test_an_edit_waits_for_its_permission_request_and_follows_the_answer(p
             assert (request["sessionId"], request["promptId"]) == (session_id, prompt_id)
             tool_call = request["toolCall"]
             assert (tool_call["toolCallId"], tool_call["kind"], tool_call["status"]) == ("e1", "edit", "pending")
-            assert tool_call["content"] == [{"type": "diff", "path": str(app), "oldText": ORIGINAL, "newText": EDITED}]
+            assert tool_call["content"] == [
+                {"type": "diff", "path": str(app), "oldText": ORIGINAL, "newText": EDITED}
+            ]
             assert request["options"] == list(PERMISSION_OPTIONS)
             assert app.read_text() == ORIGINAL
             unknown = await answer(served, session_id, request["requestId"], "maybe")

@@ -182,11 +182,15 @@ class Editor:
 
 
 def _capabilities(*, fs: bool = True, terminal: bool = True) -> ClientCapabilities:
-    return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
+    return ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
+    )
 
 
 @asynccontextmanager
-async def _agent(editor: Editor, model: LoopbackModel, *flags: str, state: Path | None = None) -> AsyncIterator[Any]:
+async def _agent(
+    editor: Editor, model: LoopbackModel, *flags: str, state: Path | None = None
+) -> AsyncIterator[Any]:
     args = ["-m", "acp_server", "--base-url", model.base_url, "--model", "m"]
     args += ["--no-persist"] if state is None else ["--state-dir", str(state)]
     async with spawn_agent_process(editor, sys.executable, *args, *flags) as (conn, _process):
@@ -340,7 +344,9 @@ async def test_command_runs_in_the_editor_terminal(project: Path) -> None:
     assert response.stop_reason == "end_turn"
     assert editor.terminal_calls[0] == "create" and editor.terminal_calls[-1] == "release"
     assert "wait_for_exit" in editor.terminal_calls and "output" in editor.terminal_calls
-    shown = [c for u in editor.calls("r1") for c in (u.content or []) if isinstance(c, TerminalToolCallContent)]
+    shown = [
+        c for u in editor.calls("r1") for c in (u.content or []) if isinstance(c, TerminalToolCallContent)
+    ]
     assert shown and shown[0].terminal_id == "term-1"  # the editor shows its terminal inside the tool call
     assert editor.final("r1").status == "completed"
     output = _tool_messages(model, 1)["r1"]
@@ -352,7 +358,9 @@ async def test_cancel_during_a_permission_wait_ends_the_prompt_and_the_call(proj
     before = app.read_text()
     editor = Editor(answers=["wait"])
     async with LoopbackModel() as model:
-        model.enqueue(ToolCalls((ScriptedCall("write_file", {"path": "src/app.py", "content": "gone\n"}, id="w1"),)))
+        model.enqueue(
+            ToolCalls((ScriptedCall("write_file", {"path": "src/app.py", "content": "gone\n"}, id="w1"),))
+        )
         async with _agent(editor, model) as conn:
             session_id = await _session(conn, project)
             async with anyio.create_task_group() as tg:

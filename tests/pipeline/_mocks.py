@@ -177,7 +177,9 @@ def drip(n: int, every_s: float, *, text: str = "w", reasoning: bool = False) ->
     return steps
 
 
-def status_error(status: int, *, headers: dict[str, str] | None = None, message: str = "boom") -> openai.APIStatusError:
+def status_error(
+    status: int, *, headers: dict[str, str] | None = None, message: str = "boom"
+) -> openai.APIStatusError:
     """The exception the SDK raises for an HTTP error status (the right subclass for 429, 401, 5xx...)."""
     response = httpx2.Response(status, headers=headers or {}, request=_REQUEST)
     body = {"error": {"message": message, "type": "test"}}
@@ -205,7 +207,9 @@ class FakeClient:
     order (a stream, whose response it returns; an exception to raise; or seconds to wait before the next outcome)
     and records call instants and the request bodies, decoded (``kwargs``)."""
 
-    def __init__(self, *outcomes: MockStream | BaseException | float, api_key: str = "sk-secret-123456") -> None:
+    def __init__(
+        self, *outcomes: MockStream | BaseException | float, api_key: str = "sk-secret-123456"
+    ) -> None:
         self.outcomes = list(outcomes)
         self.calls: list[float] = []
         self.kwargs: list[dict[str, Any]] = []

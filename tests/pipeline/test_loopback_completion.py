@@ -147,7 +147,7 @@ async def test_done_without_a_finish_reason_is_a_cut_stream_too() -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    ["data: {not json\n\n", b'data: {"choices": [{"delta": {"content": "\xff"}}]}\n\n', "data: 42\n\n"],
+    ["data: {not json\n\n", b"data: {\"choices\": [{\"delta\": {\"content\": \"\xff\"}}]}\n\n", "data: 42\n\n"],
 )
 async def test_a_broken_data_line_is_a_content_error_retried_once_while_nothing_was_delivered(
     garbage: str | bytes,

@@ -29,7 +29,9 @@ def anyio_backend() -> tuple[str, dict[str, Any]]:
     return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
 
 
-async def consume(stream: MockStream, *, idle_ms: float, lifetime_ms: float = 0) -> list[tuple[float, FakeChunk]]:
+async def consume(
+    stream: MockStream, *, idle_ms: float, lifetime_ms: float = 0
+) -> list[tuple[float, FakeChunk]]:
     """Read the guarded stream to its end; returns (instant, chunk) pairs. Exceptions propagate."""
     received: list[tuple[float, FakeChunk]] = []
     async with aclosing(guard_stream(stream, idle_timeout_ms=idle_ms, max_lifetime_ms=lifetime_ms)) as chunks:

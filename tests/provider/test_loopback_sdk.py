@@ -45,7 +45,9 @@ async def collect(client: openai.AsyncOpenAI, prompt: str = "hi", **extra: Any) 
 
 def texts(chunks: list[ChatCompletionChunk], field: str) -> list[str]:
     return [
-        getattr(c.choices[0].delta, field) for c in chunks if c.choices and getattr(c.choices[0].delta, field, None)
+        getattr(c.choices[0].delta, field)
+        for c in chunks
+        if c.choices and getattr(c.choices[0].delta, field, None)
     ]
 
 
@@ -62,12 +64,16 @@ async def test_default_answer_is_reasoning_then_the_prompt_word_by_word_then_sto
         " it.",
     ]
     assert texts(chunks, "content") == ["You", " said:", " hello", "\nwide", "   world"]
-    reasoning_then_content = [bool(getattr(c.choices[0].delta, "reasoning_content", None)) for c in chunks[:-1]]
+    reasoning_then_content = [
+        bool(getattr(c.choices[0].delta, "reasoning_content", None)) for c in chunks[:-1]
+    ]
     assert reasoning_then_content == [True] * 6 + [False] * 5
     assert chunks[0].choices[0].delta.role == "assistant"
     assert [c.choices[0].finish_reason for c in chunks] == [None] * 11 + ["stop"]
     assert chunks[-1].choices[0].delta.content is None
-    assert {(c.id, c.object, c.model) for c in chunks} == {("chatcmpl-loopback-0", "chat.completion.chunk", "m-1")}
+    assert {(c.id, c.object, c.model) for c in chunks} == {
+        ("chatcmpl-loopback-0", "chat.completion.chunk", "m-1")
+    }
 
 
 async def test_answer_text_reasoning_and_finish_reason_are_scriptable(
@@ -131,7 +137,9 @@ async def test_reset_before_headers_is_a_connection_error_not_a_timeout(
     assert "".join(texts(await collect(client), "content")) == "You said: hi"  # the next request reconnects
 
 
-async def test_reset_after_chunks_delivers_them_then_fails(model: LoopbackModel, client: openai.AsyncOpenAI) -> None:
+async def test_reset_after_chunks_delivers_them_then_fails(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
     model.enqueue(ConnectionReset(after_chunks=2))
     stream = await client.chat.completions.create(model="m", messages=user("one two three"), stream=True)
     got: list[str | None] = []
@@ -154,7 +162,9 @@ async def test_closing_a_hanging_stream_is_recorded_as_a_disconnect_at_once(
     assert (disconnect.request_index, disconnect.chunks_sent) == (0, 0)
 
 
-async def test_a_disconnect_counts_the_chunks_already_sent(model: LoopbackModel, client: openai.AsyncOpenAI) -> None:
+async def test_a_disconnect_counts_the_chunks_already_sent(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
     model.enqueue(ChunksThenSilent(3))
     stream = await client.chat.completions.create(model="m", messages=user("a"), stream=True)
     got = [(await stream.__anext__()).choices[0].delta.content for _ in range(3)]
@@ -167,7 +177,9 @@ async def test_a_disconnect_counts_the_chunks_already_sent(model: LoopbackModel,
     assert disconnect.chunks_sent == 3
 
 
-async def test_non_sse_body_ends_the_sdk_stream_silently(model: LoopbackModel, client: openai.AsyncOpenAI) -> None:
+async def test_non_sse_body_ends_the_sdk_stream_silently(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
     model.enqueue(NonSSE())
     chunks = await collect(client)
     assert chunks == []  # no chunk and no error: only a watchdog can notice

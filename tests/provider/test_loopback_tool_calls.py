@@ -131,7 +131,9 @@ async def test_parallel_calls_keep_their_indices_and_pass_anything_through(
     assert finish_reasons(chunks) == ["tool_calls"]
 
 
-async def test_unset_ids_are_unique_per_request_and_position(model: LoopbackModel, client: openai.AsyncOpenAI) -> None:
+async def test_unset_ids_are_unique_per_request_and_position(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
     await collect(client, ASK)  # request 0: an answer
     model.enqueue(ToolCalls((ScriptedCall("glob"), ScriptedCall("glob"))))
     chunks = await collect(client, ASK)

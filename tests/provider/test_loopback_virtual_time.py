@@ -29,9 +29,13 @@ def anyio_backend() -> tuple[str, dict[str, object]]:
     return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
 
 
-async def arrival_times(model: LoopbackModel, client: openai.AsyncOpenAI) -> list[tuple[float, str | None, str | None]]:
+async def arrival_times(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> list[tuple[float, str | None, str | None]]:
     """(seconds after the request was received, content, finish_reason) for each chunk."""
-    stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+    stream = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], stream=True
+    )
     got = []
     with anyio.fail_after(GUARD_S):
         async for chunk in stream:
@@ -59,9 +63,13 @@ async def test_chunk_delay_precedes_every_chunk_including_the_finish(
     assert await arrival_times(model, client) == [(0.25, "a", None), (0.5, " b", None), (0.75, None, "stop")]
 
 
-async def test_keep_alive_comments_reach_the_sdk_as_no_chunk(model: LoopbackModel, client: openai.AsyncOpenAI) -> None:
+async def test_keep_alive_comments_reach_the_sdk_as_no_chunk(
+    model: LoopbackModel, client: openai.AsyncOpenAI
+) -> None:
     model.enqueue(KeepAliveOnly(interval_s=1.0))
-    stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+    stream = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], stream=True
+    )
     with anyio.move_on_after(30) as waited:
         await stream.__anext__()
     assert waited.cancelled_caught

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.anyio
 
 RawRequest = Callable[..., Awaitable[Any]]
 CHAT = "/v1/chat/completions"
-BODY = json.dumps({"model": "wire", "messages": [{"role": "user", "content": "a b"}], "stream": True}).encode()
+BODY = json.dumps(
+    {"model": "wire", "messages": [{"role": "user", "content": "a b"}], "stream": True}
+).encode()
 
 
 async def test_a_stream_is_chunked_sse_of_valid_chunks_ending_with_done(raw_request: RawRequest) -> None:
@@ -51,7 +53,9 @@ async def test_models_lists_one_model(raw_request: RawRequest) -> None:
     assert [m["id"] for m in json.loads(response.body)["data"]] == [LoopbackModel.model_id]
 
 
-async def test_unknown_paths_are_404_json_and_wrong_methods_405(model: LoopbackModel, raw_request: RawRequest) -> None:
+async def test_unknown_paths_are_404_json_and_wrong_methods_405(
+    model: LoopbackModel, raw_request: RawRequest
+) -> None:
     missing = await raw_request("GET", "/v1/embeddings?x=1")
     assert (missing.status, missing.headers["content-type"]) == (404, "application/json")
     assert json.loads(missing.body)["error"]["code"] == "not_found"
@@ -63,7 +67,9 @@ async def test_unknown_paths_are_404_json_and_wrong_methods_405(model: LoopbackM
     ]
 
 
-async def test_a_bad_chat_body_is_400_and_consumes_no_behaviour(model: LoopbackModel, raw_request: RawRequest) -> None:
+async def test_a_bad_chat_body_is_400_and_consumes_no_behaviour(
+    model: LoopbackModel, raw_request: RawRequest
+) -> None:
     model.enqueue(NonSSE(body="scripted"))
     for body in (b"{not json", b'{"messages": "no list"}', b"[]"):
         response = await raw_request("POST", CHAT, body)

@@ -186,10 +186,7 @@ async def test_huge_arguments_are_refused_before_parsing(tmp_path: Path) -> None
 async def test_null_for_an_optional_parameter_is_its_default(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     prepared = await tools.prepare_call(
-        "read_file",
-        '{"path": "a.txt", "offset": null, "limit": null}',
-        cwd=str(tmp_path),
-        client=None,
+        "read_file", '{"path": "a.txt", "offset": null, "limit": null}', cwd=str(tmp_path), client=None,
         offered=TOOL_NAMES,
     )
     assert prepared.title == "Read a.txt"

@@ -128,7 +128,9 @@ class Exchange:
         )
         await self.send_json(200, payload)
 
-    async def send_json(self, status: int, payload: Mapping[str, Any], headers: Iterable[tuple[str, str]] = ()) -> None:
+    async def send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
         await send_json(self._http, status, payload, headers)
 
     async def send_body(

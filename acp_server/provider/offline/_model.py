@@ -217,7 +217,9 @@ class LoopbackModel:
             exchange = Exchange(http, index=index, body=body, model=model)
             await self._play_watched(http, exchange, behaviour, index)
 
-    async def _play_watched(self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int) -> None:
+    async def _play_watched(
+        self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int
+    ) -> None:
         """Play ``behaviour`` while watching the socket: a disconnect is seen even while it is silent."""
         recorded = False
 

@@ -27,7 +27,9 @@ def text_of(content: object) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text"
         )
     return ""
 
@@ -53,10 +55,14 @@ def count_prompt_words(body: Mapping[str, Any]) -> int:
     messages = body.get("messages")
     if not isinstance(messages, list):
         return 0
-    return sum(len(text_of(message.get("content")).split()) for message in messages if isinstance(message, Mapping))
+    return sum(
+        len(text_of(message.get("content")).split()) for message in messages if isinstance(message, Mapping)
+    )
 
 
-def chunk(completion_id: str, model: str, delta: Mapping[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+def chunk(
+    completion_id: str, model: str, delta: Mapping[str, Any], finish_reason: str | None = None
+) -> dict[str, Any]:
     """One ``chat.completion.chunk`` with a single choice."""
     return {
         "id": completion_id,
