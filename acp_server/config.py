@@ -51,6 +51,8 @@ class Settings:
     max_turn_requests: int = 50
     default_mode: str = "default"
     allow_bypass_permissions: bool = False
+    mcp_connect_timeout_ms: int = 10_000
+    mcp_call_timeout_ms: int = 120_000
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,9 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("base_url", "--base-url", "OPENAI_BASE_URL", str, "OpenAI-compatible endpoint (e.g. http://localhost:11434/v1)"),
+    Option(
+        "base_url", "--base-url", "OPENAI_BASE_URL", str, "OpenAI-compatible endpoint (e.g. http://localhost:11434/v1)"
+    ),
     Option("api_key", "--api-key", "OPENAI_API_KEY", str, "API key for the endpoint (never logged)"),
     Option(
         "model",
@@ -284,6 +288,23 @@ OPTIONS: tuple[Option, ...] = (
         None,
         None,
         "offer the bypass-permissions mode (edits and commands without asking)",
+    ),
+    Option(
+        "mcp_connect_timeout_ms",
+        "--mcp-connect-timeout-ms",
+        "ACP_SERVER_MCP_CONNECT_TIMEOUT_MS",
+        _positive_int,
+        "how long a session's MCP server may take to start and list its tools; servers connect in parallel, a "
+        "slower one is stopped and left out (default 10000)",
+        "MS",
+    ),
+    Option(
+        "mcp_call_timeout_ms",
+        "--mcp-call-timeout-ms",
+        "ACP_SERVER_MCP_CALL_TIMEOUT_MS",
+        _positive_int,
+        "how long one MCP tool call may take before it is cancelled and fails (default 120000)",
+        "MS",
     ),
 )
 

@@ -10,7 +10,9 @@ mode                   offered tools                              asks before
 ``bypass-permissions`` all                                        nothing (only when the server allows it)
 =====================  =========================================  ==================================
 
-A session's "always" answers (``allow_always`` / ``reject_always``, per tool kind) apply on top of the mode.
+A session's "always" answers (``allow_always`` / ``reject_always``, per tool kind; per tool for an MCP server's)
+apply on top of the mode. An MCP server's tool counts as a read tool when annotated ``readOnlyHint``, else as a
+command (``acp_server.tools.registry`` holds the offer rule).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
+from ._mcp import mcp_meta, mcp_servers_of
 from ._peer import Peer
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ class AcpAgent:
         return {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
+            "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
             "_meta": {
                 "acpServer": {
@@ -263,30 +264,33 @@ class AcpAgent:
         )
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
-        entry = await self._bridge.open_session(request.cwd)
+        servers = mcp_servers_of(request.mcp_servers)
+        entry = await self._bridge.open_session(request.cwd, mcp_servers=servers)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
-        return {"sessionId": entry.session_id, **self._mode_state(entry)}
+        return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session, replay its whole stored history as ``session/update`` (ending with its title's
         ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
         session_id = request.session_id
-        entry, history = await self._bridge.load_session(session_id, cwd=request.cwd)
+        servers = mcp_servers_of(request.mcp_servers)
+        entry, history = await self._bridge.load_session(session_id, cwd=request.cwd, mcp_servers=servers)
         for update in replay_updates(session_id, history):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
-        return self._mode_state(entry)
+        return {**self._mode_state(entry), **mcp_meta(entry)}
 
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
-        entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd)
+        servers = mcp_servers_of(request.mcp_servers)
+        entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd, mcp_servers=servers)
         logger.info("session %s resumed", request.session_id)
         told = self._told.get(entry.session_id)
         self._attach(entry, entry.title if told is None else told.title)
-        return self._mode_state(entry)
+        return {**self._mode_state(entry), **mcp_meta(entry)}
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
         page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
@@ -309,9 +313,10 @@ class AcpAgent:
         return {}
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
-        entry = await self._bridge.fork(request.session_id, cwd=request.cwd)
+        servers = mcp_servers_of(request.mcp_servers)
+        entry = await self._bridge.fork(request.session_id, cwd=request.cwd, mcp_servers=servers)
         self._attach(entry, entry.title)  # the source's, which the client knows
-        return {"sessionId": entry.session_id, **self._mode_state(entry)}  # the mode and model it inherited
+        return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}  # mode/model inherited
 
     async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
         """:data:`SET_TITLE_METHOD`: store the session's title and announce it (``session_info_update``)."""

@@ -20,7 +20,7 @@ import heapq
 import math
 import os
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
@@ -33,6 +33,7 @@ from ..domain import Conversation, Emit, Prompt, StopReason
 from ..errors import ServerError
 from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage
 from ..tasks import Lifecycle, OwnedTaskGroup
+from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._exceptions import (
     BridgeClosedError,
     InvalidCwdError,
@@ -43,6 +44,7 @@ from ._exceptions import (
 )
 from ._fifo import Fifo
 from ._limits import validate_deadline_ms, validate_max_pending
+from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._session import ForkRequest, SessionEntry, SettingsChange, now
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
@@ -94,6 +96,7 @@ class SessionBridge:
         default_mode: str = "default",
         modes: Collection[str] | None = None,
         models: ModelCatalog | None = None,
+        mcp: McpSettings | None = None,
     ) -> None:
         """``store``: where journaled sessions live, opened and closed by the caller; None = a private
         in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
@@ -102,8 +105,10 @@ class SessionBridge:
         session starts in (stored with it) and the mode of a stored session that has none; ``modes``: the modes a
         session may have here (a stored one not among them reads as the default: a mode the server no longer allows
         is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
-        runner has no model choice to offer)."""
+        runner has no model choice to offer). ``mcp``: the sessions' MCP connect and call timeouts."""
         self._runner = runner
+        self._mcp = McpSettings() if mcp is None else mcp
+        self._closing_mcp: list[McpServers] = []
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
         self._limit = validate_max_pending(max_pending_prompts_per_session)
@@ -146,6 +151,13 @@ class SessionBridge:
     def allows_mode(self, mode: str) -> bool:
         """Whether a session may be in ``mode`` here."""
         return self._modes is None or mode in self._modes
+
+    def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
+        """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
+        check_mcp_servers(servers, self.allows_mode)
+
+    async def _connect(self, entry: SessionEntry, servers: Sequence[McpServerConfig] | None) -> None:
+        await entry.connect_mcp(servers, self._mcp, self._tasks.group)
 
     @property
     def models(self) -> ModelCatalog | None:
@@ -199,6 +211,8 @@ class SessionBridge:
         self._begin_close()
         for job in self._closing:
             await job.wait()
+        for servers in self._closing_mcp:
+            await servers.aclose()
 
     def _begin_close(self) -> None:
         if self._life is Lifecycle.CLOSED:
@@ -209,6 +223,7 @@ class SessionBridge:
             return
         sessions = list(self._sessions.values())
         self._sessions.clear()
+        self._closing_mcp = [session.mcp for session in sessions if session.mcp is not None]
         for session in sessions:
             running = session.shutdown(Cause.BRIDGE_CLOSED)
             if running is not None:
@@ -268,12 +283,16 @@ class SessionBridge:
             return self._default_mode
         return mode
 
-    async def open_session(self, cwd: str, *, mode: str | None = None) -> SessionEntry:
+    async def open_session(
+        self, cwd: str, *, mode: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+    ) -> SessionEntry:
         """A new journaled session in ``mode`` (None: :attr:`default_mode`; one this bridge does not allow is a
         ``ValueError``): its row, with that mode, is committed to the store before it exists here, so a server
-        with another default that loads it later keeps the mode it started in."""
+        with another default that loads it later keeps the mode it started in. It connects to ``mcp_servers``
+        before it is returned (see :meth:`SessionEntry.connect_mcp`), as do loaded, resumed and forked ones."""
         self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         mode = self._default_mode if mode is None else mode
         if not self.allows_mode(mode):
             raise ValueError(f"mode {mode!r} is not allowed here")
@@ -282,27 +301,33 @@ class SessionBridge:
         self._check_open()
         entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
+        await self._connect(entry, mcp_servers)
         return entry
 
-    async def resume_session(self, session_id: str, *, cwd: str | None = None) -> SessionEntry:
+    async def resume_session(
+        self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+    ) -> SessionEntry:
         """Attach a stored session (no-op if attached); its conversation is read from the store.
 
         ``cwd`` (the client's working directory now) is the attached session's cwd; the stored one is kept.
         """
         self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         entry = self._sessions.get(session_id)
         if entry is not None:
+            await self._connect(entry, mcp_servers)
             return entry
-        entry, _ = await self.load_session(session_id, cwd=cwd)
+        entry, _ = await self.load_session(session_id, cwd=cwd, mcp_servers=mcp_servers)
         return entry
 
     async def load_session(
-        self, session_id: str, *, cwd: str | None = None
+        self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
     ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
         """Attach a stored session (if not attached) and return its whole committed history, oldest first."""
         self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         snapshot = await self._store.read_session(session_id)
         self._check_open()
         if snapshot is None:
@@ -323,6 +348,7 @@ class SessionBridge:
                 model=record.model,
             )
             entry.created_at, entry.updated_at = record.created_at, record.updated_at
+        await self._connect(entry, mcp_servers)
         return entry, snapshot.messages
 
     async def list_sessions(
@@ -396,6 +422,8 @@ class SessionBridge:
             listener(session_id)
         if running is not None:
             await running.wait()
+        if session.mcp is not None:
+            await session.mcp.aclose()  # its servers have stopped (processes reaped)
 
     # -- prompts ---------------------------------------------------------------------------------------------
 
@@ -449,13 +477,17 @@ class SessionBridge:
         running.interrupt(Cause.CANCELLED)
         return True
 
-    async def fork(self, session_id: str, *, cwd: str | None = None) -> SessionEntry:
-        """A new session with a copy of the conversation, taken after every item queued before it.
+    async def fork(
+        self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+    ) -> SessionEntry:
+        """A new session with a copy of the conversation, taken after every item queued before it; it connects its
+        own ``mcp_servers`` (None: the source's).
 
         Serialized behind the FIFO, never counted, never refused.
         """
         tg = self._check_open()
         _check_cwd(cwd)
+        self.check_mcp_servers(mcp_servers)
         session = self.get(session_id)
         request = ForkRequest(self._next_key(), cwd)
         session.fifo.enqueue_fork(request)
@@ -471,8 +503,11 @@ class SessionBridge:
             raise
         if request.error is not None:
             raise request.error
-        assert request.child is not None
-        return request.child
+        child = request.child
+        assert child is not None
+        servers = mcp_servers if mcp_servers is not None else (session.mcp.configs if session.mcp else None)
+        await self._connect(child, servers)
+        return child
 
     # -- workers ---------------------------------------------------------------------------------------------
 

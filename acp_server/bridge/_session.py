@@ -7,16 +7,19 @@ what other processes stored at each turn start. An unjournaled one lives in memo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ..domain import Conversation, Message, ModelStep, Prompt
 from ..errors import ServerError
 from ..store import SessionStore, TurnTicket
+from ..tools.builtin import builtin_tool_set
+from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._exceptions import BridgeClosedError, SessionClosedError
 from ._fifo import Fifo
 from ._prompt import Cause, PromptHandle, PromptJob
@@ -97,7 +100,9 @@ class SessionEntry:
         self.title = title  # the store's title (the first prompt's first line unless set), '' for none yet
         self.mode = mode  # how tool calls are permitted (the turn layer defines the modes)
         self.model = model  # the model picked for the next requests; None: the server's default
-        self.permission_rules: dict[str, bool] = {}  # tool kind -> always allowed / always rejected, this session
+        self.permission_rules: dict[str, bool] = {}  # tool kind (an MCP tool: its name) -> always allowed / rejected
+        self.tools = builtin_tool_set()  # what the model may call: the built-ins and the session's MCP servers' tools
+        self.mcp: McpServers | None = None  # the session's MCP connections (None: it never had a server)
         self.created_at = self.updated_at = now()
         self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers
         self.fifo: Fifo[ForkRequest] = Fifo()
@@ -230,9 +235,32 @@ class SessionEntry:
         self.conversation.messages.append(answer)
         self._synced = ticket.answer_seq
 
+    async def connect_mcp(
+        self, servers: Sequence[McpServerConfig] | None, settings: McpSettings, tg: TaskGroup
+    ) -> None:
+        """Connect the session to ``servers`` (None: keep what it has; the same list again: keep the connections;
+        another list: replace them, the newest env and headers win), hosted in ``tg``; bounded by the settings'
+        connect timeout. A server that fails leaves its tools out (see :meth:`McpServers.status`)."""
+        if servers is None or self.closed:
+            return
+        if self.mcp is None:
+            if not servers:
+                return
+            self.mcp = McpServers(self.tools, self.cwd, settings)
+        elif self.mcp.configs == tuple(servers):
+            return
+        await self.mcp.connect(servers, tg)
+
+    def mcp_status(self) -> list[dict[str, object]]:
+        """Each MCP server's state (empty: none)."""
+        return [] if self.mcp is None else self.mcp.status()
+
     def shutdown(self, cause: Cause) -> PromptJob | None:
-        """Close: settle everything waiting, interrupt the running prompt (returned, to be awaited)."""
+        """Close: settle everything waiting, interrupt the running prompt (returned, to be awaited), stop the MCP
+        servers (their tasks unwind in the bridge's task group)."""
         self.closed_event.set()
+        if self.mcp is not None:
+            self.mcp.close()
         for item in self.fifo.drain():
             if isinstance(item, ForkRequest):
                 item.fail(SessionClosedError(self.session_id) if cause is Cause.SESSION_CLOSED else BridgeClosedError())

@@ -22,6 +22,7 @@ from ..provider import public_endpoint
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
 from ..store import open_store
 from ..tasks import OwnedTaskGroup
+from ..tools.mcp_servers import McpSettings
 from ..turn import ModelSettings, ModelTurn
 
 __all__ = ["ModelDiscovery", "describe_model", "open_bridge", "run_stdio"]
@@ -106,6 +107,11 @@ async def open_bridge(
                 else modes
             ),
             models=turn.models,
+            mcp=McpSettings(
+                connect_timeout_s=settings.mcp_connect_timeout_ms / 1000,
+                call_timeout_s=settings.mcp_call_timeout_ms / 1000,
+                version=__version__,
+            ),
         )
         yield await stack.enter_async_context(bridge)
 

@@ -164,15 +164,22 @@ class _Display:
             sys.stdout.flush()
 
 
-async def ask(text: str, server_args: Sequence[str], env: dict[str, str], mode: str = "read-only") -> int:
-    """Ask one question; exit code 0 when the turn ended normally, 1 with the error's message otherwise."""
+async def ask(
+    text: str,
+    server_args: Sequence[str],
+    env: dict[str, str],
+    mode: str = "read-only",
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> int:
+    """Ask one question (the session connected to ``mcp_servers``, ACP's shape); exit code 0 when the turn ended
+    normally, 1 with the error's message otherwise."""
     command = [sys.executable, "-m", "acp_server", *server_args]
     display = _Display()
     async with await anyio.open_process(command, stderr=None, env=env) as process:
         client = _Client(process, display)
         try:
             await client.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-            session = await client.request("session/new", {"cwd": os.getcwd(), "mcpServers": []})
+            session = await client.request("session/new", {"cwd": os.getcwd(), "mcpServers": list(mcp_servers)})
             current = (session.get("modes") or {}).get("currentModeId")
             if current != mode:
                 await client.request("session/set_mode", {"sessionId": session["sessionId"], "modeId": mode})

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import anyio
 
@@ -47,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the session's mode: read-only (default: the model may read and search only), default (asks y/N "
         "before each edit or command on a terminal; declines when stdin is not one), accept-edits, "
         "bypass-permissions",
+    )
+    ask.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='MCP servers for the session, in the JSON editors use: {"mcpServers": {"name": {"command": ..., '
+        '"args": [...], "env": {...}}}} (or {"type": "http", "url": ..., "headers": {...}})',
     )
     ask.add_argument("text", help="the prompt; - reads it from stdin")
     serve = commands.add_parser("serve", help="run the HTTP daemon (REST + SSE) over the same session bridge")
@@ -92,6 +100,25 @@ def _ask_args(args: argparse.Namespace, settings: Settings) -> tuple[Settings, l
     return settings, child
 
 
+def _mcp_config(parser: argparse.ArgumentParser, path: str | None) -> list[dict[str, Any]]:
+    """The ACP ``mcpServers`` of an editor's MCP configuration file (none without one); a bad file exits 2."""
+    if path is None:
+        return []
+    from ..errors import InvalidInputError
+    from ..tools.mcp_servers import editor_config_servers
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            config = json.load(file)
+        return [server.to_acp() for server in editor_config_servers(config)]
+    except OSError as exc:
+        parser.error(f"--mcp-config {path}: {exc.strerror or exc}")
+    except ValueError as exc:
+        parser.error(f"--mcp-config {path}: not JSON ({exc})")
+    except InvalidInputError as exc:
+        parser.error(f"--mcp-config {path}: {exc}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -104,12 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "ask":
         from ._ask import ask
 
+        servers = _mcp_config(parser, args.mcp_config)
         text = sys.stdin.read() if args.text == "-" else args.text
         env = dict(os.environ)
         if settings.api_key:
             env["OPENAI_API_KEY"] = settings.api_key
         try:
-            return anyio.run(ask, text, child_args, env, args.mode)
+            return anyio.run(ask, text, child_args, env, args.mode, servers)
         except KeyboardInterrupt:
             return 130
     if args.command == "serve":
@@ -142,8 +170,10 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
                 f"{READ_ONLY_MODE} mode"
             )
         if settings.allow_bypass_permissions:
-            parser.error("--allow-bypass-permissions needs --token: a daemon without a token offers only the "
-                         f"{READ_ONLY_MODE} mode")
+            parser.error(
+                "--allow-bypass-permissions needs --token: a daemon without a token offers only the "
+                f"{READ_ONLY_MODE} mode"
+            )
         settings = replace(settings, default_mode=READ_ONLY_MODE)
     try:
         options = DaemonOptions(

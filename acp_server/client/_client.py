@@ -277,13 +277,23 @@ class DaemonClient:
             url = self._url("/capabilities")
             raise DaemonProtocolError(f"GET {url}: {exc}", method="GET", url=url, status_code=200) from exc
 
-    async def create_session(self, cwd: str | os.PathLike[str], *, mode_id: str | None = None) -> str:
+    async def create_session(
+        self,
+        cwd: str | os.PathLike[str],
+        *,
+        mode_id: str | None = None,
+        mcp_servers: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str:
         """``POST /session``: a new session working in ``cwd`` (an absolute path) in ``mode_id`` (None: the daemon's
         default, ``Capabilities.default_mode_id``), stored with it either way; its id. A mode the daemon does not
-        offer is :class:`DaemonInvalidRequestError` (a daemon without a token offers only ``read-only``)."""
+        offer is :class:`DaemonInvalidRequestError` (a daemon without a token offers only ``read-only``).
+        ``mcp_servers``: MCP servers it connects to, in ACP's ``mcpServers`` shape (``{"name", "command", "args",
+        "env": [{"name", "value"}]}``, or ``{"type": "http"|"sse", "name", "url", "headers": [...]}``)."""
         request: dict[str, Any] = {"cwd": os.fspath(cwd)}
         if mode_id is not None:
             request["modeId"] = mode_id
+        if mcp_servers is not None:
+            request["mcpServers"] = [dict(server) for server in mcp_servers]
         body = await self._json("POST", "/session", json=request, expect=(201, 200))
         return self._session_id_of(body, "POST", "/session")
 
@@ -328,14 +338,30 @@ class DaemonClient:
         """
         return await self._attach("load", "session.load", session_id, cwd)
 
-    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> str:
-        """``POST /session/{id}/resume`` (a stored session, no replay); :class:`DaemonFeatureUnavailableError` when
-        the daemon does not serve it."""
-        return await self._attach("resume", "session.resume", session_id, cwd)
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        mcp_servers: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str:
+        """``POST /session/{id}/resume`` (a stored session, no replay), connecting to ``mcp_servers`` (as
+        :meth:`create_session`; None: the attached session keeps its own); :class:`DaemonFeatureUnavailableError`
+        when the daemon does not serve it."""
+        return await self._attach("resume", "session.resume", session_id, cwd, mcp_servers)
 
-    async def _attach(self, verb: str, feature: str, session_id: str, cwd: str | os.PathLike[str] | None) -> str:
+    async def _attach(
+        self,
+        verb: str,
+        feature: str,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None,
+        mcp_servers: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str:
         path = self._session_path(session_id, f"/{verb}")
-        body = {} if cwd is None else {"cwd": os.fspath(cwd)}
+        body: dict[str, Any] = {} if cwd is None else {"cwd": os.fspath(cwd)}
+        if mcp_servers is not None:
+            body["mcpServers"] = [dict(server) for server in mcp_servers]
         try:
             answer = await self._json("POST", path, json=body, expect=(200, 201))
         except DaemonNotFoundError as exc:  # no such route (an unknown session is DaemonSessionNotFoundError)

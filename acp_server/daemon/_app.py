@@ -45,6 +45,7 @@ from ..bridge import BridgeClosedError
 from ..domain import Prompt, StopReason
 from ..errors import ServerError
 from ..rpc import lone_surrogate_at
+from ..tools.mcp_servers import parse_mcp_servers
 from ._acp_http import CONNECTION_HEADER, SESSION_HEADER
 from ._daemon import Daemon
 from ._disconnect import wait_disconnected
@@ -64,8 +65,8 @@ __all__ = ["create_app"]
 ACP_HEADERS = (CONNECTION_HEADER, SESSION_HEADER)
 
 _PROMPT_FIELDS = frozenset({"prompt", "deadlineMs"})
-_SESSION_FIELDS = frozenset({"cwd", "modeId"})
-_RESUME_FIELDS = frozenset({"cwd"})
+_SESSION_FIELDS = frozenset({"cwd", "modeId", "mcpServers"})
+_RESUME_FIELDS = frozenset({"cwd", "mcpServers"})
 _MODE_FIELDS = frozenset({"modeId"})
 _CONFIG_FIELDS = frozenset({"configId", "value"})
 _ANSWER_FIELDS = frozenset({"optionId"})
@@ -91,9 +92,7 @@ async def _json_object(request: Request, allowed: frozenset[str]) -> dict[str, A
             f"Body is not valid JSON: {exc}", [{"field": "(body)", "message": "not valid JSON"}]
         ) from None
     if not isinstance(body, dict):
-        raise InvalidRequestError(
-            "Body must be a JSON object", [{"field": "(body)", "message": "expected an object"}]
-        )
+        raise InvalidRequestError("Body must be a JSON object", [{"field": "(body)", "message": "expected an object"}])
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidRequestError(
@@ -180,17 +179,20 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         return JSONResponse(daemon.capabilities())
 
     def session_answer(session_id: str) -> dict[str, Any]:
-        return {
+        answer = {
             "sessionId": session_id,
             "modeId": daemon.current_mode(session_id),
             "modelId": daemon.current_model(session_id),
         }
+        servers = daemon.mcp_status(session_id)
+        return {**answer, "mcpServers": servers} if servers else answer
 
     async def create_session(request: Request) -> Response:
         body = await _json_object(request, _SESSION_FIELDS)
         cwd = _required_str(body, "cwd")
         mode_id = daemon.offered_mode(body["modeId"]) if body.get("modeId") is not None else None
-        session_id = await daemon.create_session(cwd, mode_id)
+        servers = parse_mcp_servers(body.get("mcpServers"))
+        session_id = await daemon.create_session(cwd, mode_id, mcp_servers=servers)
         return JSONResponse(session_answer(session_id), status_code=201)
 
     async def resume_session(request: Request) -> Response:
@@ -198,7 +200,9 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         cwd = body.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise InvalidRequestError("cwd must be a string", [{"field": "cwd", "message": "must be a string"}])
-        return JSONResponse(session_answer(await daemon.resume_session(request.path_params["session_id"], cwd)))
+        servers = parse_mcp_servers(body["mcpServers"]) if "mcpServers" in body else None
+        session_id = await daemon.resume_session(request.path_params["session_id"], cwd, mcp_servers=servers)
+        return JSONResponse(session_answer(session_id))
 
     async def set_mode(request: Request) -> Response:
         session_id: str = request.path_params["session_id"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -54,8 +54,8 @@ from ..bridge import (
 from ..domain import Prompt, PromptEnded, PromptEvent, TextChunk, ThoughtChunk, ToolCallStarted, ToolCallUpdated
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
-from ..tools import TOOL_NAMES
-from ..turn import offered_tools
+from ..tools.builtin import BUILTIN
+from ..tools.mcp_servers import McpServerConfig
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
 from ._events import EventLog, RingBudget, Subscription
@@ -284,7 +284,7 @@ class Daemon:
     def capabilities(self) -> dict[str, Any]:
         """``GET /capabilities``: the limits come from the bridge itself (Q9: ``null`` when off)."""
         idle = self.options.stream_idle_timeout_ms
-        offered = [(mode, offered_tools(mode.id)) for mode in self.modes]
+        offered = [(mode, BUILTIN.offered(mode.id)) for mode in self.modes]
         return {
             "v": 1,
             "protocolVersions": [PROTOCOL_VERSION],
@@ -296,7 +296,7 @@ class Daemon:
                     for mode, tools in offered
                 ],
             },
-            "tools": [name for name in TOOL_NAMES if any(name in tools for _, tools in offered)],
+            "tools": [name for name in BUILTIN.names if any(name in tools for _, tools in offered)],
             "models": self._models(),
             "limits": {
                 "maxPendingPromptsPerSession": self.bridge.limit,
@@ -315,21 +315,26 @@ class Daemon:
 
     # -- sessions --------------------------------------------------------------------------------------------
 
-    async def create_session(self, cwd: str, mode_id: str | None = None) -> str:
+    async def create_session(
+        self, cwd: str, mode_id: str | None = None, *, mcp_servers: Sequence[McpServerConfig] = ()
+    ) -> str:
         """A new journaled session (like ACP ``session/new``) in ``mode_id`` (None: the daemon's default); ``cwd``
         must be absolute. The mode is stored with the session either way: it stays this mode whatever the daemon's
         default becomes. A mode this daemon does not offer is refused before anything is created."""
         self._check_open()
         mode = self.bridge.default_mode if mode_id is None else self.offered_mode(mode_id)
-        entry = await self.bridge.open_session(cwd, mode=mode)
+        entry = await self.bridge.open_session(cwd, mode=mode, mcp_servers=mcp_servers)
         self._channel(entry.session_id)
         logger.info("session %s created (cwd %s, mode %s)", entry.session_id, cwd, mode)
         return entry.session_id
 
-    async def resume_session(self, session_id: str, cwd: str | None = None) -> str:
-        """Attach a stored session without replaying its history (like ACP ``session/resume``); no-op if attached."""
+    async def resume_session(
+        self, session_id: str, cwd: str | None = None, *, mcp_servers: Sequence[McpServerConfig] | None = None
+    ) -> str:
+        """Attach a stored session without replaying its history (like ACP ``session/resume``); no-op if attached
+        (but for ``mcp_servers``: a new list replaces its connections)."""
         self._check_open()
-        entry = await self.bridge.resume_session(session_id, cwd=cwd)
+        entry = await self.bridge.resume_session(session_id, cwd=cwd, mcp_servers=mcp_servers)
         self._channel(entry.session_id)
         logger.info("session %s resumed", session_id)
         return entry.session_id
@@ -374,6 +379,10 @@ class Daemon:
         return mode
 
     # -- config options ------------------------------------------------------------------------------------
+
+    def mcp_status(self, session_id: str) -> list[dict[str, object]]:
+        """The session's MCP servers and their state (empty: it has none)."""
+        return self.bridge.get(session_id).mcp_status()
 
     def current_model(self, session_id: str) -> str | None:
         """The model the session's next request uses (None: the bridge offers no model choice)."""

@@ -21,6 +21,10 @@ the blocking work runs in worker threads that a cancel abandons at once. The det
 module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs ``_globs``, searches
 ``_search``, commands ``_command``.
 
+Each tool is one :class:`~acp_server.tools.registry.Tool` (spec, nature and preparer); a session's tools are a
+:class:`~acp_server.tools.registry.ToolSet`: the built-ins (:mod:`acp_server.tools.builtin`) plus its MCP
+servers' tools (:mod:`acp_server.tools.mcp_servers`).
+
 ``schemas/tools/<name>.json`` hold the parameters schemas the model is sent; regenerate them with
 ``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).
 """
@@ -28,7 +32,6 @@ module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
-from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 from ._types import (
     PERMISSION_OPTIONS,
     ContentSink,
@@ -41,6 +44,7 @@ from ._types import (
     permission_choice,
 )
 from ._workspace import Target, Workspace
+from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
 __all__ = [
     "MAX_ARGUMENTS_BYTES",

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ._specs import TOOL_NAMES, schema_text
+from .builtin import BUILTIN_TOOLS
+from .registry import schema_json
 
 DEFAULT_DIRECTORY = Path(__file__).resolve().parents[2] / "schemas" / "tools"
 
@@ -14,9 +15,9 @@ DEFAULT_DIRECTORY = Path(__file__).resolve().parents[2] / "schemas" / "tools"
 def main(argv: list[str]) -> int:
     directory = Path(argv[0]) if argv else DEFAULT_DIRECTORY
     directory.mkdir(parents=True, exist_ok=True)
-    for name in TOOL_NAMES:
-        path = directory / f"{name}.json"
-        path.write_text(schema_text(name), encoding="utf-8")
+    for tool in BUILTIN_TOOLS:
+        path = directory / f"{tool.name}.json"
+        path.write_text(schema_json(tool), encoding="utf-8")
         print(path)
     return 0
 

@@ -10,7 +10,7 @@ holds. Everything here is built once, at import.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -22,9 +22,7 @@ from ..domain import ToolKind
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_MS",
     "MAX_COMMAND_TIMEOUT_MS",
-    "READ_ONLY_TOOLS",
     "SPECS",
-    "TOOL_NAMES",
     "EditFileArgs",
     "GlobArgs",
     "GrepArgs",
@@ -33,7 +31,6 @@ __all__ = [
     "RunCommandArgs",
     "ToolSpec",
     "WriteFileArgs",
-    "openai_tools",
     "schema_text",
 ]
 
@@ -132,8 +129,9 @@ class RunCommandArgs(_Args):
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One tool: what the model is told (``description``, ``parameters``), how its arguments are validated
-    (``args``), and its nature (ACP ``kind``; ``needs_permission``: it changes the project or runs code)."""
+    """One built-in tool's spec: what the model is told (``description``, ``parameters``), how its arguments are
+    validated (``args``), and its nature (ACP ``kind``; ``needs_permission``: it changes the project or runs code;
+    the others change nothing: read-only). :mod:`acp_server.tools.builtin` makes each a registry ``Tool``."""
 
     name: str
     description: str
@@ -236,32 +234,7 @@ _SPECS: tuple[ToolSpec, ...] = (
 )
 
 SPECS: Mapping[str, ToolSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
-"""Every tool by name, in :data:`TOOL_NAMES` order."""
-
-TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
-"""The tools' names, in the order they are offered to the model."""
-
-READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_directory", "glob", "grep"})
-"""The tools that change nothing (the ``read-only`` mode offers only these)."""
-
-_OPENAI: Mapping[str, dict[str, Any]] = {
-    spec.name: {
-        "type": "function",
-        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
-    }
-    for spec in _SPECS
-}
-
-
-def openai_tools(names: Iterable[str]) -> list[dict[str, Any]]:
-    """The OpenAI function-calling entries (``tools`` of a chat request) of ``names``, in :data:`TOOL_NAMES`
-    order whatever the order of ``names`` (so a request's prefix stays stable). The entries are shared: do not
-    mutate them. An unknown name raises ``ValueError``."""
-    wanted = set(names)
-    unknown = wanted - _OPENAI.keys()
-    if unknown:
-        raise ValueError(f"unknown tools: {', '.join(sorted(unknown))}")
-    return [entry for name, entry in _OPENAI.items() if name in wanted]
+"""Every built-in tool by name, in offer order."""
 
 
 def schema_text(name: str) -> str:

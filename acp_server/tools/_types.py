@@ -117,7 +117,8 @@ class PreparedCall:
 
     ``title``/``kind``/``locations``/``preview`` are the announcement (``preview``: an edit's diff, computed before
     permission so the user sees what will change); ``needs_permission`` is the tool's nature (edits and commands),
-    the mode decides whether to ask; ``run`` executes it (cancelled with the prompt; kills what it started).
+    the mode decides whether to ask; ``run`` executes it (cancelled with the prompt; kills what it started);
+    ``rule`` keys the session's "always" answers.
     """
 
     name: str
@@ -127,3 +128,6 @@ class PreparedCall:
     preview: tuple[ToolContent, ...]
     needs_permission: bool
     run: Callable[[ContentSink], Awaitable[ToolResult]]
+    rule: str | None = None
+    """Where the session remembers an "always" answer for this call (None: per tool kind, as for the built-ins;
+    an MCP tool's: per tool)."""

@@ -39,6 +39,7 @@ from ..tools import (
     ToolResult,
     prepare_call,
 )
+from ..tools.registry import ToolSet
 
 __all__ = ["CallAssembler", "PendingCall", "run_call"]
 
@@ -194,7 +195,8 @@ async def _decision(
     kind: ToolKind = prepared.kind
     if not prepared.needs_permission or not needs_asking(mode, kind):
         return None
-    rule = rules.get(kind)
+    key = prepared.rule or kind
+    rule = rules.get(key)
     if rule is not None:
         return None if rule else DECLINED.format(name=prepared.name)
     if client is None:
@@ -206,9 +208,9 @@ async def _decision(
         logger.info("permission request for %s failed (%s): declined", started.call_id, exc)
         choice = "reject_once"
     if choice == "allow_always":
-        rules[kind] = True
+        rules[key] = True
     elif choice == "reject_always":
-        rules[kind] = False
+        rules[key] = False
     return None if choice in ("allow_once", "allow_always") else DECLINED.format(name=prepared.name)
 
 
@@ -225,14 +227,16 @@ async def run_call(
     emit: Emit,
     done: Callable[[ToolCallRecord], None],
     problem: str | None = None,
+    tools: ToolSet | None = None,
 ) -> None:
     """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation). ``problem``: why
-    the call fails without running (found while it was assembled)."""
+    the call fails without running (found while it was assembled); ``tools``: the session's (None: the built-ins)."""
     raw_input = None if problem is not None else _raw_input(arguments)
     try:
         if problem is not None:
             raise ToolCallError(problem)
-        prepared = await prepare_call(name, arguments, cwd=cwd, client=client, offered=offered)
+        prepare = prepare_call if tools is None else tools.prepare
+        prepared = await prepare(name, arguments, cwd=cwd, client=client, offered=offered)
     except Exception as exc:  # unknown tool, bad arguments, a path outside the project... or a bug (logged)
         if not isinstance(exc, ServerError):
             logger.exception("a tool call could not be prepared")

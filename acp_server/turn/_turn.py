@@ -8,7 +8,6 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -26,9 +25,10 @@ from ..domain import (
     ToolCallRecord,
     UsageReported,
 )
-from ..modes import MODES, READ_ONLY_MODE
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
-from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
+from ..tools import ToolClient
+from ..tools.builtin import BUILTIN
+from ..tools.registry import ToolSet
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
 from ._messages import step_messages, to_chat_messages, user_content
@@ -73,7 +73,8 @@ class SessionLike(Protocol):
 
     ``begin_turn`` records the prompt and returns the history before it (what the model gets); ``record_steps``
     records the tool steps so far (any number of times); ``end_turn`` records the answer. ``begin_turn`` and
-    ``end_turn`` are called once per turn, in that order, by the turn that holds the session's FIFO.
+    ``end_turn`` are called once per turn, in that order, by the turn that holds the session's FIFO. A session
+    may also have ``tools`` (a :class:`ToolSet`: its MCP servers' tools beside the built-ins; see :func:`tools_of`).
     """
 
     @property
@@ -126,24 +127,16 @@ class ModelSettings:
         return bool(self.base_url or self.api_key)
 
 
-_READ_ONLY = tuple(name for name in TOOL_NAMES if name in READ_ONLY_TOOLS)
-
-
 def offered_tools(mode: str) -> tuple[str, ...]:
-    """The tools the model is offered in ``mode`` (an unknown mode offers the read-only ones: fail safe)."""
-    return TOOL_NAMES if mode in MODES and mode != READ_ONLY_MODE else _READ_ONLY
+    """The built-in tools the model is offered in ``mode`` (an unknown mode offers the read-only ones: fail safe)."""
+    return BUILTIN.offered(mode)
 
 
-def _still_offered(offered: tuple[str, ...], mode: str) -> tuple[str, ...]:
-    """The tools a call may use: offered in its request and still offered in the session's mode now (a switch to
-    ``read-only`` while a call waits refuses the step's remaining edits and commands, "always" rules included)."""
-    now = offered_tools(mode)
-    return offered if now == offered else tuple(name for name in offered if name in now)
-
-
-@lru_cache(maxsize=8)
-def _tool_entries(names: tuple[str, ...]) -> list[dict[str, Any]]:
-    return openai_tools(names)
+def tools_of(session: SessionLike) -> ToolSet:
+    """The session's tools: its ``tools`` set when it has one (built-ins plus its MCP servers'), else the
+    built-ins."""
+    tools = getattr(session, "tools", None)
+    return tools if isinstance(tools, ToolSet) else BUILTIN
 
 
 class _Answer:
@@ -256,10 +249,11 @@ class ModelTurn:
         offered: tuple[str, ...],
         on_delta: Callable[[Delta], Awaitable[None]],
         encoder: RequestEncoder | None = None,
+        tools: ToolSet = BUILTIN,
     ) -> Finished:
         """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
         the turn's, so each request encodes only the messages added since the previous one."""
-        extra: dict[str, Any] = {"tools": _tool_entries(offered)}
+        extra: dict[str, Any] = {"tools": tools.entries(offered)}
         if self._ask_usage:
             extra["stream_options"] = _INCLUDE_USAGE
         try:
@@ -314,15 +308,17 @@ class ModelTurn:
                 await emit(TextChunk(delta.text))
 
         try:
+            await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
             messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
             encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
             requests = 0
             while True:
                 requests += 1
-                offered = offered_tools(session.mode)
+                tools = tools_of(session)  # read per request: a server's re-listed tools apply to the next one
+                offered = tools.offered(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                finished = await self._request(model_client, model, messages, offered, on_delta, encoder)
+                finished = await self._request(model_client, model, messages, offered, on_delta, encoder, tools)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))
@@ -338,12 +334,13 @@ class ModelTurn:
                         call.arguments,
                         cwd=session.cwd,
                         mode=mode,
-                        offered=_still_offered(offered, mode),
+                        offered=tools.still_offered(offered, mode),
                         rules=session.permission_rules,
                         client=client,
                         emit=emit,
                         done=ended.append,
                         problem=call.problem,
+                        tools=tools,
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps((*answer.steps, answer.step()))

@@ -129,7 +129,7 @@ async def test_other_bad_requests() -> None:
         )
         assert wrong_type.status_code == 415 and wrong_type.json()["code"] == "unsupported_media_type"
         assert_documented("POST", "/session/{sessionId}/prompt", wrong_type)
-        for body in ({}, {"cwd": 3}, {"cwd": "relative/path"}, {"cwd": "/", "mcpServers": []}):
+        for body in ({}, {"cwd": 3}, {"cwd": "relative/path"}, {"cwd": "/", "mcpServers": {}}, {"cwd": "/", "x": 1}):
             response = await served.client.post("/session", json=body)
             assert response.status_code == 400, body
             assert_documented("POST", "/session", response)

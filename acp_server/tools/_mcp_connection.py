@@ -1,0 +1,261 @@
+"""One MCP connection: the SDK's ``ClientSession`` over a transport, held open by one host task until closed.
+
+The host task enters the transport and the session (the SDK's contexts must be left by the task that entered them),
+``initialize``s, lists the tools, publishes them, then waits: for a ``tools/list_changed`` (it re-lists) or for
+:meth:`McpConnection.close`. A call runs in the caller's task on the open session. The connection is *up* from the
+first listing until the transport ends, the server fails, or it is closed; then its tools' calls fail with the
+reason. Everything the server sends is handled in bounded memory: notifications only set a flag, server requests
+we do not support (sampling, elicitation, roots) are answered with the SDK's MCP error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ._exceptions import ToolCallError
+from ._mcp_config import McpServerConfig, server_environment
+from ._mcp_stdio import stdio_transport
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, types
+
+__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "McpConnection"]
+
+logger = logging.getLogger("acp_server.mcp")
+
+CANCEL_NOTICE_TIMEOUT_S = 1.0
+"""How long the ``notifications/cancelled`` of a cancelled call may take to send."""
+
+_MAX_LISTED_TOOLS = 512
+_HTTP_TIMEOUT_S = 30.0  # an HTTP server's connect and write timeouts
+_HTTP_READ_TIMEOUT_S = 300.0  # how long its event stream may stay silent
+_MAX_LIST_PAGES = 16
+
+
+def _session_class() -> type[ClientSession]:
+    """The SDK's ``ClientSession`` that tells the server when a request is abandoned: a request cancelled in our
+    task (the user's cancel, a call timeout) sends MCP's ``notifications/cancelled`` with its id."""
+    from mcp import ClientSession, types
+
+    class CancellingSession(ClientSession):
+        async def send_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            request_id = self._request_id  # the id the SDK gives this request
+            try:
+                return await super().send_request(request, *args, **kwargs)
+            except anyio.get_cancelled_exc_class():
+                params = types.CancelledNotificationParams(requestId=request_id, reason="cancelled by the user")
+                notice = types.ClientNotification(types.CancelledNotification(params=params))
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(CANCEL_NOTICE_TIMEOUT_S),
+                    contextlib.suppress(Exception),
+                ):
+                    await self.send_notification(notice)
+                raise
+
+    return CancellingSession
+
+
+class McpConnection:
+    """One server of one session. ``on_tools(connection)`` is called each time its tool list changes (listed,
+    re-listed, or gone: ``tools`` is then empty)."""
+
+    def __init__(
+        self, config: McpServerConfig, cwd: str, on_tools: Callable[[McpConnection], None], *, version: str = "0"
+    ) -> None:
+        self.config = config
+        self.cwd = cwd
+        self.tools: tuple[types.Tool, ...] = ()
+        self.problem: str | None = None  # why it is not up (None while starting or up)
+        self.ready = anyio.Event()  # set once: listed (up) or failed
+        self.ended = anyio.Event()  # set when the host task has left (process reaped)
+        self._on_tools = on_tools
+        self._version = version
+        self._session: ClientSession | None = None
+        self._close = anyio.Event()
+        self._relist = anyio.Event()
+        self._scope = anyio.CancelScope()  # the host's: cancelled by a close that comes before the connection is up
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def up(self) -> bool:
+        return self._session is not None and self.problem is None
+
+    def start(self, tg: TaskGroup) -> None:
+        tg.start_soon(self._host, name=f"MCP server {self.name}")
+
+    def close(self) -> None:
+        """Ask the host task to disconnect (it stops the server); :attr:`ended` is set once it has."""
+        self._close.set()
+        self._scope.cancel()  # also while connecting or re-listing: never wait for the server
+
+    def _fail(self, problem: str) -> None:
+        if self.problem is None:
+            self.problem = "closed" if self._close.is_set() else problem  # a stop we asked for is no failure
+            if not self._close.is_set():
+                logger.warning("mcp %s: %s", self.name, problem)
+        self._session = None
+        self.close()
+        self.ready.set()
+
+    async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+        config = self.config
+        if config.transport == "stdio":
+            env = server_environment(config)
+            return await stack.enter_async_context(
+                stdio_transport(
+                    config.name,
+                    config.command,
+                    config.args,
+                    env,
+                    self.cwd,
+                    lambda reason: self._fail(f"the server stopped: {reason}"),
+                )
+            )
+        headers = dict(config.headers) or None
+        if config.transport == "http":
+            import httpx
+            from mcp.client.streamable_http import streamable_http_client
+
+            timeout = httpx.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S)
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True)
+            )
+            read, write, _ = await stack.enter_async_context(streamable_http_client(config.url, http_client=http))
+            return read, write
+        from mcp.client.sse import sse_client
+
+        return await stack.enter_async_context(sse_client(config.url, headers=headers))
+
+    async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_LIST_PAGES):
+            page = await session.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.nextCursor
+            if not cursor or len(tools) >= _MAX_LISTED_TOOLS:
+                break
+        if len(tools) > _MAX_LISTED_TOOLS:
+            logger.warning("mcp %s: %d tools listed; only the first %d are offered", self.name, len(tools), 512)
+        return tuple(tools[:_MAX_LISTED_TOOLS])
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp import types
+
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            self._relist.set()
+        elif isinstance(message, Exception):
+            logger.debug("mcp %s: %s", self.name, str(message)[:500])
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        logger.debug("mcp %s (log %s): %s", self.name, params.level, str(params.data)[:2000])
+
+    async def _host(self) -> None:
+        try:
+            with self._scope:
+                await self._connected()
+        except Exception as exc:
+            self._fail(_reason(exc))
+        finally:
+            self._session = None
+            if self.problem is None:
+                self.problem = "closed"
+            self.tools = ()
+            self.ready.set()
+            self.ended.set()
+            with contextlib.suppress(Exception):
+                self._on_tools(self)
+
+    async def _connected(self) -> None:
+        from mcp import types
+
+        async with AsyncExitStack() as stack:
+            read, write = await self._transport(stack)
+            info = types.Implementation(name="acp-server", version=self._version)
+            session = await stack.enter_async_context(
+                _session_class()(
+                    read,
+                    write,
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    client_info=info,
+                )
+            )
+            await session.initialize()
+            self.tools = await self._list(session)
+            if self._close.is_set():
+                return
+            self._session = session
+            self._on_tools(self)
+            self.ready.set()
+            logger.info("mcp %s: connected, %d tools", self.name, len(self.tools))
+            while not self._close.is_set():
+                async with anyio.create_task_group() as waiters:
+
+                    async def closed() -> None:
+                        await self._close.wait()
+                        waiters.cancel_scope.cancel()
+
+                    async def relisted() -> None:
+                        await self._relist.wait()
+                        waiters.cancel_scope.cancel()
+
+                    waiters.start_soon(closed)
+                    waiters.start_soon(relisted)
+                if self._relist.is_set() and not self._close.is_set():
+                    self._relist = anyio.Event()
+                    self.tools = await self._list(session)
+                    logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
+                    self._on_tools(self)
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> types.CallToolResult:
+        """Call ``tool``; raises :class:`ToolCallError` when the server is not up, fails the request, or does not
+        answer within ``timeout_s`` (the request is then cancelled on the server). Cancellation propagates (after
+        ``notifications/cancelled``)."""
+        from mcp.shared.exceptions import McpError
+
+        session = self._session
+        if session is None or self.problem is not None:
+            raise ToolCallError(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
+        try:
+            with anyio.fail_after(timeout_s):
+                return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout_s + 1))
+        except TimeoutError:
+            raise ToolCallError(
+                f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the call was cancelled"
+            ) from None
+        except McpError as exc:
+            raise ToolCallError(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            raise ToolCallError(f"the MCP server '{self.name}' stopped during the call") from None
+
+
+def _reason(exc: BaseException) -> str:
+    """A failure to connect as one line for the log and the client (never the server's env or headers)."""
+    if isinstance(exc, BaseExceptionGroup):
+        inner = exc.exceptions[0] if exc.exceptions else exc
+        return _reason(inner)
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start: command not found ({exc.filename})"
+    if isinstance(exc, OSError):
+        return f"cannot start: {exc.strerror or exc}"
+    from mcp.shared.exceptions import McpError
+
+    if isinstance(exc, McpError):
+        return f"the server answered an error: {exc.error.message}"
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,152 @@
+"""An MCP server's tools as registry :class:`Tool` values: their names, nature, and what a call's result becomes.
+
+- Name: ``mcp__<server>__<tool>``, each part with every character outside ``[a-zA-Z0-9_-]`` replaced by ``_``;
+  a name over 64 characters, or one that another tool already has, is cut and ends with 8 hex digits of a hash of
+  the server's and tool's real names. The same server name and tool name always give the same name.
+- Nature: ``readOnlyHint: true`` makes a read tool (kind ``read``, offered in ``read-only`` mode, never asks);
+  any other is kind ``other`` and needs permission (the mode decides; an "always" answer is kept per tool).
+  Annotations are the server's claims: trusted as far as the user trusts the server they configured.
+- Result: text parts (and embedded text resources) go to the model, joined by newlines; structured content with no
+  text goes as JSON; images, audio and binary resources as a one-line note (the tool message is text); capped
+  like every tool output. ``isError: true`` ends the call ``failed`` with the server's text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
+
+from ..domain import TextContent, ToolKind
+from ._call import _guarded, failure
+from ._exceptions import ToolCallError
+from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
+from ._validate import schema_check
+from ._workspace import Workspace
+from .registry import Tool
+
+if TYPE_CHECKING:
+    from mcp import types
+
+    from ._mcp_connection import McpConnection
+
+__all__ = ["MAX_TOOL_NAME", "mcp_tool_name", "mcp_tools", "result_of"]
+
+MAX_TOOL_NAME = 64
+_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+_MAX_DESCRIPTION = 4096
+
+
+def mcp_tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
+    """The name the model knows ``server``'s ``tool`` by (valid for OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``), not in
+    ``taken``."""
+    name = f"mcp__{_INVALID.sub('_', server)}__{_INVALID.sub('_', tool)}"
+    if len(name) <= MAX_TOOL_NAME and name not in taken:
+        return name
+    digest = hashlib.sha256(f"{server}\x00{tool}".encode()).hexdigest()
+    for n in range(100):
+        suffix = f"_{digest[n : n + 8]}"
+        candidate = name[: MAX_TOOL_NAME - len(suffix)] + suffix
+        if candidate not in taken:
+            return candidate
+    raise ValueError("no free name")  # pragma: no cover - 100 colliding hashes
+
+
+def _parameters(tool: types.Tool) -> dict[str, Any]:
+    schema = dict(tool.inputSchema) if isinstance(tool.inputSchema, dict) else {}
+    schema.setdefault("type", "object")
+    if schema.get("type") == "object":
+        schema.setdefault("properties", {})
+    return schema
+
+
+def result_of(result: types.CallToolResult, server: str) -> ToolResult:
+    """What the model and the editor get of an MCP call's result."""
+    from mcp import types
+
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            kind = "image" if isinstance(block, types.ImageContent) else "audio"
+            parts.append(f"[{kind} ({block.mimeType}, {len(block.data) * 3 // 4} bytes): not shown to the model]")
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, types.TextResourceContents):
+                parts.append(resource.text)
+            else:
+                parts.append(f"[binary resource {resource.uri}: not shown to the model]")
+        elif isinstance(block, types.ResourceLink):
+            parts.append(f"[resource {block.uri}{f': {block.name}' if block.name else ''}]")
+    if result.structuredContent is not None and not any(parts):
+        parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
+    text = "\n".join(parts)
+    if result.isError:
+        return failure(text or f"the MCP server '{server}' reported an error without a message")
+    raw: object = result.structuredContent
+    return ToolResult(output=text or "(no output)", content=(TextContent(text),) if text else (), raw_output=raw)
+
+
+def _preparer(
+    connection: McpConnection,
+    remote: str,
+    title: str,
+    kind: Any,
+    read_only: bool,
+    name: str,
+    timeout_s: Callable[[], float],
+) -> Any:
+    async def prepare(args: Any, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+        arguments: dict[str, Any] = args
+
+        async def run(sink: ContentSink) -> ToolResult:
+            try:
+                return result_of(await connection.call(remote, arguments, timeout_s()), connection.name)
+            except ToolCallError as exc:
+                return failure(str(exc))
+
+        return PreparedCall(name, title, kind, (), (), not read_only, _guarded(run), rule=name)
+
+    return prepare
+
+
+def mcp_tools(connection: McpConnection, taken: Collection[str], timeout_s: Callable[[], float]) -> list[Tool]:
+    """The connection's listed tools as :class:`Tool` values with names not in ``taken`` (nor each other's).
+    A tool whose schema is not a valid JSON Schema is left out (logged by the caller's summary)."""
+    import logging
+
+    tools: list[Tool] = []
+    used = set(taken)
+    server = connection.name
+    for remote in connection.tools:
+        name = mcp_tool_name(server, remote.name, used)
+        parameters = _parameters(remote)
+        try:
+            check = schema_check(parameters)
+        except ValueError as exc:
+            logging.getLogger("acp_server.mcp").warning("mcp %s: tool %r left out: %s", server, remote.name, exc)
+            continue
+        used.add(name)
+        annotations = remote.annotations
+        read_only = bool(annotations is not None and annotations.readOnlyHint is True)
+        kind: ToolKind = "read" if read_only else "other"
+        shown = (annotations.title if annotations is not None and annotations.title else None) or remote.title
+        title = f"{server}: {shown or remote.name}"
+        description = (remote.description or f"The {remote.name} tool of the MCP server '{server}'.")[:_MAX_DESCRIPTION]
+        tools.append(
+            Tool(
+                name,
+                f"{description}\n\n(MCP server '{server}', tool '{remote.name}')",
+                parameters,
+                kind,
+                read_only=read_only,
+                needs_permission=not read_only,
+                prepare=_preparer(connection, remote.name, title, kind, read_only, name, timeout_s),
+                check=check,
+                source=server,
+            )
+        )
+    return tools

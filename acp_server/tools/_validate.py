@@ -1,0 +1,128 @@
+"""A tool call's arguments, from the model's raw JSON to validated values, or a :class:`ToolCallError` for the model.
+
+The arguments are at most 1 MiB, JSON, an object, their strings valid Unicode (no lone surrogate), and match the
+tool's schema: through its pydantic model when it has one (the built-in tools: the one validator of their
+arguments), else against its JSON Schema (an MCP server's tools come with a schema only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ValidationError
+
+from ._exceptions import ToolCallError
+from ._workspace import check_unicode
+
+__all__ = ["MAX_ARGUMENTS_BYTES", "SchemaCheck", "parse_arguments", "schema_check"]
+
+MAX_ARGUMENTS_BYTES = 1024 * 1024
+_MAX_ISSUES = 5
+
+SchemaCheck: TypeAlias = Callable[[dict[str, Any]], list[str]]
+"""The problems of an arguments object against a tool's JSON Schema (none: it matches)."""
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
+def schema_check(schema: Mapping[str, Any]) -> SchemaCheck:
+    """The check of ``schema`` (its draft from ``$schema``, 2020-12 by default). Raises ``ValueError`` when the
+    schema itself is invalid."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(dict(schema))
+    except SchemaError as exc:
+        raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+    validator = cls(schema)
+
+    def check(value: dict[str, Any]) -> list[str]:
+        problems: list[str] = []
+        for error in validator.iter_errors(value):
+            where = ".".join(str(part) for part in error.absolute_path) or "arguments"
+            problems.append(f"{where}: {error.message[:500]}")
+            if len(problems) >= _MAX_ISSUES:
+                break
+        return problems
+
+    return check
+
+
+def _signature(parameters: Mapping[str, Any]) -> str:
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return "an object"
+    required = parameters.get("required")
+    required = set(required) if isinstance(required, list) else set()
+    return ", ".join(key if key in required else f"{key}?" for key in properties) or "no parameters"
+
+
+def _issues(error: ValidationError) -> str:
+    issues: list[str] = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        if item["type"] == "extra_forbidden":
+            issues.append(f"unknown parameter '{where}'")
+        else:
+            issues.append(f"{where}: {item['msg']}")
+    return "; ".join(issues)
+
+
+def _check_strings(value: object, where: str, depth: int = 0) -> None:
+    """Every string in ``value`` (keys included) is valid Unicode; nesting past 64 levels is refused."""
+    if depth > 64:
+        raise ToolCallError("arguments are nested too deeply")
+    if isinstance(value, str):
+        check_unicode(value, where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_unicode(key, "a parameter name")
+            _check_strings(item, key, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, where, depth + 1)
+
+
+def parse_arguments(
+    name: str,
+    arguments: str,
+    parameters: Mapping[str, Any],
+    args: type[BaseModel] | None,
+    check: SchemaCheck | None = None,
+) -> Any:
+    """The validated arguments of tool ``name`` from the model's raw JSON ``arguments``: an ``args`` instance, or
+    (no model) the JSON object, checked by ``check`` when given."""
+    size = len(arguments) if arguments.isascii() else len(arguments.encode("utf-8", "surrogatepass"))
+    if size > MAX_ARGUMENTS_BYTES:
+        raise ToolCallError(f"arguments are too large ({size} bytes; at most {MAX_ARGUMENTS_BYTES} bytes)")
+    if not arguments.strip():
+        value: object = {}  # some models send "" for "no arguments"
+    else:
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError) as exc:
+            raise ToolCallError(f"arguments are not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
+        raise ToolCallError(f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(parameters)}")
+    if args is not None:
+        for key, item in value.items():
+            check_unicode(key, "a parameter name")
+            if isinstance(item, str):
+                check_unicode(item, key)
+        try:
+            return args.model_validate(value)
+        except ValidationError as exc:
+            raise ToolCallError(
+                f"arguments do not match the schema: {_issues(exc)} ({name} takes: {_signature(parameters)})"
+            ) from None
+    _check_strings(value, "arguments")
+    problems = check(value) if check is not None else []
+    if problems:
+        raise ToolCallError(
+            f"arguments do not match the schema: {'; '.join(problems)} ({name} takes: {_signature(parameters)})"
+        )
+    return value
