@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from ._command import prepare_run_command
 from ._exceptions import ToolCallError
+from ._exec_config import guard_exec_config
 from ._files import prepare_edit_file, prepare_list_directory, prepare_read_file, prepare_write_file
 from ._output import cap_text, utf8_len
 from ._search import prepare_glob, prepare_grep
@@ -107,7 +108,8 @@ async def prepare_call(
     try:
         args = parse_arguments(name, arguments)
         check_unicode(cwd, "the project directory")
-        return await _PREPARERS[name](args, Workspace(cwd), client)
+        workspace = Workspace(cwd)
+        return guard_exec_config(await _PREPARERS[name](args, workspace, client), workspace)  # runs code: asks
     except ToolCallError as exc:
         message = str(exc)
         if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:
