@@ -32,6 +32,7 @@ from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
 from ._messages import step_messages, to_chat_messages, user_content
+from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 
 if TYPE_CHECKING:
@@ -96,6 +97,10 @@ class SessionLike(Protocol):
     async def record_steps(self, steps: tuple[ModelStep, ...], /) -> None: ...
 
     async def end_turn(self, answer: Message, /) -> None: ...
+
+    async def mode_switched(self) -> None:
+        """Return at the session's next change of mode."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -344,6 +349,7 @@ class ModelTurn:
                         emit=emit,
                         done=ended.append,
                         problem=call.problem,
+                        watch=ModeWatch(session, offered_tools),  # a switch withdraws a pending request
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps((*answer.steps, answer.step()))
