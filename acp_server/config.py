@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from .modes import BYPASS_MODE, MODES
 
 __all__ = [
@@ -51,6 +52,7 @@ class Settings:
     max_turn_requests: int = 50
     default_mode: str = "default"
     allow_bypass_permissions: bool = False
+    fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -284,6 +286,15 @@ OPTIONS: tuple[Option, ...] = (
         None,
         None,
         "offer the bypass-permissions mode (edits and commands without asking)",
+    ),
+    Option(
+        "fs_request_timeout_ms",
+        "--fs-request-timeout-ms",
+        "ACP_SERVER_FS_REQUEST_TIMEOUT_MS",
+        _positive_int,
+        "how long a file read or write through the editor (fs/read_text_file, fs/write_text_file) waits for its "
+        f"answer; then the call fails (default {DEFAULT_FS_REQUEST_TIMEOUT_MS})",
+        "MS",
     ),
 )
 
