@@ -195,7 +195,11 @@ async def _decision(
     """None when the call may run; else the message telling the model why it did not (``watch``: the session's
     mode, which withdraws the request when it stops offering the tool)."""
     kind: ToolKind = prepared.kind
-    if not prepared.needs_permission or not needs_asking(mode, kind):
+    if not prepared.needs_permission:
+        return None
+    if watch is not None and not watch.offers(prepared.name):  # switched while it was prepared or announced
+        return WITHDRAWN.format(name=prepared.name, mode=watch.mode)
+    if not needs_asking(mode, kind):
         return None
     rule = rules.get(kind)
     if rule is not None:

@@ -15,8 +15,8 @@ from ..tools import PermissionChoice
 __all__ = ["WITHDRAWN", "ModeSource", "ModeWatch", "ask_while_offered"]
 
 WITHDRAWN = (
-    "This {name} call did not run: while it waited for the user's permission the session was switched to the "
-    "'{mode}' mode, which does not offer it. Continue with the tools this mode offers."
+    "This {name} call did not run: while it waited, the session was switched to the '{mode}' mode, which does not "
+    "offer it. Continue with the tools this mode offers."
 )
 """What the model is told of a withdrawn call."""
 

@@ -23,9 +23,8 @@ from acp_server.provider.offline import (
     ScriptedCall,
     ToolCalls,
 )
-from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES, PermissionChoice
+from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES
 from acp_server.turn import ModelSettings, ModelTurn
-from acp_server.turn._mode_watch import WITHDRAWN
 
 from ._tools_support import Editor, Events, Hold, LoopSession, sse_finish, sse_tool_chunk, text_prompt, tool_messages
 
@@ -352,64 +351,6 @@ async def test_without_a_client_the_default_mode_declines_edits_as_not_askable_a
     outputs = dict(tool_messages(model.requests[1].messages))
     assert "cannot be asked" in outputs["w1"]
     assert "alpha" in outputs["r1"]
-
-
-async def test_a_switch_to_read_only_withdraws_the_pending_request_and_refuses_the_rest_of_the_step(
-    model: LoopbackModel, project: Path
-) -> None:
-    model.enqueue(
-        ToolCalls((write("one.new", "w1"), write("two.new", "w2"))),
-        ToolCalls((write("three.new", "w3"),)),
-        Answer(text="ok"),
-    )
-    hold = Hold("allow_always")
-    editor = Editor(hold)
-    session = LoopSession(str(project))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(partial(run_turn, model, session, client=editor))
-        with anyio.fail_after(GUARD_S):
-            await hold.asked.wait()
-        session.mode = "read-only"  # withdraws the request at once: the turn goes on without its answer
-    assert not hold.release.is_set()  # the turn ended without the user's "always allow" (never read)
-
-    outputs = dict(tool_messages(model.requests[1].messages))
-    assert not (project / "one.new").exists()
-    assert outputs["w1"] == WITHDRAWN.format(name="write_file", mode="read-only")
-    assert session.permission_rules == {}
-    # The next call of the same step is refused: nothing may change now.
-    assert not (project / "two.new").exists()
-    assert "not available" in outputs["w2"]
-    assert model.requests[1].tool_names == [n for n in TOOL_NAMES if n in READ_ONLY_TOOLS]
-    assert not (project / "three.new").exists()
-    assert [c.call_id for c in editor.asked] == ["w1"]
-
-
-class SwitchesThenAllows(Editor):
-    """An editor whose user allows at the very moment the session is switched to read-only (the answer is taken
-    after the switch, with no chance to withdraw the request first)."""
-
-    def __init__(self, session: LoopSession) -> None:
-        super().__init__()
-        self.session = session
-
-    async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
-        self.asked.append(call)
-        self.session.mode = "read-only"
-        return "allow_always"
-
-
-async def test_an_allow_taken_after_a_switch_to_read_only_is_a_rejection(model: LoopbackModel, project: Path) -> None:
-    model.enqueue(ToolCalls((write("one.new", "w1"),)), Answer(text="ok"))
-    session = LoopSession(str(project))
-    editor = SwitchesThenAllows(session)
-    _, emit = await run_turn(model, session, client=editor)
-
-    assert [c.call_id for c in editor.asked] == ["w1"]
-    assert not (project / "one.new").exists()
-    assert emit.final("w1").status == "failed"
-    told = dict(tool_messages(model.requests[1].messages))["w1"]
-    assert told == WITHDRAWN.format(name="write_file", mode="read-only")
-    assert session.permission_rules == {}  # the "always" is not remembered
 
 
 async def test_switching_to_bypass_while_a_call_waits_lets_the_next_call_run_unasked(
