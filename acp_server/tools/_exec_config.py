@@ -81,8 +81,14 @@ def _matches(parts: tuple[str, ...], names: list[str]) -> bool:
 
 def _pattern_reason(names: list[str]) -> str | None:
     for parts, reason in _PATTERNS:
-        if any(_matches(parts, names[start:]) for start in range(len(names))):
-            return reason
+        if "**" not in parts:  # it ends at the file name: one place to try
+            start = len(names) - len(parts)
+            if start >= 0 and _matches(parts, names[start:]):
+                return reason
+            continue
+        for start, name in enumerate(names):
+            if fnmatchcase(name, parts[0]) and _matches(parts, names[start:]):
+                return reason
     return None
 
 
