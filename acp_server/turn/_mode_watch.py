@@ -5,7 +5,6 @@ switch is a rejection, whatever it says."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
@@ -30,19 +29,23 @@ class ModeSource(Protocol):
     async def mode_switched(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
 class ModeWatch:
-    """Whether ``session``'s mode offers a tool now (``offered``: the tools a mode offers)."""
+    """Whether ``session``'s mode still offers a tool it offered when the watch was made (at a call's start;
+    ``offered``: the tools a mode offers). A tool it did not offer then is not its business (always offered)."""
 
-    session: ModeSource
-    offered: Callable[[str], tuple[str, ...]]
+    __slots__ = ("_offered", "_start", "session")
+
+    def __init__(self, session: ModeSource, offered: Callable[[str], tuple[str, ...]]) -> None:
+        self.session = session
+        self._offered = offered
+        self._start = offered(session.mode)
 
     @property
     def mode(self) -> str:
         return self.session.mode
 
     def offers(self, tool: str) -> bool:
-        return tool in self.offered(self.session.mode)
+        return tool not in self._start or tool in self._offered(self.session.mode)
 
 
 async def ask_while_offered(
