@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from .modes import BYPASS_MODE, MODES
 
 __all__ = [
@@ -53,6 +54,7 @@ class Settings:
     allow_bypass_permissions: bool = False
     mcp_connect_timeout_ms: int = 10_000
     mcp_call_timeout_ms: int = 120_000
+    fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,15 @@ OPTIONS: tuple[Option, ...] = (
         "ACP_SERVER_MCP_CALL_TIMEOUT_MS",
         _positive_int,
         "how long one MCP tool call may take before it is cancelled and fails (default 120000)",
+        "MS",
+    ),
+    Option(
+        "fs_request_timeout_ms",
+        "--fs-request-timeout-ms",
+        "ACP_SERVER_FS_REQUEST_TIMEOUT_MS",
+        _positive_int,
+        "how long a file read or write through the editor (fs/read_text_file, fs/write_text_file) waits for its "
+        f"answer; then the call fails (default {DEFAULT_FS_REQUEST_TIMEOUT_MS})",
         "MS",
     ),
 )

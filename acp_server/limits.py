@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MAX_DEADLINE_MS", "validate_count_or_off", "validate_deadline_ms", "validate_max_pending"]
+__all__ = [
+    "DEFAULT_FS_REQUEST_TIMEOUT_MS",
+    "MAX_DEADLINE_MS",
+    "validate_count_or_off",
+    "validate_deadline_ms",
+    "validate_max_pending",
+]
+
+DEFAULT_FS_REQUEST_TIMEOUT_MS = 30_000
+"""How long a file request to the editor (``fs/read_text_file``, ``fs/write_text_file``) waits for its answer by
+default; then the call fails (``--fs-request-timeout-ms``)."""
 
 
 def validate_count_or_off(value: object, name: str, *, off: str) -> int | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..bridge import PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..domain import PromptEnded, UsageReported
 from ..errors import InvalidInputError
-from ..limits import MAX_DEADLINE_MS
+from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS, MAX_DEADLINE_MS
 from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
@@ -73,10 +73,11 @@ no request (never waits: the transport bounds what it holds, as for replies)."""
 
 @dataclass(frozen=True)
 class AgentOptions:
-    """What ``initialize`` advertises."""
+    """What ``initialize`` advertises, and how long a file request to the client may wait for its answer."""
 
     name: str = "acp-server"
     version: str = "0"
+    fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
 
 
 def _check_initialize(params: Any) -> int:
@@ -333,7 +334,7 @@ class AcpAgent:
         prompt = prompt_from_blocks(request.prompt)
         deadline_ms = _deadline_from_meta(request.field_meta)
         session_id = request.session_id
-        client = AcpToolClient(peer, self._client_caps, session_id)
+        client = AcpToolClient(peer, self._client_caps, session_id, fs_timeout_ms=self._options.fs_request_timeout_ms)
         handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client, origin=self)
         entry = self._bridge.get(session_id)  # no checkpoint since admission: it is the session admitted to
         client.stream = handle.events

@@ -2,7 +2,9 @@
 
 Capabilities are those the client advertised in ``initialize``: a method it did not advertise is never called (the
 tool then runs locally). Every request waits until the prompt's earlier updates have been handed to the wire, so a
-permission request never overtakes the ``tool_call`` it is about.
+permission request never overtakes the ``tool_call`` it is about. A file request (``fs/*``) not answered within
+``fs_timeout_ms`` fails (:class:`RemoteError`; its late answer is ignored); the terminal requests are bounded by the
+command's timeout (the tools layer), a permission request by the prompt.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..domain import ToolCallStarted
 from ..errors import RemoteError
+from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, permission_choice
 from ._convert import tool_call_fields
 
@@ -49,10 +54,18 @@ def _object(result: Any, method: str) -> dict[str, Any]:
 class AcpToolClient:
     """One prompt's :class:`~acp_server.tools.ToolClient` over its connection's :class:`Peer`."""
 
-    def __init__(self, peer: Peer, capabilities: ClientCapabilities, session_id: str) -> None:
+    def __init__(
+        self,
+        peer: Peer,
+        capabilities: ClientCapabilities,
+        session_id: str,
+        *,
+        fs_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS,
+    ) -> None:
         self._peer = peer
         self._caps = capabilities
         self._session_id = session_id
+        self._fs_timeout_ms = fs_timeout_ms
         self.stream: PromptStream | None = None  # the prompt's events: requests wait until they are delivered
 
     @property
@@ -72,6 +85,12 @@ class AcpToolClient:
             await self.stream.wait_delivered()
         result = await self._peer.request(method, {"sessionId": self._session_id, **params})
         return _object(result if result is not None else {}, method)
+
+    async def _fs_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`_request`, failed when the client has not answered within the fs bound."""
+        with anyio.move_on_after(self._fs_timeout_ms / 1000):
+            return await self._request(method, params)
+        raise RemoteError(f"{method} failed: the editor did not answer within {self._fs_timeout_ms} ms")
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
         """The kind of option the user picked; ``cancelled``, an unknown option or a malformed answer reject once."""
@@ -93,13 +112,13 @@ class AcpToolClient:
             params["line"] = line
         if limit is not None:
             params["limit"] = limit
-        content = (await self._request("fs/read_text_file", params)).get("content")
+        content = (await self._fs_request("fs/read_text_file", params)).get("content")
         if not isinstance(content, str):
             raise RemoteError("fs/read_text_file failed: the client's answer has no text content")
         return content
 
     async def write_text_file(self, path: str, content: str) -> None:
-        await self._request("fs/write_text_file", {"path": path, "content": content})
+        await self._fs_request("fs/write_text_file", {"path": path, "content": content})
 
     async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
         # The whole command line as ``command``: the client runs it in its shell, as the user would type it.

@@ -105,6 +105,7 @@ class SessionEntry:
         self.mcp: McpServers | None = None  # the session's MCP connections (None: it never had a server)
         self.created_at = self.updated_at = now()
         self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers
+        self._mode_switch = anyio.Event()  # set (and replaced) at each change of mode
         self.fifo: Fifo[ForkRequest] = Fifo()
         self._journal = journal
         self._synced = synced
@@ -177,7 +178,15 @@ class SessionEntry:
         if self._journal is not None:
             await self._journal.set_mode(self.session_id, mode)
         previous, self.mode = self.mode, mode
+        if previous != mode:
+            switched, self._mode_switch = self._mode_switch, anyio.Event()
+            switched.set()
         self._changed("mode", previous, mode, origin)
+
+    async def mode_switched(self) -> None:
+        """Return at the session's next change of mode (a turn withdraws a permission request the new mode no
+        longer allows)."""
+        await self._mode_switch.wait()
 
     async def set_model(self, model: str | None, *, origin: object | None = None) -> None:
         """Change the session's model (store first, then memory, then told); the turn reads it before each model

@@ -254,9 +254,8 @@ async def serve_connection(
     """
     outbox = Outbox()
     dispatcher = Dispatcher(outbox)
-    agent = AcpAgent(
-        bridge, AgentOptions(version=__version__), lambda _id, method, params: dispatcher.post(method, params)
-    )
+    options = AgentOptions(version=__version__, fs_request_timeout_ms=settings.fs_request_timeout_ms)
+    agent = AcpAgent(bridge, options, lambda _id, method, params: dispatcher.post(method, params))
     dispatcher.register(*bind(agent))
     lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
     reading = anyio.CancelScope()

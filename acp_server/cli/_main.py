@@ -188,6 +188,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
             header_timeout_s=serve.header_timeout_ms / 1000,
             body_timeout_s=serve.body_timeout_ms / 1000,
             stream_idle_timeout_ms=settings.stream_idle_timeout_ms,
+            fs_request_timeout_ms=settings.fs_request_timeout_ms,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -228,7 +228,8 @@ class Daemon:
         if self._life is not Lifecycle.UNOPENED:
             raise RuntimeError(f"a Daemon can be opened only once (this one is {self._life.value})")
         await self._tasks.enter()
-        self.acp = AcpOverHttp(self.bridge, AgentOptions(version=__version__), heartbeat_s=self.options.heartbeat_s)
+        agent_options = AgentOptions(version=__version__, fs_request_timeout_ms=self.options.fs_request_timeout_ms)
+        self.acp = AcpOverHttp(self.bridge, agent_options, heartbeat_s=self.options.heartbeat_s)
         self._remove_listeners = [
             self.bridge.add_close_listener(self._detached),
             self.bridge.add_settings_listener(self._settings_changed),

@@ -6,6 +6,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
+from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..modes import READ_ONLY_MODE, available_modes
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
@@ -67,6 +68,7 @@ class DaemonOptions:
     header_timeout_s: float = 10.0  # from connect (or a keep-alive's first byte) to the end of the request headers
     body_timeout_s: float = 60.0  # from the request headers to the end of its body
     event_ring_total_bytes: int = 64 * 1024 * 1024  # all sessions' replay rings together
+    fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS  # an /acp client's fs/* answer
 
     def __post_init__(self) -> None:
         if self.token is not None:

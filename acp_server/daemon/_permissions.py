@@ -7,8 +7,11 @@ file system and no terminal. A call that needs asking publishes ``permission_req
 
 Invariants: a session has at most one pending request (one prompt of a session runs at a time and its calls run one
 after the other), so the table is bounded by the sessions; a request is pending from the publication of its event
-until it is answered or its wait ends with the prompt (cancel, deadline, close — the turn's task is cancelled): the
-entry goes in a ``finally``, so a late answer is a 404, never a leak.
+until it is answered or its wait ends with the prompt (cancel, deadline, close — the turn's task is cancelled) or is
+withdrawn (the session's mode stopped offering the tool): the entry goes in a ``finally``, so a late answer is a 404,
+never a leak. Its end is published once, ``permission_request_ended {sessionId, promptId, requestId, outcome}``:
+``answered`` when a POST answered it, ``withdrawn`` when it ended unanswered (unless the session is closing: then
+``session_closed`` says it).
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class PermissionDesk:
         finally:
             if self._pending is pending:
                 self._pending = None
+            if not pending.answered.is_set() and not self._log.closed:
+                self._ended(pending, "withdrawn")
 
     def answer(self, request_id: str, option_id: str) -> None:
         """Answer the pending request ``request_id`` with ``option_id``; it is no longer pending once this returns.
@@ -99,6 +104,18 @@ class PermissionDesk:
         pending.choice = choice
         self._pending = None
         pending.answered.set()
+        self._ended(pending, "answered")
+
+    def _ended(self, pending: _Pending, outcome: str) -> None:
+        self._log.publish(
+            "permission_request_ended",
+            {
+                "sessionId": self.session_id,
+                "promptId": pending.prompt_id,
+                "requestId": pending.request_id,
+                "outcome": outcome,
+            },
+        )
 
 
 class DaemonToolClient:

@@ -1,9 +1,11 @@
 """run_command: a shell command line, in the client's terminal when it has one, else a local subprocess.
 
-Terminal (``terminal/*``): create → show it in the call (``content_sink``) → wait for the exit under the timeout
-(timeout: kill) → output → release. The kill and the output after the wait are bounded (an editor that does not
-answer them costs at most 5 s each; the output is then a note). Release always happens, shielded and bounded; a
-cancelled or failed run kills the terminal first.
+Terminal (``terminal/*``): create → show it in the call (``content_sink``) → wait for the exit → output → release.
+Every request is bounded, so an editor that never answers ends the call ``failed`` within the command's timeout plus
+at most 7 s: the create and the wait share the timeout (a create not answered by then fails the call; a terminal the
+editor creates later is unknown to the agent, its id never read); at the timeout the terminal is killed (within 2 s);
+the output then has 3 s (an output not sent in time is a note); release always happens, shielded, within 2 s. A
+cancelled or failed run kills the terminal first. A late answer to any of them is ignored.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
 ``/dev/null``, stdout and stderr merged into one pipe. Its output is read with a bound (the first and the last
@@ -45,8 +47,10 @@ KEEP_TAIL_BYTES = 30 * 1024
 _TERM_GRACE_S = 2.0  # SIGTERM → SIGKILL at a timeout
 _DRAIN_S = 1.0  # after the shell exits and its group is killed, how long the pipe may take to close
 _REAP_S = 5.0  # a SIGKILLed shell is reaped within this (bounded, in case it is stuck in the kernel)
-_RELEASE_S = 5.0  # each of a client terminal's kill, output and (shielded) release may take this long
-_NO_OUTPUT = TerminalOutput(f"[the editor did not send the output within {_RELEASE_S:g} s]", False, None)
+_KILL_S = 2.0  # after an editor terminal's timeout, its kill may take this long
+_OUTPUT_S = 3.0  # then its output
+_RELEASE_S = 2.0  # then its (shielded) release
+_NO_OUTPUT = TerminalOutput(f"[the editor did not send the output within {_OUTPUT_S:g} s]", False, None)
 
 
 class _Capture:
@@ -192,23 +196,31 @@ async def _quietly(call: Awaitable[None], what: str) -> None:
 async def _run_terminal(
     client: ToolClient, command: str, workspace: Workspace, timeout_ms: int, sink: ContentSink
 ) -> ToolResult:
-    try:
-        terminal_id = await client.create_terminal(command, workspace.cwd, OUTPUT_LIMIT_BYTES)
-    except RemoteError as exc:
-        raise ToolCallError(f"the editor could not start the command: {exc}") from exc
+    deadline = anyio.current_time() + timeout_ms / 1000
+    terminal_id: str | None = None
+    with anyio.CancelScope(deadline=deadline):
+        try:
+            terminal_id = await client.create_terminal(command, workspace.cwd, OUTPUT_LIMIT_BYTES)
+        except RemoteError as exc:
+            raise ToolCallError(f"the editor could not start the command: {exc}") from exc
+    if terminal_id is None:
+        raise ToolCallError(
+            f"the editor did not answer terminal/create within the command's timeout ({timeout_ms} ms); the "
+            "command may not have run"
+        )
     content = (TerminalContent(terminal_id),)
     ended = False
     try:
         await sink(content)
         exit_status: TerminalExit | None = None
-        with anyio.move_on_after(timeout_ms / 1000) as deadline:
+        with anyio.CancelScope(deadline=deadline) as waiting:
             exit_status = await client.wait_for_terminal_exit(terminal_id)
-        timed_out = deadline.cancelled_caught
+        timed_out = waiting.cancelled_caught
         if timed_out:
-            with anyio.move_on_after(_RELEASE_S):
+            with anyio.move_on_after(_KILL_S):
                 await client.kill_terminal(terminal_id)
         result = _NO_OUTPUT
-        with anyio.move_on_after(_RELEASE_S):
+        with anyio.move_on_after(_OUTPUT_S):
             result = await client.terminal_output(terminal_id)
         ended = True
     except RemoteError as exc:

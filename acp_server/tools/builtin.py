@@ -10,9 +10,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._command import prepare_run_command
+from ._exec_config import guard_exec_config
 from ._files import prepare_edit_file, prepare_list_directory, prepare_read_file, prepare_write_file
 from ._search import prepare_glob, prepare_grep
 from ._specs import SPECS
+from ._types import PreparedCall, ToolClient
+from ._workspace import Workspace
 from .registry import Preparer, Tool, ToolSet
 
 __all__ = ["BUILTIN_TOOLS", "READ_ONLY_TOOLS", "TOOL_NAMES", "builtin_tool_set", "openai_tools"]
@@ -27,6 +30,17 @@ _PREPARERS: dict[str, Preparer] = {
     "run_command": prepare_run_command,
 }
 
+
+
+def _guarded(prepare: Preparer) -> Preparer:
+    """``prepare``, whose edit of a file that makes the user's tools run code is announced as a command."""
+
+    async def guarded(args: Any, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
+        return guard_exec_config(await prepare(args, workspace, client), workspace)
+
+    return guarded
+
+
 BUILTIN_TOOLS: tuple[Tool, ...] = tuple(
     Tool(
         spec.name,
@@ -35,7 +49,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = tuple(
         spec.kind,
         read_only=not spec.needs_permission,
         needs_permission=spec.needs_permission,
-        prepare=_PREPARERS[spec.name],
+        prepare=_guarded(_PREPARERS[spec.name]) if spec.kind == "edit" else _PREPARERS[spec.name],
         args=spec.args,
     )
     for spec in SPECS.values()

@@ -40,6 +40,7 @@ from ..tools import (
     prepare_call,
 )
 from ..tools.registry import ToolSet
+from ._mode_watch import WITHDRAWN, ModeWatch, ask_while_offered
 
 __all__ = ["CallAssembler", "PendingCall", "run_call"]
 
@@ -190,10 +191,16 @@ async def _decision(
     mode: str,
     rules: dict[str, bool],
     client: ToolClient | None,
+    watch: ModeWatch | None = None,
 ) -> str | None:
-    """None when the call may run; else the message telling the model why it did not."""
+    """None when the call may run; else the message telling the model why it did not (``watch``: the session's
+    mode, which withdraws the request when it stops offering the tool)."""
     kind: ToolKind = prepared.kind
-    if not prepared.needs_permission or not needs_asking(mode, kind):
+    if not prepared.needs_permission:
+        return None
+    if watch is not None and not watch.offers(prepared.name):  # switched while it was prepared or announced
+        return WITHDRAWN.format(name=prepared.name, mode=watch.mode)
+    if not needs_asking(mode, kind):
         return None
     key = prepared.rule or kind
     rule = rules.get(key)
@@ -201,12 +208,21 @@ async def _decision(
         return None if rule else DECLINED.format(name=prepared.name)
     if client is None:
         return NO_ONE_TO_ASK.format(name=prepared.name)
-    choice: PermissionChoice
-    try:
-        choice = await client.request_permission(started)
-    except RemoteError as exc:
-        logger.info("permission request for %s failed (%s): declined", started.call_id, exc)
-        choice = "reject_once"
+
+    async def ask() -> PermissionChoice:
+        try:
+            return await client.request_permission(started)
+        except RemoteError as exc:
+            logger.info("permission request for %s failed (%s): declined", started.call_id, exc)
+            return "reject_once"
+
+    if watch is None:
+        choice: PermissionChoice | None = await ask()
+    else:
+        choice = await ask_while_offered(watch, prepared.name, ask)
+        if choice is None:
+            logger.info("permission request for %s withdrawn: the mode is now %s", started.call_id, watch.mode)
+            return WITHDRAWN.format(name=prepared.name, mode=watch.mode)
     if choice == "allow_always":
         rules[key] = True
     elif choice == "reject_always":
@@ -228,6 +244,7 @@ async def run_call(
     done: Callable[[ToolCallRecord], None],
     problem: str | None = None,
     tools: ToolSet | None = None,
+    watch: ModeWatch | None = None,
 ) -> None:
     """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation). ``problem``: why
     the call fails without running (found while it was assembled); ``tools``: the session's (None: the built-ins)."""
@@ -253,7 +270,7 @@ async def run_call(
     record = _Recorder(call_id, name, arguments, prepared, done)
     await emit(started)
     try:
-        refusal = await _decision(prepared, started, mode=mode, rules=rules, client=client)
+        refusal = await _decision(prepared, started, mode=mode, rules=rules, client=client, watch=watch)
         if refusal is not None:
             content: tuple[ToolContent, ...] = (TextContent(refusal),)
             await _end(

@@ -32,6 +32,7 @@ from ..tools.registry import ToolSet
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
 from ._messages import step_messages, to_chat_messages, user_content
+from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 
 if TYPE_CHECKING:
@@ -97,6 +98,10 @@ class SessionLike(Protocol):
     async def record_steps(self, steps: tuple[ModelStep, ...], /) -> None: ...
 
     async def end_turn(self, answer: Message, /) -> None: ...
+
+    async def mode_switched(self) -> None:
+        """Return at the session's next change of mode."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -341,6 +346,7 @@ class ModelTurn:
                         done=ended.append,
                         problem=call.problem,
                         tools=tools,
+                        watch=ModeWatch(session, tools.offered),  # a switch withdraws a pending request
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps((*answer.steps, answer.step()))

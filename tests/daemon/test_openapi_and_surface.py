@@ -82,6 +82,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas() -> None:
         "session_closed",
         "tool_call",
         "permission_request",
+        "permission_request_ended",
         "mode_changed",
         "config_changed",
     }

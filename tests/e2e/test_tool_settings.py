@@ -81,6 +81,8 @@ async def test_the_environment_caps_the_model_requests_of_a_prompt(tmp_path: Pat
         ([], {"ACP_SERVER_DEFAULT_MODE": "bypass-permissions"}, "--allow-bypass-permissions"),
         (["--max-turn-requests", "0"], {}, "--max-turn-requests"),
         ([], {"ACP_SERVER_MAX_TURN_REQUESTS": "many"}, "ACP_SERVER_MAX_TURN_REQUESTS"),
+        (["--fs-request-timeout-ms", "0"], {}, "--fs-request-timeout-ms"),
+        ([], {"ACP_SERVER_FS_REQUEST_TIMEOUT_MS": "soon"}, "ACP_SERVER_FS_REQUEST_TIMEOUT_MS"),
     ],
 )
 def test_invalid_tool_settings_are_usage_errors(args: list[str], env: dict[str, str], named: str) -> None:

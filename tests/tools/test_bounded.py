@@ -301,7 +301,8 @@ class SilentTerminalClient(FakeClient):
 async def test_after_a_timeout_the_terminals_kill_and_output_are_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(command_module, "_RELEASE_S", 0.1)
+    for bound in ("_KILL_S", "_OUTPUT_S", "_RELEASE_S"):
+        monkeypatch.setattr(command_module, bound, 0.1)
     client = SilentTerminalClient(terminal=True, exit=None)
     with anyio.fail_after(1):
         result = await call(tmp_path, "run_command", client, command="sleep 100", timeout_ms=50)
@@ -314,5 +315,5 @@ async def test_after_a_timeout_the_terminals_kill_and_output_are_bounded(
     ]
     assert result.failed
     assert result.output == (
-        "Timed out after 50 ms: the command was killed\n[the editor did not send the output within 5 s]"
+        "Timed out after 50 ms: the command was killed\n[the editor did not send the output within 3 s]"
     )

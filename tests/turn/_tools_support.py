@@ -32,11 +32,26 @@ class LoopSession:
 
     def __init__(self, cwd: str, mode: str = "default", history: list[Message] | None = None) -> None:
         self.cwd = cwd
-        self.mode = mode
+        self._mode = mode
+        self._switched = anyio.Event()
         self.model: str | None = None  # the server default
         self.permission_rules: dict[str, bool] = {}
         self.conversation = Conversation(list(history or []))
         self.calls: list[tuple[str, Any]] = []
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:  # as the bridge's session: a change wakes who waits for one
+        if mode != self._mode:
+            self._mode = mode
+            switched, self._switched = self._switched, anyio.Event()
+            switched.set()
+
+    async def mode_switched(self) -> None:
+        await self._switched.wait()
 
     async def begin_turn(self, prompt: Prompt, user: Message, /) -> Conversation:
         self.calls.append(("begin", user))

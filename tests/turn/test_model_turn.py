@@ -56,6 +56,9 @@ class Session:
     def permission_rules(self) -> dict[str, bool]:
         return {}
 
+    async def mode_switched(self) -> None:
+        await anyio.sleep_forever()  # its mode never changes
+
     async def record_steps(self, steps: tuple[ModelStep, ...], /) -> None:
         self.calls.append(("steps", steps))
 
