@@ -25,9 +25,11 @@ module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs
 ``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).
 """
 
+from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
+from ._project_text import ProjectText, read_project_text
 from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 from ._types import (
     PERMISSION_OPTIONS,
@@ -47,10 +49,12 @@ __all__ = [
     "OUTPUT_LIMIT_BYTES",
     "PERMISSION_OPTIONS",
     "READ_ONLY_TOOLS",
+    "SECRET_ENV",
     "TOOL_NAMES",
     "ContentSink",
     "PermissionChoice",
     "PreparedCall",
+    "ProjectText",
     "Target",
     "TerminalExit",
     "TerminalOutput",
@@ -62,4 +66,5 @@ __all__ = [
     "openai_tools",
     "permission_choice",
     "prepare_call",
+    "read_project_text",
 ]
