@@ -33,6 +33,7 @@ from ..domain import Conversation, Emit, Prompt, StopReason
 from ..errors import ServerError
 from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage
 from ..tasks import Lifecycle, OwnedTaskGroup
+from ._commands import Command, SlashCommands
 from ._exceptions import (
     BridgeClosedError,
     InvalidCwdError,
@@ -103,7 +104,7 @@ class SessionBridge:
         session may have here (a stored one not among them reads as the default: a mode the server no longer allows
         is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
         runner has no model choice to offer)."""
-        self._runner = runner
+        self._runner = SlashCommands(runner, self)  # a prompt naming a slash command runs it instead of the model
         self._own_store = store is None
         self._store: SessionStore = MemorySessionStore() if store is None else store
         self._limit = validate_max_pending(max_pending_prompts_per_session)
@@ -146,6 +147,11 @@ class SessionBridge:
     def allows_mode(self, mode: str) -> bool:
         """Whether a session may be in ``mode`` here."""
         return self._modes is None or mode in self._modes
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        """The slash commands a prompt may run (every face advertises these)."""
+        return self._runner.commands
 
     @property
     def models(self) -> ModelCatalog | None:
