@@ -79,6 +79,8 @@ async def open_bridge(
                 context_window=settings.context_window,
                 policy=policy,
                 max_turn_requests=settings.max_turn_requests,
+                **({"system_prompt": settings.system_prompt} if settings.system_prompt is not None else {}),
+                project_instructions=not settings.no_project_instructions,
             )
         )
         stack.push_async_callback(turn.aclose)
