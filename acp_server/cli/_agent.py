@@ -22,7 +22,7 @@ from ..provider import public_endpoint
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
 from ..store import open_store
 from ..tasks import OwnedTaskGroup
-from ..turn import ModelSettings, ModelTurn
+from ..turn import DEFAULT_SYSTEM_PROMPT, ModelSettings, ModelTurn
 
 __all__ = ["ModelDiscovery", "describe_model", "open_bridge", "run_stdio"]
 
@@ -79,7 +79,7 @@ async def open_bridge(
                 context_window=settings.context_window,
                 policy=policy,
                 max_turn_requests=settings.max_turn_requests,
-                **({"system_prompt": settings.system_prompt} if settings.system_prompt is not None else {}),
+                system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
                 project_instructions=not settings.no_project_instructions,
             )
         )
