@@ -21,7 +21,6 @@ from ..modes import MODES
 if TYPE_CHECKING:
     from ..tools import ToolClient
     from ..turn import ModelCatalog
-    from ._bridge import TurnRunner
     from ._session import SessionEntry
 
 __all__ = ["COMMANDS", "INIT_PROMPT", "Command", "CommandHost", "SlashCommands", "parse_command"]
@@ -90,13 +89,16 @@ def parse_command(prompt: Prompt, commands: tuple[Command, ...] = COMMANDS) -> t
     return None if command is None else (command, match[2].strip())
 
 
+Runner = Callable[["SessionEntry", Prompt, Emit, "ToolClient | None"], Awaitable[StopReason]]
+"""The model's turn runner (what the bridge's ``TurnRunner`` is)."""
+
 Handler = Callable[["SessionEntry", str, Prompt, Emit, "ToolClient | None"], Awaitable[StopReason]]
 
 
 class SlashCommands:
     """A turn runner: runs the command a prompt names, else hands the prompt to ``runner`` (the model's)."""
 
-    def __init__(self, runner: TurnRunner, host: CommandHost) -> None:
+    def __init__(self, runner: Runner, host: CommandHost) -> None:
         self._runner = runner
         self._host = host
         self._handlers: dict[str, Handler] = {
