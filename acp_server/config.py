@@ -55,6 +55,8 @@ class Settings:
     mcp_connect_timeout_ms: int = 10_000
     mcp_call_timeout_ms: int = 120_000
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
+    no_project_instructions: bool = False
+    system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,39 @@ def _models(text: str) -> tuple[str, ...]:
     if not names:
         raise ValueError("must name at least one model")
     return names
+
+
+def _boolean(text: str) -> bool:
+    """An on/off switch given in the environment."""
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be 1, true, yes, on, or 0, false, no, off")
+
+
+MAX_SYSTEM_PROMPT_BYTES = 256 * 1024
+
+
+def _system_prompt_file(text: str) -> str:
+    """The text of a system prompt file: read now (a missing, unreadable, binary or empty one is a usage error)."""
+    if not text.strip():
+        raise ValueError("must not be empty")
+    try:
+        with open(text, "rb") as file:
+            data = file.read(MAX_SYSTEM_PROMPT_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+    if len(data) > MAX_SYSTEM_PROMPT_BYTES:
+        raise ValueError(f"it is over {MAX_SYSTEM_PROMPT_BYTES // 1024} KiB")
+    try:
+        prompt = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("it is not UTF-8 text") from None
+    if not prompt.strip() or "\0" in prompt:
+        raise ValueError("it is empty" if not prompt.strip() else "it is not text (a NUL byte)")
+    return prompt
 
 
 def _log_file(text: str) -> str:
@@ -317,6 +352,23 @@ OPTIONS: tuple[Option, ...] = (
         f"answer; then the call fails (default {DEFAULT_FS_REQUEST_TIMEOUT_MS})",
         "MS",
     ),
+    Option(
+        "no_project_instructions",
+        "--no-project-instructions",
+        "ACP_SERVER_NO_PROJECT_INSTRUCTIONS",
+        None,
+        "do not give the model the project's AGENTS.md (or CLAUDE.md, GEMINI.md, QWEN.md); the environment "
+        "variable takes 1/true/yes/on or 0/false/no/off",
+    ),
+    Option(
+        "system_prompt",
+        "--system-prompt-file",
+        "ACP_SERVER_SYSTEM_PROMPT_FILE",
+        _system_prompt_file,
+        "replace the built-in system prompt (how the model is asked to work) with this UTF-8 file, at most 256 "
+        "KiB; the environment and project instructions still follow it",
+        "PATH",
+    ),
 )
 
 
@@ -434,11 +486,11 @@ def _resolve(
             raw, source = env[option.env], option.env
         if raw is None:
             continue
-        if option.parse is None:
-            values[option.dest] = bool(raw)
+        if option.parse is None and isinstance(raw, bool):
+            values[option.dest] = raw
             continue
         try:
-            values[option.dest] = option.parse(raw)
+            values[option.dest] = (option.parse or _boolean)(raw)
         except ValueError as exc:
             shown = "***" if option.dest in _SECRETS else repr(raw)
             parser.error(f"invalid value for {source}: {shown} ({exc})")

@@ -26,6 +26,7 @@ from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS, MAX_DEADLINE_MS
 from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
+from ._commands import commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._mcp import mcp_meta, mcp_servers_of
@@ -269,6 +270,7 @@ class AcpAgent:
         entry = await self._bridge.open_session(request.cwd, mcp_servers=servers)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
+        self._announce_commands(entry, peer)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -282,6 +284,7 @@ class AcpAgent:
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
         logger.info("session %s loaded (%d messages replayed)", session_id, len(history))
+        self._announce_commands(entry, peer)
         return {**self._mode_state(entry), **mcp_meta(entry)}
 
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -291,6 +294,7 @@ class AcpAgent:
         logger.info("session %s resumed", request.session_id)
         told = self._told.get(entry.session_id)
         self._attach(entry, entry.title if told is None else told.title)
+        self._announce_commands(entry, peer)
         return {**self._mode_state(entry), **mcp_meta(entry)}
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
@@ -317,6 +321,7 @@ class AcpAgent:
         servers = mcp_servers_of(request.mcp_servers)
         entry = await self._bridge.fork(request.session_id, cwd=request.cwd, mcp_servers=servers)
         self._attach(entry, entry.title)  # the source's, which the client knows
+        self._announce_commands(entry, peer)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}  # mode/model inherited
 
     async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
@@ -379,6 +384,10 @@ class AcpAgent:
     def _attach(self, entry: SessionEntry, title: str | None) -> None:
         """The client was just answered the session's state (mode and options; ``title``: the title it knows)."""
         self._told[entry.session_id] = _Told(self._current_mode(entry), self._model_of(entry), title)
+
+    def _announce_commands(self, entry: SessionEntry, peer: Peer) -> None:
+        """The session's slash commands, to follow the answer that makes it known to the client."""
+        peer.after_reply("session/update", commands_update(entry.session_id, self._bridge.commands))
 
     def _told_of(self, entry: SessionEntry) -> _Told:
         """What the client knows of the session; a session it never attached here counts as known as it is now

@@ -24,6 +24,11 @@ class Peer(Protocol):
         """Send a notification to the client, in order; waits while the client is not reading (backpressure)."""
         ...
 
+    def after_reply(self, method: str, params: Mapping[str, Any]) -> None:
+        """Queue a notification to follow this request's answer at once, in order, when the answer is a result (an
+        error or a cancellation drops it): news a client must not get before the answer it depends on."""
+        ...
+
     async def request(self, method: str, params: Mapping[str, Any]) -> Any:
         """Send a request to the client (``fs/read_text_file``, ``session/request_permission``…), in order with this
         handler's notifications, and return the ``result`` of its response. Raises

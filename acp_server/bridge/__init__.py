@@ -1,11 +1,12 @@
-"""The session bridge: sessions, per-session prompt FIFO, synchronous admission, slots, deadlines, fork, and an
-ordered event stream per admitted prompt.
+"""The session bridge: sessions, per-session prompt FIFO, synchronous admission, slots, deadlines, fork, slash
+commands, and an ordered event stream per admitted prompt.
 
 It speaks domain objects and domain errors only; it knows nothing of JSON-RPC, ACP wire shapes or HTTP.
 The ids Q1–Q14 cited in its comments are the queue requirements written out in ``docs/requirements.md``.
 """
 
 from ._bridge import SessionBridge, TurnRunner
+from ._commands import COMMANDS, Command
 from ._exceptions import (
     BridgeClosedError,
     BridgeError,
@@ -22,10 +23,12 @@ from ._session import SessionEntry, SettingsChange
 from ._stream import DEFAULT_COALESCE_BYTES, DEFAULT_STREAM_CAPACITY, PromptStream
 
 __all__ = [
+    "COMMANDS",
     "DEFAULT_COALESCE_BYTES",
     "DEFAULT_STREAM_CAPACITY",
     "BridgeClosedError",
     "BridgeError",
+    "Command",
     "InvalidCwdError",
     "PromptDeadlineExceededError",
     "PromptHandle",

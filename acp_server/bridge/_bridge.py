@@ -34,6 +34,7 @@ from ..errors import ServerError
 from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
+from ._commands import Command, SlashCommands
 from ._exceptions import (
     BridgeClosedError,
     InvalidCwdError,
@@ -106,7 +107,7 @@ class SessionBridge:
         session may have here (a stored one not among them reads as the default: a mode the server no longer allows
         is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
         runner has no model choice to offer). ``mcp``: the sessions' MCP connect and call timeouts."""
-        self._runner = runner
+        self._runner = SlashCommands(runner, self)  # a prompt naming a slash command runs it instead of the model
         self._mcp = McpSettings() if mcp is None else mcp
         self._closing_mcp: list[McpServers] = []
         self._own_store = store is None
@@ -158,6 +159,11 @@ class SessionBridge:
 
     async def _connect(self, entry: SessionEntry, servers: Sequence[McpServerConfig] | None) -> None:
         await entry.connect_mcp(servers, self._mcp, self._tasks.group)
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        """The slash commands a prompt may run (every face advertises these)."""
+        return self._runner.commands
 
     @property
     def models(self) -> ModelCatalog | None:

@@ -23,7 +23,7 @@ from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter
 from ..store import open_store
 from ..tasks import OwnedTaskGroup
 from ..tools.mcp_servers import McpSettings
-from ..turn import ModelSettings, ModelTurn
+from ..turn import DEFAULT_SYSTEM_PROMPT, ModelSettings, ModelTurn
 
 __all__ = ["ModelDiscovery", "describe_model", "open_bridge", "run_stdio"]
 
@@ -80,6 +80,8 @@ async def open_bridge(
                 context_window=settings.context_window,
                 policy=policy,
                 max_turn_requests=settings.max_turn_requests,
+                system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
+                project_instructions=not settings.no_project_instructions,
             )
         )
         stack.push_async_callback(turn.aclose)

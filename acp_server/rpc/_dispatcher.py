@@ -87,6 +87,10 @@ class RequestPeer:
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         await self._dispatcher.notify(method, params, origin=self.request_id)
 
+    def after_reply(self, method: str, params: Mapping[str, Any]) -> None:
+        if self.request_id is not None:
+            self._dispatcher.after_reply(self.request_id, method, params)
+
     async def request(self, method: str, params: Mapping[str, Any]) -> Any:
         return await self._dispatcher.request(method, params, origin=self.request_id)
 
@@ -140,6 +144,7 @@ class _Protocol(JsonRPCProtocol):
     """pygls' protocol with replies built as plain dicts and handed to a :class:`MessageSink`."""
 
     sink: MessageSink
+    followers: dict[MsgId, list[Message]]  # by request id: the notifications its result is followed by
 
     def _send_data(self, data: Any) -> None:
         if isinstance(data, dict):
@@ -158,12 +163,15 @@ class _Protocol(JsonRPCProtocol):
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
         self._request_futures.pop(msg_id, None)
+        followers = self.followers.pop(msg_id, ())
         if future.cancelled():
             self._send_response(msg_id, error=RpcError.request_cancelled())
         elif (exc := future.exception()) is not None:
             self._send_response(msg_id, error=to_rpc_error(exc))
         else:
             self._send_response(msg_id, result=future.result())
+            for message in followers:
+                self.sink.put(message)
 
     def _check_handler_result(self, future: Future[Any]) -> None:
         if not future.cancelled() and (exc := future.exception()) is not None:
@@ -188,6 +196,7 @@ class Dispatcher:
         server = JsonRPCServer(protocol_cls=_Protocol, converter_factory=_plain_converter)
         self._protocol: _Protocol = server.protocol  # type: ignore[assignment]
         self._protocol.sink = sink
+        self._protocol.followers = {}
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
         self._outgoing: dict[str, _Outgoing] = {}
@@ -308,6 +317,12 @@ class Dispatcher:
         """Send a notification, in order with everything else; waits while the sink is full. ``origin``: the request
         whose handler sends it (transports that route per request use it)."""
         await self.sink.send({"jsonrpc": "2.0", "method": method, "params": params}, origin)
+
+    def after_reply(self, msg_id: MsgId, method: str, params: Mapping[str, Any]) -> None:
+        """Queue a notification to be written right after the result of request ``msg_id`` (never waits, like
+        the reply; dropped when the request answers an error or is cancelled)."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        self._protocol.followers.setdefault(msg_id, []).append(message)
 
     def post(self, method: str, params: Mapping[str, Any]) -> None:
         """Queue a notification at once, on behalf of no request (never waits, like a reply): news from elsewhere,

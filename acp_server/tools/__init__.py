@@ -29,9 +29,11 @@ servers' tools (:mod:`acp_server.tools.mcp_servers`).
 ``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).
 """
 
+from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
+from ._project_text import ProjectText, read_project_text
 from ._types import (
     PERMISSION_OPTIONS,
     ContentSink,
@@ -51,10 +53,12 @@ __all__ = [
     "OUTPUT_LIMIT_BYTES",
     "PERMISSION_OPTIONS",
     "READ_ONLY_TOOLS",
+    "SECRET_ENV",
     "TOOL_NAMES",
     "ContentSink",
     "PermissionChoice",
     "PreparedCall",
+    "ProjectText",
     "Target",
     "TerminalExit",
     "TerminalOutput",
@@ -66,4 +70,5 @@ __all__ = [
     "openai_tools",
     "permission_choice",
     "prepare_call",
+    "read_project_text",
 ]

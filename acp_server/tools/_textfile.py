@@ -7,6 +7,7 @@ check is not followed. Every failure is a :class:`ToolCallError` naming the file
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import secrets
@@ -25,6 +26,7 @@ __all__ = [
     "is_binary",
     "read_searchable",
     "read_text",
+    "read_text_prefix",
     "too_large",
     "write_text_atomic",
 ]
@@ -123,6 +125,35 @@ def read_text(target: Target) -> str:
     if len(data) > MAX_TEXT_FILE_BYTES:
         raise too_large(target, len(data))
     return decode_text(data, target)
+
+
+def read_text_prefix(target: Target, limit: int) -> tuple[str, bool]:
+    """At most the first ``limit`` bytes of the regular file ``target`` as text (a character the limit cuts is
+    dropped), and whether the file holds more; refused as :func:`read_text` refuses (binary, not UTF-8). Reads
+    ``limit + 1`` bytes at most, whatever the file's size."""
+    fd, size = _open_regular(target)
+    parts: list[bytes] = []
+    total = 0
+    try:
+        while total <= limit:
+            piece = os.read(fd, min(limit + 1 - total, max(size + 1 - total, _READ_SLACK)))
+            if not piece:
+                break
+            parts.append(piece)
+            total += len(piece)
+    except OSError as exc:
+        raise ToolCallError(f"cannot read {target.rel}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(parts)
+    more = len(data) > limit
+    data = data[:limit]
+    if is_binary(data):
+        raise _binary(target, "it contains NUL bytes")
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=not more), more
+    except UnicodeDecodeError:
+        raise _binary(target, "it is not UTF-8 text") from None
 
 
 def check_text_head(target: Target) -> None:

@@ -1,9 +1,13 @@
-"""One model turn: conversation + prompt → chat requests and tool calls → streamed events → stop reason; and the
-catalog of models a session may pick."""
+"""One model turn: conversation + prompt → chat requests and tool calls → streamed events → stop reason; the
+system prompt it sends (environment, project instructions) and the linked files it reads; and the catalog of models
+a session may pick."""
 
 from ._exceptions import ModelNotConfiguredError, TurnError
+from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
+from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
 from ._messages import step_messages, to_chat_messages, user_content
 from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
+from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
     MODEL_LIST_TIMEOUT_S,
@@ -16,7 +20,13 @@ from ._turn import (
 
 __all__ = [
     "DEFAULT_MAX_TURN_REQUESTS",
+    "DEFAULT_SYSTEM_PROMPT",
     "FAMILY_CONTEXT_WINDOWS",
+    "GIT_TIMEOUT_S",
+    "INSTRUCTION_FILES",
+    "MAX_INSTRUCTIONS_BYTES",
+    "MAX_LINKED_BYTES",
+    "MAX_LINKED_FILE_BYTES",
     "MODEL_LIST_TIMEOUT_S",
     "ModelCatalog",
     "ModelNotConfiguredError",
@@ -24,10 +34,16 @@ __all__ = [
     "ModelTurn",
     "SessionLike",
     "TurnError",
+    "build_system_prompt",
+    "environment_block",
     "family_context_window",
+    "git_state",
     "offered_tools",
+    "project_instructions",
+    "repository_root",
     "step_messages",
     "to_chat_messages",
     "usage_of",
     "user_content",
+    "with_linked_files",
 ]

@@ -31,9 +31,11 @@ from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
+from ._links import with_linked_files
 from ._messages import step_messages, to_chat_messages, user_content
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
+from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -110,7 +112,8 @@ class ModelSettings:
 
     ``model`` is the default model; ``models`` the others a session may pick (empty: ask the endpoint's
     ``GET /v1/models``, see :meth:`ModelTurn.discover_models`); ``context_window`` the window every model is
-    reported with (None: the endpoint's or the family's, else unknown).
+    reported with (None: the endpoint's or the family's, else unknown). ``system_prompt``: how the model is asked
+    to work, followed in each turn by the environment and (``project_instructions``) the project's instruction files.
     """
 
     base_url: str | None = None
@@ -120,11 +123,8 @@ class ModelSettings:
     context_window: int | None = None
     model_list_timeout_s: float = MODEL_LIST_TIMEOUT_S
     policy: StreamPolicy = field(default_factory=StreamPolicy)
-    system_prompt: str = (
-        "You are a helpful coding assistant working in the user's project at {cwd}. Use the tools to read, search, "
-        "edit files and run commands there; paths are relative to that directory. Edits and commands may need the "
-        "user's permission: if a call is declined, do not repeat it unchanged."
-    )
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    project_instructions: bool = True
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
 
     @property
@@ -294,7 +294,8 @@ class ModelTurn:
         under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
         model_client = self._get_client()
-        content = user_content(prompt)  # once per turn: what the model gets, and (its text) what is stored
+        # Once per turn: what the model gets (linked files read), and (its text) what is stored.
+        content = user_content(await with_linked_files(prompt, session.cwd))
         user = Message("user", content if isinstance(content, str) else content[0]["text"])
         history = await session.begin_turn(prompt, user)
         answer = _Answer()
@@ -314,7 +315,8 @@ class ModelTurn:
 
         try:
             await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
-            messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
+            system = await build_system_prompt(settings.system_prompt, session.cwd, settings.project_instructions)
+            messages = to_chat_messages(system, history, content)
             encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
             requests = 0
             while True:

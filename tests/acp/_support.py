@@ -79,6 +79,14 @@ class FakePeer:
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         self.log.append(("notify", (method, params)))
 
+    def after_reply(self, method: str, params: Mapping[str, Any]) -> None:
+        self.log.append(("after_reply", (method, params)))
+
+    @property
+    def after_replies(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """The notifications queued to follow the answer, in order."""
+        return [entry for kind, entry in self.log if kind == "after_reply"]
+
     def cancel_request(self, request_id: str | int) -> bool:
         self.cancel_requests.append(request_id)
         return self.cancel_answer

@@ -49,6 +49,9 @@ class RecordingPeer:
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         self.log.append(("notify", method, params))
 
+    def after_reply(self, method: str, params: Mapping[str, Any]) -> None:
+        self.log.append(("after_reply", method, params))
+
     async def request(self, method: str, params: Mapping[str, Any]) -> Any:
         self.log.append(("request", method, params))
         if isinstance(self.result, BaseException):

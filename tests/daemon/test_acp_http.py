@@ -100,7 +100,11 @@ class RawAcp:
         message = self.message("session/new", {"cwd": "/tmp", "mcpServers": []})
         assert (await self.post(message)).status_code == 202
         (answer,) = await connection_stream.until_response(message["id"])
-        return str(answer["result"]["sessionId"])
+        session_id = str(answer["result"]["sessionId"])
+        commands = await connection_stream.next()  # right after the answer, on the same stream
+        assert commands["method"] == "session/update" and commands["params"]["sessionId"] == session_id
+        assert commands["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        return session_id
 
 
 def _chunks(messages: list[dict[str, Any]]) -> str:

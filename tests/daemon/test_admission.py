@@ -97,6 +97,9 @@ class _Peer:
     async def notify(self, method: str, params: Any) -> None:
         self.notifications.append((method, params))
 
+    def after_reply(self, method: str, params: Any) -> None:
+        return None
+
     def cancel_request(self, request_id: str | int) -> bool:
         return False
 

@@ -101,7 +101,18 @@ class AgentProcess:
     async def new_session(self, cwd: str = "/tmp") -> str:
         response = await self.request("session/new", {"cwd": cwd, "mcpServers": []})
         assert "result" in response, (response, self.stderr[-2000:])
-        return str(response["result"]["sessionId"])
+        session_id = str(response["result"]["sessionId"])
+        await self.commands_update(session_id)
+        return session_id
+
+    async def commands_update(self, session_id: str) -> dict[str, Any]:
+        """The next message, which must be the session's ``available_commands_update`` (it follows the answer of
+        ``session/new``, ``load``, ``resume`` and ``fork`` at once)."""
+        message = await self.receive()
+        assert message.get("method") == "session/update", message
+        assert message["params"]["sessionId"] == session_id, message
+        assert message["params"]["update"]["sessionUpdate"] == "available_commands_update", message
+        return message
 
     async def close_stdin(self) -> None:
         assert self.process.stdin is not None

@@ -55,6 +55,8 @@ async def _load(agent: AgentProcess, session_id: str, cwd: str) -> tuple[dict[st
     ``session_info_update`` that ends a replay aside: ``test_model_picker`` checks it)."""
     msg_id = await agent.request_nowait("session/load", {"sessionId": session_id, "cwd": cwd, "mcpServers": []})
     reply, seen = await agent.until_response(msg_id, timeout=20)
+    if "result" in reply:
+        await agent.commands_update(session_id)  # right after the answer
     updates = []
     for message in seen:
         assert message["method"] == "session/update" and message["params"]["sessionId"] == session_id
@@ -449,7 +451,7 @@ async def test_the_official_client_receives_every_replayed_update(tmp_path: Path
             assert init.agent_capabilities is not None and init.agent_capabilities.load_session is True
             await conn.load_session(cwd=str(tmp_path), session_id=session.session_id, mcp_servers=[])
             with anyio.fail_after(5):  # the SDK delivers notifications from tasks of their own
-                await reader.wait_for(9)
+                await reader.wait_for(10)
     # tee may write its file after the client has read the same bytes from the pipe: a bounded wait for the file
     written: list[dict[str, Any]] = []
     with anyio.fail_after(5):
@@ -457,7 +459,7 @@ async def test_the_official_client_receives_every_replayed_update(tmp_path: Path
             await anyio.sleep(0.01)
             raw = [json.loads(line) for line in raw_path.read_text().splitlines()]
             written = [m for m in raw if m.get("method") == "session/update"]
-    assert len(written) == len(reader.updates) == 9
+    assert len(written) == len(reader.updates) == 10
     for message in written:
         SessionNotification.model_validate(message["params"])
     assert [m["params"]["update"]["sessionUpdate"] for m in written] == [
@@ -469,7 +471,8 @@ async def test_the_official_client_receives_every_replayed_update(tmp_path: Path
         "agent_message_chunk",
         "user_message_chunk",
         "agent_message_chunk",
-        "session_info_update",  # the title, last
+        "session_info_update",  # the title, last of the replay
+        "available_commands_update",  # after the answer
     ]
     cancelled = [u for u in reader.updates if isinstance(u, AgentMessageChunk) and u.field_meta]
     assert len(cancelled) == 1

@@ -113,6 +113,8 @@ async def test_a_paused_stdout_reader_loses_nothing_and_the_agent_stays_bounded(
                 assert (await lines.next())["id"] == 1
                 await request(process, 2, "session/new", {"cwd": "/tmp", "mcpServers": []})
                 session_id = (await lines.next())["result"]["sessionId"]
+                commands = (await lines.next())["params"]["update"]  # right after the answer
+                assert commands["sessionUpdate"] == "available_commands_update"
                 await request(
                     process, 3, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
                 )
@@ -183,6 +185,8 @@ async def test_chunks_waiting_for_a_paused_reader_arrive_joined_whole_and_in_ord
                 assert (await lines.next())["id"] == 1
                 await request(process, 2, "session/new", {"cwd": "/tmp", "mcpServers": []})
                 session_id = (await lines.next())["result"]["sessionId"]
+                commands = (await lines.next())["params"]["update"]  # right after the answer
+                assert commands["sessionUpdate"] == "available_commands_update"
                 await request(
                     process, 3, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
                 )

@@ -131,8 +131,10 @@ async def test_a_turn_records_the_prompt_streams_thought_then_text_in_order_and_
     [request] = model.requests
     assert request.body["model"] == "test-model"
     assert request.body["stream"] is True
-    assert request.body["messages"] == [
-        {"role": "system", "content": ModelSettings().system_prompt.format(cwd="/work")},
+    system = request.body["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith(ModelSettings().system_prompt)
+    assert "\n- Working directory: /work\n" in system["content"]  # the environment follows how to work
+    assert request.body["messages"][1:] == [
         {"role": "user", "content": "earlier"},
         {"role": "assistant", "content": "before"},  # the empty failed answer is not sent
         {"role": "user", "content": "hello"},
@@ -153,7 +155,7 @@ async def test_the_user_content_is_computed_once_per_turn_and_is_what_the_model_
     prompt = Prompt(
         (
             TextPart("look at this"),
-            ResourceLinkPart("file:///p/a.py", "a.py", "the module"),
+            ResourceLinkPart("https://example.com/a.py", "a.py", "the module"),  # not a file: passed on as is
             ResourcePart("file:///p/b.txt", "B contents", "text/plain"),
             ResourcePart("file:///p/c.bin", None),
             ImagePart("iVBORw0KGgo=", "image/png"),
@@ -165,7 +167,7 @@ async def test_the_user_content_is_computed_once_per_turn_and_is_what_the_model_
 
     assert calls == [prompt]
     text = (
-        "look at this\n\n[a.py](file:///p/a.py) — the module\n\n"
+        "look at this\n\n[a.py](https://example.com/a.py) — the module\n\n"
         '<context uri="file:///p/b.txt">\nB contents\n</context>\n\n[binary resource: file:///p/c.bin]'
     )
     expected = [
