@@ -108,6 +108,8 @@ class McpConnection:
         self._session = None
         self.close()
         self.ready.set()
+        with contextlib.suppress(Exception):
+            self._on_tools(self)  # its tools leave the offer as it is marked failed, not once its task has unwound
 
     async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         config = self.config
