@@ -2,7 +2,6 @@
 catalog of models a session may pick."""
 
 from ._exceptions import ModelNotConfiguredError, TurnError
-from ._messages import step_messages, to_chat_messages, user_content
 from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
@@ -13,6 +12,7 @@ from ._turn import (
     offered_tools,
     usage_of,
 )
+from .context import step_messages, to_chat_messages, user_content
 
 __all__ = [
     "DEFAULT_MAX_TURN_REQUESTS",

@@ -31,8 +31,8 @@ from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEnco
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
-from ._messages import step_messages, to_chat_messages, user_content
 from ._models import ModelCatalog
+from .context import step_messages, to_chat_messages, user_content
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
