@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..domain import (
+    Compacted,
+    Compacting,
     DiffContent,
     ImagePart,
     Prompt,
@@ -30,6 +32,7 @@ from ..errors import InvalidInputError
 from ..store import StoredMessage
 
 __all__ = [
+    "compaction_note",
     "prompt_from_blocks",
     "replay_updates",
     "tool_call_fields",
@@ -163,8 +166,24 @@ def usage_update(event: UsageReported) -> dict[str, Any]:
     return update
 
 
+_COMPACTING = {
+    "threshold": "The conversation is nearing the model's context window: compacting it",
+    "refused": "The model refused the request as too long for its context window: compacting the conversation",
+    "requested": "Compacting the conversation",
+}
+
+
+def compaction_note(event: Compacting | Compacted) -> str:
+    """What the user is told of a compaction, as an ``agent_thought_chunk`` (its own paragraph)."""
+    if isinstance(event, Compacting):
+        window = f" of a {event.size}-token window" if event.size is not None else ""
+        return f"{_COMPACTING[event.reason]} (about {event.estimate} tokens{window})…\n\n"
+    what = f"messages 1–{event.through} are summarised" if event.through else "older tool outputs are elided"
+    return f"Conversation compacted: {what}; about {event.estimate} tokens are sent now.\n\n"
+
+
 def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
-    """The ``session/update`` params for one live turn event."""
+    """The ``session/update`` params for one live turn event (a compaction: its note, as a thought)."""
     if isinstance(event, TextChunk):
         return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
     if isinstance(event, ThoughtChunk):
@@ -175,6 +194,8 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, _progress(event))
     if isinstance(event, UsageReported):
         return _tool_update(session_id, usage_update(event))
+    if isinstance(event, Compacting | Compacted):
+        return _notification(session_id, "agent_thought_chunk", _text(compaction_note(event)))
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
 
 

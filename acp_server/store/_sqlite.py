@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..domain import ModelStep, Outcome, PromptPart, StopReason
+from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import (
     SessionBusyError,
@@ -63,6 +63,8 @@ from ._types import (
     steps_from_json,
     steps_json_from_journal,
     steps_to_json,
+    usage_from_json,
+    usage_to_json,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteSessionStore"]
@@ -119,11 +121,21 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
         )""",
     ),
+    (  # 5: an answer's context usage (JSON, see _types.usage_to_json) and the compactions of a session
+        "ALTER TABLE messages ADD COLUMN usage TEXT",
+        """CREATE TABLE compactions (
+            session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            through     INTEGER NOT NULL CHECK (through > 0),
+            summary     TEXT NOT NULL,
+            created_us  INTEGER NOT NULL,
+            PRIMARY KEY (session_id, through)
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 _SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model"
-_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps"
+_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
 _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
 
@@ -134,6 +146,13 @@ def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str
         "SELECT step, head, call FROM answer_calls WHERE session_id = ? AND seq = ? ORDER BY n", (session_id, seq)
     ).fetchall()
     return steps_json_from_journal(rows)
+
+
+def _latest_compaction(conn: sqlite3.Connection, session_id: str) -> Compaction | None:
+    row = conn.execute(
+        "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    return None if row is None else Compaction(row[0], row[1])
 
 
 def _record(row: Any) -> SessionRecord:
@@ -318,12 +337,20 @@ class SqliteSessionStore(SessionStore):
     # -- reading rows ----------------------------------------------------------------------------------------
 
     def _message(self, conn: sqlite3.Connection, session_id: str, row: Any) -> StoredMessage:
-        seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps = row
+        seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage = row
         state: Outcome = self._pending_outcome(owner, session_id, seq) if outcome == "pending" else outcome
         if outcome == "pending":  # running (here or elsewhere) or dead: its steps so far are in its journal
             steps = _journaled_steps(conn, session_id, seq) or steps
         return StoredMessage(
-            seq, role, content, reasoning, parts_from_json(parts), stop_reason, state, steps_from_json(steps)
+            seq,
+            role,
+            content,
+            reasoning,
+            parts_from_json(parts),
+            stop_reason,
+            state,
+            steps_from_json(steps),
+            usage_from_json(usage),
         )
 
     def _messages_after(self, conn: sqlite3.Connection, session_id: str, after: int) -> tuple[StoredMessage, ...]:
@@ -362,7 +389,8 @@ class SqliteSessionStore(SessionStore):
                 row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
                 if row is None:
                     return None
-                return SessionSnapshot(_record(row), self._messages_after(conn, session_id, 0))
+                messages = self._messages_after(conn, session_id, 0)
+                return SessionSnapshot(_record(row), messages, _latest_compaction(conn, session_id))
 
         return await self._call(read)
 
@@ -411,9 +439,14 @@ class SqliteSessionStore(SessionStore):
                     f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
                         SELECT ?, seq, role, content, reasoning, parts, stop_reason,
                                CASE outcome WHEN 'pending' THEN 'interrupted' ELSE outcome END,
-                               NULL, steps, created_us, ?
+                               NULL, steps, usage, created_us, ?
                         FROM messages WHERE session_id = ? ORDER BY seq""",
                     (session_id, now, source_id),
+                )
+                conn.execute(
+                    "INSERT INTO compactions (session_id, through, summary, created_us) "
+                    "SELECT ?, through, summary, created_us FROM compactions WHERE session_id = ?",
+                    (session_id, source_id),
                 )
                 pending = "SELECT seq FROM messages WHERE session_id = ? AND outcome = 'pending'"
                 for (seq,) in conn.execute(pending, (source_id,)).fetchall():  # a turn running (or dead) there
@@ -478,7 +511,7 @@ class SqliteSessionStore(SessionStore):
                 catch_up = self._messages_after(conn, session_id, since) if since < last else ()
                 conn.executemany(
                     f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
-                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, NULL, ?, ?)",
+                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, NULL, NULL, ?, ?)",
                     [
                         (session_id, last + 1, "user", content, parts_json, "complete", None, now, now),
                         (session_id, last + 2, "assistant", "", None, "pending", self.owner, now, now),
@@ -490,8 +523,9 @@ class SqliteSessionStore(SessionStore):
                     (now, title, session_id),
                 )
                 stored_title = conn.execute("SELECT title FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
+                compaction = _latest_compaction(conn, session_id)
             self._live.add((session_id, last + 2))  # committed: this turn is running here
-            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title)
+            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title, compaction)
 
         return await self._call(begin)
 
@@ -504,16 +538,18 @@ class SqliteSessionStore(SessionStore):
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
         steps: tuple[ModelStep, ...] = (),
+        usage: ContextUsage | None = None,
     ) -> None:
         now = self._tick()
         steps_json = steps_to_json(steps)
+        usage_json = usage_to_json(usage)
 
         def end(conn: sqlite3.Connection) -> int:
             with _write(conn):
                 cursor = conn.execute(
                     "UPDATE messages SET content = ?, reasoning = ?, stop_reason = ?, outcome = ?, owner = NULL, "
-                    f"steps = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
-                    (content, reasoning, stop_reason, outcome, steps_json, now, *self._own(ticket)),
+                    f"steps = ?, usage = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
+                    (content, reasoning, stop_reason, outcome, steps_json, usage_json, now, *self._own(ticket)),
                 )
                 if cursor.rowcount == 1:
                     conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
@@ -562,6 +598,30 @@ class SqliteSessionStore(SessionStore):
 
         if await self._call(record) != 1:
             raise self._taken_over(ticket, "these tool calls were not saved")
+
+    async def record_compaction(self, session_id: str, compaction: Compaction) -> None:
+        now = self._tick()
+        through = compaction.through
+
+        def record(conn: sqlite3.Connection) -> None:
+            with _write(conn):
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                    raise StoredSessionNotFoundError(session_id)
+                last = conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ? AND seq <= ?",
+                    (session_id, through),
+                ).fetchone()[0]
+                latest = _latest_compaction(conn, session_id)
+                if through < 2 or through % 2 or last < through or (latest is not None and latest.through >= through):
+                    raise StoreIOError(
+                        self.location, f"a compaction of messages 1..{through} does not fit session {session_id}"
+                    )
+                conn.execute(
+                    "INSERT INTO compactions (session_id, through, summary, created_us) VALUES (?, ?, ?, ?)",
+                    (session_id, through, compaction.summary, now),
+                )
+
+        await self._call(record)
 
     def _own(self, ticket: TurnTicket) -> tuple[str, int, str]:
         """The parameters of :data:`_OWN_PENDING_ANSWER` for ``ticket``."""

@@ -8,7 +8,7 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -27,12 +27,22 @@ from ..domain import (
     UsageReported,
 )
 from ..modes import MODES, READ_ONLY_MODE
-from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
+from ..pipeline import (
+    ChatRequest,
+    Delta,
+    Finished,
+    ModelHTTPError,
+    ModelTurnError,
+    RequestEncoder,
+    StreamPolicy,
+    run_chat,
+)
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
-from ._exceptions import ModelNotConfiguredError
+from ._compaction import TurnContext, is_compact_command
+from ._exceptions import CompactionFailedError, ModelNotConfiguredError
 from ._models import ModelCatalog
-from .context import step_messages, to_chat_messages, user_content
+from .context import DEFAULT_COMPACT_THRESHOLD, ContextView, json_tokens, step_messages, user_content
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -104,7 +114,8 @@ class ModelSettings:
 
     ``model`` is the default model; ``models`` the others a session may pick (empty: ask the endpoint's
     ``GET /v1/models``, see :meth:`ModelTurn.discover_models`); ``context_window`` the window every model is
-    reported with (None: the endpoint's or the family's, else unknown).
+    reported with (None: the endpoint's or the family's, else unknown); ``compact_threshold`` the percent of the
+    window a request may fill before the conversation is compacted (0: only when the endpoint refuses one).
     """
 
     base_url: str | None = None
@@ -120,6 +131,7 @@ class ModelSettings:
         "user's permission: if a call is declined, do not repeat it unchanged."
     )
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
+    compact_threshold: int = DEFAULT_COMPACT_THRESHOLD
 
     @property
     def configured(self) -> bool:
@@ -146,12 +158,19 @@ def _tool_entries(names: tuple[str, ...]) -> list[dict[str, Any]]:
     return openai_tools(names)
 
 
+@lru_cache(maxsize=8)
+def _tool_tokens(names: tuple[str, ...]) -> int:
+    """The estimate of the tool definitions a request offers (they count against the window too)."""
+    return json_tokens(_tool_entries(names))
+
+
 class _Answer:
     """What the turn has made so far: the finished tool steps, and the request being streamed."""
 
-    __slots__ = ("calls", "reasoning", "steps", "text")
+    __slots__ = ("calls", "context", "reasoning", "steps", "text")
 
     def __init__(self) -> None:
+        self.context: TurnContext | None = None  # set once the turn's view is built: its last usage is stored
         self.steps: list[ModelStep] = []
         self.text: list[str] = []
         self.reasoning: list[str] = []
@@ -171,7 +190,8 @@ class _Answer:
             content, reasoning = "", ""
         else:
             content, reasoning = "".join(self.text), "".join(self.reasoning)
-        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps))
+        usage = None if self.context is None else self.context.usage
+        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
 
 
 def usage_of(finished: Finished) -> tuple[int, int] | None:
@@ -272,6 +292,42 @@ class ModelTurn:
         del extra["stream_options"]
         return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
 
+    async def _summary(self, client: AsyncOpenAI, model: str, messages: list[dict[str, Any]]) -> str:
+        """The text of one plain, tool-less request (a compaction's summary), guarded like any request; its failure
+        is a :class:`CompactionFailedError` (the cause chained)."""
+        text: list[str] = []
+
+        async def on_delta(delta: Delta) -> None:
+            if delta.text:
+                text.append(delta.text)
+
+        try:
+            await run_chat(client, ChatRequest(model, messages), self.settings.policy, on_delta)
+        except ModelTurnError as exc:
+            raise CompactionFailedError(f"the summary request failed: {exc}", retryable=exc.retryable) from exc
+        return "".join(text)
+
+    def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
+        """The turn's view of ``history`` and its budget keeper."""
+        client = self._get_client()
+        view = ContextView(self.settings.system_prompt.format(cwd=session.cwd), history, content)
+
+        async def ask(model: str, messages: list[dict[str, Any]]) -> str:
+            return await self._summary(client, model, messages)
+
+        threshold = self.settings.compact_threshold
+        return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
+
+    async def compact(self, session: SessionLike, emit: Emit) -> StopReason:
+        """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
+        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (a
+        prompt's turn does: send ``/compact`` as a prompt, or call this from one)."""
+        history = session.conversation
+        context = self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
+        model = self.models.resolve(session.model)
+        await context.compact(model, _tool_tokens(offered_tools(session.mode)))
+        return "end_turn"
+
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
@@ -295,6 +351,8 @@ class ModelTurn:
         under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
         model_client = self._get_client()
+        if len(prompt.parts) == 1 and is_compact_command(prompt.title):
+            return await self.compact(session, emit)
         content = user_content(prompt)  # once per turn: what the model gets, and (its text) what is stored
         user = Message("user", content if isinstance(content, str) else content[0]["text"])
         history = await session.begin_turn(prompt, user)
@@ -314,15 +372,19 @@ class ModelTurn:
                 await emit(TextChunk(delta.text))
 
         try:
-            messages = to_chat_messages(settings.system_prompt.format(cwd=session.cwd), history, content)
-            encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
+            context = answer.context = self._context(session, history, content, emit)
+            messages = context.view.messages()
+            encoder = RequestEncoder()  # the loop appends to ``messages`` (a compaction rebuilds them)
             requests = 0
             while True:
                 requests += 1
                 offered = offered_tools(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                finished = await self._request(model_client, model, messages, offered, on_delta, encoder)
+
+                send = partial(self._request, model_client, model, offered=offered, on_delta=on_delta, encoder=encoder)
+                tool_tokens = _tool_tokens(offered)
+                messages, finished = await context.send(messages, answer.steps, model, tool_tokens, send)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))
