@@ -1,7 +1,8 @@
 """One model turn: conversation + prompt → chat requests and tool calls → streamed events → stop reason; and the
 catalog of models a session may pick."""
 
-from ._exceptions import ModelNotConfiguredError, TurnError
+from ._compaction import COMPACT_COMMAND, is_compact_command
+from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
 from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
@@ -15,9 +16,12 @@ from ._turn import (
 from .context import step_messages, to_chat_messages, user_content
 
 __all__ = [
+    "COMPACT_COMMAND",
     "DEFAULT_MAX_TURN_REQUESTS",
     "FAMILY_CONTEXT_WINDOWS",
     "MODEL_LIST_TIMEOUT_S",
+    "CompactionFailedError",
+    "ContextWindowExceededError",
     "ModelCatalog",
     "ModelNotConfiguredError",
     "ModelSettings",
@@ -25,6 +29,7 @@ __all__ = [
     "SessionLike",
     "TurnError",
     "family_context_window",
+    "is_compact_command",
     "offered_tools",
     "step_messages",
     "to_chat_messages",

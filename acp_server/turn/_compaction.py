@@ -19,7 +19,7 @@ from ._exceptions import ContextWindowExceededError
 from ._models import ModelCatalog
 from .context import Budget, Compactor, ContextView, context_refusal, messages_tokens, text_tokens
 
-__all__ = ["KeepsCompactions", "TurnContext", "is_compact_command"]
+__all__ = ["COMPACT_COMMAND", "KeepsCompactions", "TurnContext", "is_compact_command"]
 
 logger = logging.getLogger("acp_server.turn")
 
@@ -87,7 +87,10 @@ class TurnContext:
         """Fit ``messages`` (compacting when needed), send them with ``request``; on a refusal for length, learn,
         compact and send once more. Returns the messages sent and the finished request."""
         self._model = model
-        self.view.oversize = self.oversize(model)
+        oversize = self.oversize(model)
+        if oversize != self.view.oversize:  # the first request, or another model: a prompt too large is left out
+            self.view.oversize = oversize
+            messages = self.view.messages(steps)
         budget = self.budget(model)
         messages = await self._compactor.fit(messages, steps, budget, tool_tokens=tool_tokens)
         try:
@@ -102,6 +105,7 @@ class TurnContext:
                 self._catalog.learn_window(model, refusal.window)
             budget = self.budget(model)
             self.view.oversize = self.oversize(model)
+            messages = self.view.messages(steps)
             messages = await self._compactor.fit(messages, steps, budget, tool_tokens=tool_tokens, reason="refused")
             try:
                 finished = await request(messages)
