@@ -18,7 +18,8 @@ pytestmark = pytest.mark.anyio
 
 def _summaries(body: dict[str, Any]) -> Behaviour | None:
     first = body["messages"][0].get("content")
-    return Answer(text="the summary", reasoning="") if isinstance(first, str) and "You are compacting" in first else None
+    summarising = isinstance(first, str) and "You are compacting" in first
+    return Answer(text="the summary", reasoning="") if summarising else None
 
 
 async def test_the_event_stream_tells_of_a_compaction() -> None:

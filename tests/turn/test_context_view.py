@@ -19,7 +19,8 @@ from acp_server.turn.context import (
 
 
 def _http(status: int, text: str) -> ModelHTTPError:
-    return ModelHTTPError(f"answered HTTP {status}: {text}", attempts=1, chunks_received=0, retryable=False, status=status)
+    message = f"answered HTTP {status}: {text}"
+    return ModelHTTPError(message, attempts=1, chunks_received=0, retryable=False, status=status)
 
 
 @pytest.mark.parametrize(
