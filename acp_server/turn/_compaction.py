@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
-from ..pipeline import Finished, ModelHTTPError
-from ._exceptions import ContextWindowExceededError
+from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
+from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
 from .context import Budget, Compactor, ContextView, context_refusal, messages_tokens, text_tokens
 
-__all__ = ["COMPACT_COMMAND", "KeepsCompactions", "TurnContext", "is_compact_command"]
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["COMPACT_COMMAND", "KeepsCompactions", "TurnContext", "is_compact_command", "summary_text"]
 
 logger = logging.getLogger("acp_server.turn")
 
@@ -88,7 +91,9 @@ class TurnContext:
         compact and send once more. Returns the messages sent and the finished request."""
         self._model = model
         oversize = self.oversize(model)
-        if oversize != self.view.oversize:  # the first request, or another model: a prompt too large is left out
+        if oversize != self.view.oversize or self.view.elide:
+            # the first request or another model (a prompt too large is left out), or eliding: the step before the
+            # newest is now an older one
             self.view.oversize = oversize
             messages = self.view.messages(steps)
         budget = self.budget(model)
@@ -130,6 +135,24 @@ class TurnContext:
         self._model = model
         messages = self.view.messages()
         return await self._compactor.fit(messages, (), self.budget(model), tool_tokens=tool_tokens, reason=reason)
+
+
+async def summary_text(
+    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy
+) -> str:
+    """The text of one plain, tool-less request (a compaction's summary), guarded like any request (watchdog,
+    retries); its failure is a :class:`CompactionFailedError`, the model's error chained."""
+    text: list[str] = []
+
+    async def on_delta(delta: Delta) -> None:
+        if delta.text:
+            text.append(delta.text)
+
+    try:
+        await run_chat(client, ChatRequest(model, messages), policy, on_delta)
+    except ModelTurnError as exc:
+        raise CompactionFailedError(f"the summary request failed: {exc}", retryable=exc.retryable) from exc
+    return "".join(text)
 
 
 def _last_usage(history: Conversation) -> ContextUsage | None:

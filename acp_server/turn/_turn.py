@@ -27,20 +27,11 @@ from ..domain import (
     UsageReported,
 )
 from ..modes import MODES, READ_ONLY_MODE
-from ..pipeline import (
-    ChatRequest,
-    Delta,
-    Finished,
-    ModelHTTPError,
-    ModelTurnError,
-    RequestEncoder,
-    StreamPolicy,
-    run_chat,
-)
+from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
-from ._compaction import TurnContext, is_compact_command
-from ._exceptions import CompactionFailedError, ModelNotConfiguredError
+from ._compaction import TurnContext, is_compact_command, summary_text
+from ._exceptions import ModelNotConfiguredError
 from ._models import ModelCatalog
 from .context import DEFAULT_COMPACT_THRESHOLD, ContextView, json_tokens, step_messages, user_content
 
@@ -292,30 +283,12 @@ class ModelTurn:
         del extra["stream_options"]
         return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
 
-    async def _summary(self, client: AsyncOpenAI, model: str, messages: list[dict[str, Any]]) -> str:
-        """The text of one plain, tool-less request (a compaction's summary), guarded like any request; its failure
-        is a :class:`CompactionFailedError` (the cause chained)."""
-        text: list[str] = []
-
-        async def on_delta(delta: Delta) -> None:
-            if delta.text:
-                text.append(delta.text)
-
-        try:
-            await run_chat(client, ChatRequest(model, messages), self.settings.policy, on_delta)
-        except ModelTurnError as exc:
-            raise CompactionFailedError(f"the summary request failed: {exc}", retryable=exc.retryable) from exc
-        return "".join(text)
-
     def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` and its budget keeper."""
-        client = self._get_client()
-        view = ContextView(self.settings.system_prompt.format(cwd=session.cwd), history, content)
-
-        async def ask(model: str, messages: list[dict[str, Any]]) -> str:
-            return await self._summary(client, model, messages)
-
-        threshold = self.settings.compact_threshold
+        settings = self.settings
+        view = ContextView(settings.system_prompt.format(cwd=session.cwd), history, content)
+        ask = partial(summary_text, self._get_client(), policy=settings.policy)
+        threshold = settings.compact_threshold
         return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
 
     async def compact(self, session: SessionLike, emit: Emit) -> StopReason:
@@ -381,7 +354,6 @@ class ModelTurn:
                 offered = offered_tools(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-
                 send = partial(self._request, model_client, model, offered=offered, on_delta=on_delta, encoder=encoder)
                 tool_tokens = _tool_tokens(offered)
                 messages, finished = await context.send(messages, answer.steps, model, tool_tokens, send)

@@ -40,6 +40,9 @@ _UNKNOWN_WINDOW_CHARS = 400_000
 """The most the summary request quotes in all when the window is unknown."""
 _KEEP_SHARE = 0.3
 """The share of the limit the turns kept whole may take (the rest is left for what comes next)."""
+_ELIDED_ENOUGH = 0.75
+"""Elision alone is enough when it brings the request under this share of the limit; else the older turns are
+summarised too, so the next turns do not compact again at once."""
 
 
 def _quote(text: str) -> str:
@@ -163,7 +166,9 @@ class Compactor:
             view.elide = True
             messages = view.messages(steps)
             estimate = self.estimate(messages, budget, tool_tokens)
-        if through > view.start and (reason != "threshold" or budget.over(estimate)):
+        limit = budget.limit
+        enough = limit is not None and estimate <= limit * _ELIDED_ENOUGH
+        if through > view.start and (reason != "threshold" or not enough):
             await self._summarise(through, budget)
             messages = view.messages(steps)
             estimate = self.estimate(messages, budget, tool_tokens)
