@@ -273,7 +273,7 @@ class AcpAgent:
         ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
         session_id = request.session_id
         entry, history = await self._bridge.load_session(session_id, cwd=request.cwd)
-        for update in replay_updates(session_id, history):
+        for update in replay_updates(session_id, history, entry.conversation.compaction):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)

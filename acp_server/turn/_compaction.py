@@ -10,7 +10,7 @@ deadline, the pipeline's watchdog and retries), so it never takes another queue 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
@@ -124,7 +124,7 @@ class TurnContext:
 
     def _note_usage(self, finished: Finished, messages: list[dict[str, Any]], tool_tokens: int) -> None:
         usage = finished.usage
-        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        prompt = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
         if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
             self.usage = ContextUsage(prompt, messages_tokens(messages) + tool_tokens)
 

@@ -85,6 +85,8 @@ async def test_compaction_is_seen_durable_and_used_by_a_new_process(tmp_path: Pa
             assert "result" in loaded, loaded
             prompts = [u["content"]["text"] for u in _updates(seen) if u["sessionUpdate"] == "user_message_chunk"]
             assert prompts == [*(_words(100, i) for i in range(12)), _words(6000, 1), "short one"]  # never shortened
+            marks = [u for u in _updates(seen) if "compactedThrough" in u.get("_meta", {}).get("acpServer", {})]
+            assert len(marks) == 1 and marks[0]["sessionUpdate"] == "agent_thought_chunk"  # where the summary ends
             reply, _ = await _ask(b, session_id, "after the load")
             assert reply["result"]["stopReason"] == "end_turn", (reply, b.stderr[-2000:])
             first = model.requests[asked].body["messages"]
