@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
+from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep, Prompt, TextPart
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
 from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
@@ -29,9 +29,13 @@ logger = logging.getLogger("acp_server.turn")
 COMPACT_COMMAND = "/compact"
 
 
-def is_compact_command(text: str) -> bool:
-    """A prompt that is exactly ``/compact`` (surrounding blanks aside) asks for a compaction, not an answer."""
-    return text.strip() == COMPACT_COMMAND
+def is_compact_command(prompt: Prompt) -> bool:
+    """A prompt that is exactly ``/compact`` (one text part; surrounding blanks aside) asks for a compaction, not an
+    answer."""
+    if len(prompt.parts) != 1:
+        return False
+    part = prompt.parts[0]
+    return isinstance(part, TextPart) and part.text.strip() == COMPACT_COMMAND
 
 
 @runtime_checkable

@@ -324,7 +324,7 @@ class ModelTurn:
         under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
         model_client = self._get_client()
-        if len(prompt.parts) == 1 and is_compact_command(prompt.title):
+        if is_compact_command(prompt):
             return await self.compact(session, emit)
         content = user_content(prompt)  # once per turn: what the model gets, and (its text) what is stored
         user = Message("user", content if isinstance(content, str) else content[0]["text"])
