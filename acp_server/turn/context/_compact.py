@@ -155,7 +155,9 @@ class Compactor:
         if reason == "threshold" and not budget.over(estimate):
             return messages
         alone = budget.estimate(view.prompt_tokens() + messages_tokens(view.step_messages(steps)) + tool_tokens)
-        through = self._through(budget, alone, everything=reason != "threshold")
+        through = self._through(budget, alone, everything=reason == "requested")
+        if reason == "refused" and through <= view.start:  # the newest turns too, rather than fail
+            through = len(view.history.messages)
         can_elide = not view.elide and view.has_elidable(steps)
         if not can_elide and through <= view.start:
             if reason == "refused":
@@ -179,7 +181,7 @@ class Compactor:
         """Where the summary ends: before the newest whole turns that fit :data:`_KEEP_SHARE` of the limit (with
         the prompt and this turn's steps), at least one turn after the last summary when there is one."""
         history = self.view.history.messages
-        if everything:  # a refusal or /compact: every stored turn
+        if everything:  # /compact: every stored turn
             return len(history)
         limit = budget.limit or budget.hard_limit or 0
         room = int(limit * _KEEP_SHARE) - alone
