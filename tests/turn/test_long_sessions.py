@@ -48,6 +48,7 @@ async def test_thirty_turns_against_a_small_window_all_end_end_turn(tmp_path: Pa
         last = _chat_requests(model)[-1]["messages"]
         assert SUMMARY in last[0]["content"]  # type: ignore[index]
         assert last[-1]["content"] == words(100, 29)  # type: ignore[index]
+        assert words(100, 28) in [m["content"] for m in last]  # type: ignore[index]  # the latest turns whole
         assert len(last) < 2 * 30  # type: ignore[arg-type]
 
 

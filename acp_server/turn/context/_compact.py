@@ -38,8 +38,9 @@ _MESSAGE_CHARS = 2_000
 """The most of one message the summary request quotes (its head and its tail)."""
 _UNKNOWN_WINDOW_CHARS = 400_000
 """The most the summary request quotes in all when the window is unknown."""
-_KEEP_SHARE = 0.3
-"""The share of the limit the turns kept whole may take (the rest is left for what comes next)."""
+_KEEP_SHARE = 0.5
+"""The share of the room under the limit (beside the system prompt, the prompt, this turn's steps and the tools) the
+newest turns kept whole may take; the rest is left for the summary and what comes next."""
 _ELIDED_ENOUGH = 0.75
 """Elision alone is enough when it brings the request under this share of the limit; else the older turns are
 summarised too, so the next turns do not compact again at once."""
@@ -178,13 +179,13 @@ class Compactor:
         return messages
 
     def _through(self, budget: Budget, alone: int, *, everything: bool) -> int:
-        """Where the summary ends: before the newest whole turns that fit :data:`_KEEP_SHARE` of the limit (with
-        the prompt and this turn's steps), at least one turn after the last summary when there is one."""
+        """Where the summary ends: before the newest whole turns that fit :data:`_KEEP_SHARE` of the room left
+        under the limit by what every request holds (``alone``)."""
         history = self.view.history.messages
         if everything:  # /compact: every stored turn
             return len(history)
         limit = budget.limit or budget.hard_limit or 0
-        room = int(limit * _KEEP_SHARE) - alone
+        room = int((limit - alone) * _KEEP_SHARE)
         keep_from = len(history)
         for start in reversed(turn_starts(history, self.view.start)):
             room -= sum(_stored_tokens(message) for message in history[start:keep_from])
