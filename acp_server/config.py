@@ -39,6 +39,7 @@ class Settings:
     model: str | None = None
     models: tuple[str, ...] = ()
     context_window: int | None = None
+    compact_threshold: int = 80
     offline: bool = False
     max_pending_prompts_per_session: int | None = 5
     prompt_deadline_ms: int | None = None
@@ -94,6 +95,13 @@ def _positive_int(text: str) -> int:
     value = int(text.strip())
     if value <= 0:
         raise ValueError("must be > 0")
+    return value
+
+
+def _percent(text: str) -> int:
+    value = int(text.strip().removesuffix("%"))
+    if not 0 <= value <= 100:
+        raise ValueError("must be a percentage from 0 to 100")
     return value
 
 
@@ -234,6 +242,15 @@ OPTIONS: tuple[Option, ...] = (
         "context window in tokens reported with usage for every model (default: what the endpoint's model list "
         "says, else the documented window of well-known model families, else none is reported)",
         "TOKENS",
+    ),
+    Option(
+        "compact_threshold",
+        "--compact-threshold",
+        "ACP_SERVER_COMPACT_THRESHOLD",
+        _percent,
+        "compact the conversation before a request that would fill more than this percentage of the context "
+        "window; 0 = only when the endpoint refuses a request as too long (default 80)",
+        "PERCENT",
     ),
     Option("offline", "--offline", None, None, "use the built-in deterministic offline model on 127.0.0.1"),
     Option(

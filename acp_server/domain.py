@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 __all__ = [
+    "Compacted",
+    "Compacting",
+    "Compaction",
+    "ContextUsage",
     "Conversation",
     "DiffContent",
     "Emit",
@@ -197,7 +201,34 @@ class UsageReported:
         return self.input_tokens + self.output_tokens
 
 
-TurnEvent: TypeAlias = TextChunk | ThoughtChunk | UserChunk | ToolCallStarted | ToolCallUpdated | UsageReported
+@dataclass(frozen=True, slots=True)
+class Compacting:
+    """The turn shrinks what the model sees before its next request (sent before any summary request starts).
+
+    ``reason``: ``threshold`` (the next request would pass the compaction threshold), ``refused`` (the endpoint
+    refused the last one as too long), ``requested`` (``/compact``); ``estimate``: tokens the request would have
+    had; ``size``: the context window when known.
+    """
+
+    reason: Literal["threshold", "refused", "requested"]
+    estimate: int
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The compaction announced by the last :class:`Compacting` is done: messages ``1..through`` of the session
+    are summarised (``through`` 0: only older tool outputs were elided); ``estimate`` is what the next request
+    holds now (the context's new ``used``)."""
+
+    through: int
+    estimate: int
+    size: int | None = None
+
+
+TurnEvent: TypeAlias = (
+    TextChunk | ThoughtChunk | UserChunk | ToolCallStarted | ToolCallUpdated | UsageReported | Compacting | Compacted
+)
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""
 
@@ -255,11 +286,31 @@ class ModelStep:
     calls: tuple[ToolCallRecord, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ContextUsage:
+    """How big the last model request of an answer was: ``reported`` prompt tokens, as the endpoint said, and
+    ``estimated``, this server's estimate of the same request; their ratio corrects the estimates after it."""
+
+    reported: int
+    estimated: int
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """A summary of the session's messages ``1..through`` (``through`` even: whole turns): what the model sees
+    instead of them. The messages themselves stay stored and replayed as they are."""
+
+    through: int
+    summary: str
+
+
 @dataclass(slots=True)
 class Message:
     """One entry of a conversation, in the model's terms.
 
-    An answer's ``steps`` are its tool-calling model requests, in order, before its final ``content``.
+    An answer's ``steps`` are its tool-calling model requests, in order, before its final ``content``; its
+    ``usage`` the size of its last request when the endpoint reported it (a measurement, not part of what the message
+    says: equality ignores it).
     """
 
     role: Literal["user", "assistant"]
@@ -268,15 +319,22 @@ class Message:
     stop_reason: StopReason | None = None
     outcome: Outcome = "complete"
     steps: tuple[ModelStep, ...] = ()
+    usage: ContextUsage | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
 class Conversation:
-    """The history of one session, oldest first. Mutated only by the turn that owns the session's FIFO slot."""
+    """The history of one session, oldest first, and its latest compaction (None: never compacted). Mutated only
+    by the turn that owns the session's FIFO slot."""
 
     messages: list[Message] = field(default_factory=list)
+    compaction: Compaction | None = None
 
     def fork(self) -> Conversation:
         return Conversation(
-            [Message(m.role, m.content, m.reasoning, m.stop_reason, m.outcome, m.steps) for m in self.messages]
+            [
+                Message(m.role, m.content, m.reasoning, m.stop_reason, m.outcome, m.steps, m.usage)
+                for m in self.messages
+            ],
+            self.compaction,
         )

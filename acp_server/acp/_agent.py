@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..bridge import PromptHandle, SessionBridge, SessionEntry, SettingsChange
-from ..domain import PromptEnded, UsageReported
+from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS, MAX_DEADLINE_MS
 from ..modes import DEFAULT_MODE, MODES, Mode
@@ -279,7 +279,7 @@ class AcpAgent:
         session_id = request.session_id
         servers = mcp_servers_of(request.mcp_servers)
         entry, history = await self._bridge.load_session(session_id, cwd=request.cwd, mcp_servers=servers)
-        for update in replay_updates(session_id, history):
+        for update in replay_updates(session_id, history, entry.conversation.compaction):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
@@ -366,6 +366,9 @@ class AcpAgent:
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(event)})
                     continue
                 await peer.notify("session/update", update_from_event(session_id, event))
+                if isinstance(event, Compacted) and event.size is not None:  # what the context holds now
+                    used = UsageReported(event.estimate, 0, event.size)
+                    await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(used)})
             return {"stopReason": await handle.result()}  # not reached: the stream ends with its outcome
         except BaseException:
             handle.cancel()  # our caller went away (connection closing): the prompt must not outlive it

@@ -7,6 +7,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..domain import (
+    Compacted,
+    Compacting,
+    Compaction,
     DiffContent,
     ImagePart,
     Prompt,
@@ -30,6 +33,7 @@ from ..errors import InvalidInputError
 from ..store import StoredMessage
 
 __all__ = [
+    "compaction_note",
     "prompt_from_blocks",
     "replay_updates",
     "tool_call_fields",
@@ -163,8 +167,24 @@ def usage_update(event: UsageReported) -> dict[str, Any]:
     return update
 
 
+_COMPACTING = {
+    "threshold": "The conversation is nearing the model's context window: compacting it",
+    "refused": "The model refused the request as too long for its context window: compacting the conversation",
+    "requested": "Compacting the conversation",
+}
+
+
+def compaction_note(event: Compacting | Compacted) -> str:
+    """What the user is told of a compaction, as an ``agent_thought_chunk`` (its own paragraph)."""
+    if isinstance(event, Compacting):
+        window = f" of a {event.size}-token window" if event.size is not None else ""
+        return f"{_COMPACTING[event.reason]} (about {event.estimate} tokens{window})…\n\n"
+    what = f"messages 1–{event.through} are summarised" if event.through else "older tool outputs are elided"
+    return f"Conversation compacted: {what}; about {event.estimate} tokens are sent now.\n\n"
+
+
 def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
-    """The ``session/update`` params for one live turn event."""
+    """The ``session/update`` params for one live turn event (a compaction: its note, as a thought)."""
     if isinstance(event, TextChunk):
         return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
     if isinstance(event, ThoughtChunk):
@@ -175,6 +195,8 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, _progress(event))
     if isinstance(event, UsageReported):
         return _tool_update(session_id, usage_update(event))
+    if isinstance(event, Compacting | Compacted):
+        return _notification(session_id, "agent_thought_chunk", _text(compaction_note(event)))
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
 
 
@@ -210,7 +232,9 @@ def _raw_arguments(arguments: str) -> Any:
         return None
 
 
-def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterator[dict[str, Any]]:
+def replay_updates(
+    session_id: str, messages: Iterable[StoredMessage], compaction: Compaction | None = None
+) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
     one ``tool_call`` and its final ``tool_call_update``), then its ``agent_thought_chunk`` and ``agent_message_chunk``.
@@ -219,30 +243,42 @@ def replay_updates(session_id: str, messages: Iterable[StoredMessage]) -> Iterat
     its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``, ``interrupted``, ``running``) and
     ``stopReason``; an unfinished answer with no text is still replayed, as one empty ``agent_message_chunk``, so the
     mark is never lost. Each value is exactly what the official ``SessionNotification`` model dumps.
+
+    With a ``compaction``, the history is replayed whole all the same, and one ``agent_thought_chunk`` after message
+    ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``).
     """
     for message in messages:
-        message_id = f"{session_id}/{message.seq}"
-        if message.role == "user":
-            for part in message.parts or (TextPart(message.content),):
-                yield _notification(session_id, "user_message_chunk", wire_block(part), message_id)
-            continue
-        meta: dict[str, Any] | None = None
-        if message.outcome != "complete":
-            mark: dict[str, Any] = {"outcome": message.outcome}
-            if message.stop_reason is not None:
-                mark["stopReason"] = message.stop_reason
-            meta = {"acpServer": mark}
-        for step in message.steps:
-            if step.reasoning:
-                yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), message_id, meta)
-            if step.text:
-                yield _notification(session_id, "agent_message_chunk", _text(step.text), message_id, meta)
-            for call in step.calls:
-                yield from _replayed_call(session_id, call)
-        chunks: list[tuple[str, str]] = []
-        if message.reasoning:
-            chunks.append(("agent_thought_chunk", message.reasoning))
-        if message.content or (not chunks and meta is not None):
-            chunks.append(("agent_message_chunk", message.content))
-        for kind, text in chunks:
-            yield _notification(session_id, kind, {"type": "text", "text": text}, message_id, meta)
+        yield from _replayed(session_id, message)
+        if compaction is not None and message.seq == compaction.through:
+            note = f"Conversation compacted: the model is sent a summary of messages 1–{compaction.through}.\n\n"
+            meta = {"acpServer": {"compactedThrough": compaction.through}}
+            yield _notification(session_id, "agent_thought_chunk", _text(note), f"{session_id}/{message.seq}", meta)
+
+
+def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any]]:
+    """The updates of one stored message (see :func:`replay_updates`)."""
+    message_id = f"{session_id}/{message.seq}"
+    if message.role == "user":
+        for part in message.parts or (TextPart(message.content),):
+            yield _notification(session_id, "user_message_chunk", wire_block(part), message_id)
+        return
+    meta: dict[str, Any] | None = None
+    if message.outcome != "complete":
+        mark: dict[str, Any] = {"outcome": message.outcome}
+        if message.stop_reason is not None:
+            mark["stopReason"] = message.stop_reason
+        meta = {"acpServer": mark}
+    for step in message.steps:
+        if step.reasoning:
+            yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), message_id, meta)
+        if step.text:
+            yield _notification(session_id, "agent_message_chunk", _text(step.text), message_id, meta)
+        for call in step.calls:
+            yield from _replayed_call(session_id, call)
+    chunks: list[tuple[str, str]] = []
+    if message.reasoning:
+        chunks.append(("agent_thought_chunk", message.reasoning))
+    if message.content or (not chunks and meta is not None):
+        chunks.append(("agent_message_chunk", message.content))
+    for kind, text in chunks:
+        yield _notification(session_id, kind, {"type": "text", "text": text}, message_id, meta)

@@ -343,10 +343,11 @@ class SessionBridge:
             messages = snapshot.messages
             synced = next((i for i, message in enumerate(messages) if not message.final), len(messages))
             record = snapshot.record
+            compaction = snapshot.compaction if snapshot.compaction and snapshot.compaction.through <= synced else None
             entry = self._add_session(
                 cwd if cwd is not None else record.cwd,
                 session_id,
-                Conversation([message.to_message() for message in messages[:synced]]),
+                Conversation([message.to_message() for message in messages[:synced]], compaction),
                 record.title,
                 journal=self._store,
                 synced=synced,

@@ -15,7 +15,7 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from ..domain import Conversation, Message, ModelStep, Prompt
+from ..domain import Compaction, Conversation, Message, ModelStep, Prompt
 from ..errors import ServerError
 from ..store import SessionStore, TurnTicket
 from ..tools.builtin import builtin_tool_set
@@ -149,7 +149,7 @@ class SessionEntry:
         """
         messages = self.conversation.messages
         if self._journal is None:
-            history = Conversation(list(messages))
+            history = Conversation(list(messages), self.conversation.compaction)
             messages.append(user)
             self._retitled(self.title or prompt.title, None)
             return history
@@ -160,7 +160,8 @@ class SessionEntry:
         self._retitled(ticket.title, None)
         del messages[ticket.since :]
         messages.extend(message.to_message() for message in ticket.catch_up)
-        history = Conversation(list(messages))
+        self.conversation.compaction = ticket.compaction  # the latest stored (another process may have compacted)
+        history = Conversation(list(messages), ticket.compaction)
         messages.append(user)
         self._synced = ticket.user_seq
         self._ticket = ticket
@@ -172,6 +173,13 @@ class SessionEntry:
         if self._journal is None or self._ticket is None:
             return
         await self._journal.record_steps(self._ticket, steps)
+
+    async def record_compaction(self, compaction: Compaction) -> None:
+        """Keep ``compaction`` as what the model sees instead of messages ``1..through`` (store first, then memory);
+        called by the turn that holds the FIFO, for messages before its prompt. The messages stay as they are."""
+        if self._journal is not None:
+            await self._journal.record_compaction(self.session_id, compaction)
+        self.conversation.compaction = compaction
 
     async def set_mode(self, mode: str, *, origin: object | None = None) -> None:
         """Change the session's mode (store first, then memory, then told as asked by ``origin``)."""
@@ -240,6 +248,7 @@ class SessionEntry:
             stop_reason=answer.stop_reason,
             outcome=outcome,
             steps=answer.steps,
+            usage=answer.usage,
         )
         self.conversation.messages.append(answer)
         self._synced = ticket.answer_seq

@@ -78,6 +78,7 @@ async def open_bridge(
                 model=model,
                 models=settings.models,
                 context_window=settings.context_window,
+                compact_threshold=settings.compact_threshold,
                 policy=policy,
                 max_turn_requests=settings.max_turn_requests,
                 system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,

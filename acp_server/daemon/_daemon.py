@@ -51,7 +51,16 @@ from ..bridge import (
     SessionNotFoundError,
     SettingsChange,
 )
-from ..domain import Prompt, PromptEnded, PromptEvent, TextChunk, ThoughtChunk, ToolCallStarted, ToolCallUpdated
+from ..domain import (
+    Compacted,
+    Prompt,
+    PromptEnded,
+    PromptEvent,
+    TextChunk,
+    ThoughtChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+)
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.builtin import BUILTIN
@@ -145,12 +154,23 @@ class _Channel:
             update = update_from_event(self.session_id, event)
             name = "tool_call" if isinstance(event, ToolCallStarted | ToolCallUpdated) else "session_update"
             self.log.publish(name, {"promptId": handle.prompt_id, **update})
+            if isinstance(event, Compacted):  # after its note: subscribers are told a compaction happened
+                self.log.publish("context_compacted", _compacted(self.session_id, handle.prompt_id, event))
         elif event.error is not None:
             base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
             self.log.publish("turn_error", {**base, **turn_error_payload(event.error)})
         else:
             base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
             self.log.publish("turn_complete", {**base, "stopReason": event.stop_reason})
+
+
+def _compacted(session_id: str, prompt_id: str, event: Compacted) -> dict[str, object]:
+    """The ``context_compacted`` event's data."""
+    data: dict[str, object] = {"sessionId": session_id, "promptId": prompt_id, "through": event.through}
+    data["estimatedTokens"] = event.estimate
+    if event.size is not None:
+        data["contextWindow"] = event.size
+    return data
 
 
 class _TextData:

@@ -13,7 +13,7 @@ import logging
 from types import TracebackType
 from typing import ClassVar, Self
 
-from ..domain import ModelStep, Outcome, PromptPart, StopReason
+from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ..tasks import Lifecycle
 from ._exceptions import StoreClosedError, StoreUnavailableError
 from ._owner import make_owner, owner_alive
@@ -182,16 +182,24 @@ class SessionStore(abc.ABC):
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
         steps: tuple[ModelStep, ...] = (),
+        usage: ContextUsage | None = None,
     ) -> None:
         """One transaction: write the answer reserved by ``begin_turn`` with what was streamed and how it ended;
-        ``steps`` (all of them) replace what :meth:`record_steps` wrote. Refused with :class:`StoreIOError` if the
-        answer is no longer pending under this store (another process took it over)."""
+        ``steps`` (all of them) replace what :meth:`record_steps` wrote; ``usage``: the size of its last request.
+        Refused with :class:`StoreIOError` if the answer is no longer pending under this store (another process
+        took it over)."""
 
     @abc.abstractmethod
     async def record_steps(self, ticket: TurnTicket, steps: tuple[ModelStep, ...]) -> None:
         """One transaction: the pending answer's steps become ``steps`` (all of them so far: earlier steps unchanged,
         the last one with more calls — a store may write only what is new); the answer stays pending and this
         store's. Refused like :meth:`end_turn` once the answer is no longer pending here."""
+
+    @abc.abstractmethod
+    async def record_compaction(self, session_id: str, compaction: Compaction) -> None:
+        """One transaction: keep ``compaction`` as the session's latest (the history is not touched). Refused with
+        :class:`StoreIOError` when it summarises messages the session does not have, or not whole turns (``through``
+        odd, or not after the latest one); an unknown session raises :class:`StoredSessionNotFoundError`."""
 
     def __repr__(self) -> str:
         state = "unavailable" if self._problem is not None else self._life.value

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import anyio.lowlevel
 
-from ..domain import ModelStep, PromptPart, StopReason
+from ..domain import Compaction, ContextUsage, ModelStep, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import SessionBusyError, StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
 from ._owner import owner_pid
@@ -43,6 +43,7 @@ class MemorySessionStore(SessionStore):
         super().__init__()
         self._sessions: dict[str, SessionRecord] = {}
         self._rows: dict[str, list[_Row]] = {}
+        self._compactions: dict[str, Compaction] = {}  # the latest of each session that has one
 
     @property
     def location(self) -> str:
@@ -54,6 +55,7 @@ class MemorySessionStore(SessionStore):
     async def _close(self) -> None:
         self._sessions.clear()
         self._rows.clear()
+        self._compactions.clear()
 
     async def _enter(self) -> None:
         self._check()
@@ -91,7 +93,8 @@ class MemorySessionStore(SessionStore):
         record = self._sessions.get(session_id)
         if record is None:
             return None
-        return SessionSnapshot(record, tuple(self._read(session_id, row) for row in self._rows[session_id]))
+        messages = tuple(self._read(session_id, row) for row in self._rows[session_id])
+        return SessionSnapshot(record, messages, self._compactions.get(session_id))
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
@@ -126,6 +129,8 @@ class MemorySessionStore(SessionStore):
             _Row(replace(row.message, outcome="interrupted") if row.message.outcome == "running" else row.message)
             for row in self._rows[source_id]
         ]
+        if source_id in self._compactions:
+            self._compactions[session_id] = self._compactions[source_id]
         return record
 
     async def set_mode(self, session_id: str, mode: str) -> None:
@@ -171,7 +176,8 @@ class MemorySessionStore(SessionStore):
         rows.append(_Row(StoredMessage(last + 2, "assistant", "", outcome="running"), self.owner))
         self._touch(session_id, self._tick(), title)
         self._live.add((session_id, last + 2))
-        return TurnTicket(session_id, last + 1, last + 2, catch_up, since, self._sessions[session_id].title)
+        title, compaction = self._sessions[session_id].title, self._compactions.get(session_id)
+        return TurnTicket(session_id, last + 1, last + 2, catch_up, since, title, compaction)
 
     async def end_turn(
         self,
@@ -182,12 +188,13 @@ class MemorySessionStore(SessionStore):
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
         steps: tuple[ModelStep, ...] = (),
+        usage: ContextUsage | None = None,
     ) -> None:
         try:
             await self._enter()
             row = self._own_pending(ticket)
             row.message = StoredMessage(
-                ticket.answer_seq, "assistant", content, reasoning, (), stop_reason, outcome, steps
+                ticket.answer_seq, "assistant", content, reasoning, (), stop_reason, outcome, steps, usage
             )
             row.owner = None
             self._touch(ticket.session_id, self._tick())
@@ -200,6 +207,17 @@ class MemorySessionStore(SessionStore):
         if (ticket.session_id, ticket.answer_seq) not in self._live:  # its end_turn was called (and failed)
             raise StoreIOError(self.location, f"the answer {ticket.answer_seq} is no longer pending")
         row.message = replace(row.message, steps=steps)
+
+    async def record_compaction(self, session_id: str, compaction: Compaction) -> None:
+        await self._enter()
+        rows = self._rows.get(session_id)
+        if rows is None:
+            raise StoredSessionNotFoundError(session_id)
+        through, latest = compaction.through, self._compactions.get(session_id)
+        if through < 2 or through % 2 or len(rows) < through or (latest is not None and latest.through >= through):
+            detail = f"a compaction of messages 1..{through} does not fit session {session_id}"
+            raise StoreIOError(self.location, detail)
+        self._compactions[session_id] = compaction
 
     def _own_pending(self, ticket: TurnTicket) -> _Row:
         """The answer row of a turn this store is running; :class:`StoreIOError` if it is no longer pending here."""

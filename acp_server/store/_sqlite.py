@@ -1,4 +1,4 @@
-"""The SQLite session store: the only module of acp-server that contains SQL.
+"""The SQLite session store: with its schema (``_schema.py``), the only modules of acp-server that contain SQL.
 
 Concurrency design:
 - One connection per store, used by one thread at a time: every call runs in anyio's worker threads behind a
@@ -14,24 +14,21 @@ Concurrency design:
 - ``synchronous=NORMAL``: a commit survives a crash or kill -9 of the process; a power cut may lose the last
   commits but never corrupts the database.
 
-Opening never writes to a file it does not recognise: a file that is not a database, a database of another
-application, a schema newer than ours or unreadable tables make the store unavailable and leave the bytes as they
-were. Only our own (or a brand-new, empty) database is switched to WAL and migrated forward, in one transaction.
+Opening (``_schema.connect``) never writes to a file it does not recognise.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from ..domain import ModelStep, Outcome, PromptPart, StopReason
+from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import (
     SessionBusyError,
@@ -44,6 +41,9 @@ from ._exceptions import (
     UnavailableReason,
 )
 from ._owner import owner_pid
+from ._schema import APPLICATION_ID, SCHEMA_VERSION, connect
+from ._schema import read as _read
+from ._schema import write as _write
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
@@ -63,67 +63,16 @@ from ._types import (
     steps_from_json,
     steps_json_from_journal,
     steps_to_json,
+    usage_from_json,
+    usage_to_json,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteSessionStore"]
 
 T = TypeVar("T")
 
-APPLICATION_ID = 0x41435053  # "ACPS" in the database header: tells our files from any other SQLite file
-
-# Forward migrations: _MIGRATIONS[i] takes a database from version i to i + 1 (statements, run in one
-# transaction with the version bump). Never edit a released step; append a new one.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE sessions (
-            id          TEXT PRIMARY KEY,
-            cwd         TEXT NOT NULL,
-            title       TEXT NOT NULL DEFAULT '',
-            created_us  INTEGER NOT NULL,
-            updated_us  INTEGER NOT NULL,
-            parent_id   TEXT
-        )""",
-        "CREATE INDEX sessions_by_update ON sessions (updated_us DESC, id DESC)",
-        "CREATE INDEX sessions_by_cwd_update ON sessions (cwd, updated_us DESC, id DESC)",
-        """CREATE TABLE messages (
-            session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-            seq         INTEGER NOT NULL CHECK (seq > 0),
-            role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-            content     TEXT NOT NULL,
-            reasoning   TEXT NOT NULL DEFAULT '',
-            parts       TEXT,
-            stop_reason TEXT,
-            outcome     TEXT NOT NULL
-                        CHECK (outcome IN ('complete', 'failed', 'cancelled', 'interrupted', 'pending')),
-            owner       TEXT,
-            created_us  INTEGER NOT NULL,
-            updated_us  INTEGER NOT NULL,
-            PRIMARY KEY (session_id, seq)
-        )""",
-        "CREATE INDEX messages_pending ON messages (session_id) WHERE outcome = 'pending'",
-    ),
-    (  # 2: an answer's tool steps (JSON, see _types.steps_to_json) and the session's mode
-        "ALTER TABLE messages ADD COLUMN steps TEXT",
-        "ALTER TABLE sessions ADD COLUMN mode TEXT",
-    ),
-    ("ALTER TABLE sessions ADD COLUMN model TEXT",),  # 3: the session's model
-    (  # 4: the call journal of a running answer (one row per finished call; see record_steps)
-        """CREATE TABLE answer_calls (
-            session_id  TEXT NOT NULL,
-            seq         INTEGER NOT NULL,
-            n           INTEGER NOT NULL CHECK (n >= 0),
-            step        INTEGER NOT NULL CHECK (step >= 0),
-            head        TEXT,
-            call        TEXT,
-            PRIMARY KEY (session_id, seq, n),
-            FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
-        )""",
-    ),
-)
-SCHEMA_VERSION = len(_MIGRATIONS)
-
 _SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model"
-_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps"
+_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
 _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
 
@@ -136,32 +85,15 @@ def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str
     return steps_json_from_journal(rows)
 
 
+def _latest_compaction(conn: sqlite3.Connection, session_id: str) -> Compaction | None:
+    row = conn.execute(
+        "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    return None if row is None else Compaction(row[0], row[1])
+
+
 def _record(row: Any) -> SessionRecord:
     return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
-
-
-@contextmanager
-def _write(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction, the lock taken up front; rolled back on any exception."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-@contextmanager
-def _read(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction: every SELECT inside sees the same committed snapshot."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
 
 
 class SqliteSessionStore(SessionStore):
@@ -234,96 +166,25 @@ class SqliteSessionStore(SessionStore):
         return StoreUnavailableError(self.location, reason, detail)
 
     def _open_sync(self) -> sqlite3.Connection:
-        path = self._path
-        directory = path.parent
-        try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:
-            detail = f"cannot create the directory {directory} ({exc.strerror})"
-            raise self._unavailable("cannot_open", detail) from None
-        exists = path.exists()
-        if exists and not path.is_file():
-            raise self._unavailable("cannot_open", "not a regular file")
-        if exists and not os.access(path, os.R_OK):
-            raise self._unavailable("cannot_open", "the file is not readable (permissions)")
-        if exists and not os.access(path, os.W_OK):
-            raise self._unavailable("read_only", "the file is read-only")
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise self._unavailable(
-                "read_only",
-                f"the directory {directory} is not writable (SQLite keeps {path.name}-wal and {path.name}-shm there)",
-            )
-        try:
-            conn = sqlite3.connect(
-                path, timeout=self._busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise self._unavailable("cannot_open", f"cannot open the file ({exc})") from None
-        conn.create_function("acp_cwd_key", 1, cwd_key, deterministic=True)
-        try:
-            self._prepare(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            name = getattr(exc, "sqlite_errorname", "") or ""
-            if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-                raise self._unavailable("corrupt", f"not a usable SQLite database ({exc})") from None
-            if name.startswith("SQLITE_READONLY"):
-                raise self._unavailable("read_only", f"cannot write ({exc})") from None
-            if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-                detail = f"locked by another process for more than {self._busy_timeout_ms} ms ({exc})"
-                raise self._unavailable("cannot_open", detail) from None
-            raise self._unavailable("cannot_open", str(exc)) from None
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        """Recognise the file before writing anything to it; then WAL, pragmas, forward migrations."""
-        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-        application_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if application_id != APPLICATION_ID and (application_id != 0 or version != 0 or tables):
-            raise self._unavailable("not_ours", "this SQLite database belongs to another application")
-        if version > SCHEMA_VERSION:
-            raise self._unavailable(
-                "schema_too_new",
-                f"its schema version {version} is newer than this acp-server supports ({SCHEMA_VERSION}); "
-                "upgrade acp-server",
-            )
-        if version >= 1 and not {"sessions", "messages"} <= tables:
-            raise self._unavailable("corrupt", f"tables are missing from a version {version} database")
-        if version >= 1:
-            conn.execute("SELECT count(*) FROM sessions").fetchone()  # reads the table's root page
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise self._unavailable("cannot_open", f"cannot use write-ahead logging (journal_mode={mode})")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        if version < SCHEMA_VERSION:
-            self._migrate(conn)
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        with _write(conn):
-            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
-            if version > SCHEMA_VERSION:
-                raise self._unavailable("schema_too_new", f"its schema version {version} is newer than ours")
-            for step in _MIGRATIONS[version:]:
-                for statement in step:
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        return connect(self._path, self._busy_timeout_ms, self._unavailable)
 
     # -- reading rows ----------------------------------------------------------------------------------------
 
     def _message(self, conn: sqlite3.Connection, session_id: str, row: Any) -> StoredMessage:
-        seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps = row
+        seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage = row
         state: Outcome = self._pending_outcome(owner, session_id, seq) if outcome == "pending" else outcome
         if outcome == "pending":  # running (here or elsewhere) or dead: its steps so far are in its journal
             steps = _journaled_steps(conn, session_id, seq) or steps
         return StoredMessage(
-            seq, role, content, reasoning, parts_from_json(parts), stop_reason, state, steps_from_json(steps)
+            seq,
+            role,
+            content,
+            reasoning,
+            parts_from_json(parts),
+            stop_reason,
+            state,
+            steps_from_json(steps),
+            usage_from_json(usage),
         )
 
     def _messages_after(self, conn: sqlite3.Connection, session_id: str, after: int) -> tuple[StoredMessage, ...]:
@@ -362,7 +223,8 @@ class SqliteSessionStore(SessionStore):
                 row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
                 if row is None:
                     return None
-                return SessionSnapshot(_record(row), self._messages_after(conn, session_id, 0))
+                messages = self._messages_after(conn, session_id, 0)
+                return SessionSnapshot(_record(row), messages, _latest_compaction(conn, session_id))
 
         return await self._call(read)
 
@@ -411,9 +273,14 @@ class SqliteSessionStore(SessionStore):
                     f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
                         SELECT ?, seq, role, content, reasoning, parts, stop_reason,
                                CASE outcome WHEN 'pending' THEN 'interrupted' ELSE outcome END,
-                               NULL, steps, created_us, ?
+                               NULL, steps, usage, created_us, ?
                         FROM messages WHERE session_id = ? ORDER BY seq""",
                     (session_id, now, source_id),
+                )
+                conn.execute(
+                    "INSERT INTO compactions (session_id, through, summary, created_us) "
+                    "SELECT ?, through, summary, created_us FROM compactions WHERE session_id = ?",
+                    (session_id, source_id),
                 )
                 pending = "SELECT seq FROM messages WHERE session_id = ? AND outcome = 'pending'"
                 for (seq,) in conn.execute(pending, (source_id,)).fetchall():  # a turn running (or dead) there
@@ -478,7 +345,7 @@ class SqliteSessionStore(SessionStore):
                 catch_up = self._messages_after(conn, session_id, since) if since < last else ()
                 conn.executemany(
                     f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
-                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, NULL, ?, ?)",
+                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, NULL, NULL, ?, ?)",
                     [
                         (session_id, last + 1, "user", content, parts_json, "complete", None, now, now),
                         (session_id, last + 2, "assistant", "", None, "pending", self.owner, now, now),
@@ -490,8 +357,9 @@ class SqliteSessionStore(SessionStore):
                     (now, title, session_id),
                 )
                 stored_title = conn.execute("SELECT title FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
+                compaction = _latest_compaction(conn, session_id)
             self._live.add((session_id, last + 2))  # committed: this turn is running here
-            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title)
+            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title, compaction)
 
         return await self._call(begin)
 
@@ -504,16 +372,18 @@ class SqliteSessionStore(SessionStore):
         stop_reason: StopReason | None,
         outcome: FinalOutcome,
         steps: tuple[ModelStep, ...] = (),
+        usage: ContextUsage | None = None,
     ) -> None:
         now = self._tick()
         steps_json = steps_to_json(steps)
+        usage_json = usage_to_json(usage)
 
         def end(conn: sqlite3.Connection) -> int:
             with _write(conn):
                 cursor = conn.execute(
                     "UPDATE messages SET content = ?, reasoning = ?, stop_reason = ?, outcome = ?, owner = NULL, "
-                    f"steps = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
-                    (content, reasoning, stop_reason, outcome, steps_json, now, *self._own(ticket)),
+                    f"steps = ?, usage = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
+                    (content, reasoning, stop_reason, outcome, steps_json, usage_json, now, *self._own(ticket)),
                 )
                 if cursor.rowcount == 1:
                     conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
@@ -562,6 +432,30 @@ class SqliteSessionStore(SessionStore):
 
         if await self._call(record) != 1:
             raise self._taken_over(ticket, "these tool calls were not saved")
+
+    async def record_compaction(self, session_id: str, compaction: Compaction) -> None:
+        now = self._tick()
+        through = compaction.through
+
+        def record(conn: sqlite3.Connection) -> None:
+            with _write(conn):
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                    raise StoredSessionNotFoundError(session_id)
+                last = conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ? AND seq <= ?",
+                    (session_id, through),
+                ).fetchone()[0]
+                latest = _latest_compaction(conn, session_id)
+                if through < 2 or through % 2 or last < through or (latest is not None and latest.through >= through):
+                    raise StoreIOError(
+                        self.location, f"a compaction of messages 1..{through} does not fit session {session_id}"
+                    )
+                conn.execute(
+                    "INSERT INTO compactions (session_id, through, summary, created_us) VALUES (?, ?, ?, ?)",
+                    (session_id, through, compaction.summary, now),
+                )
+
+        await self._call(record)
 
     def _own(self, ticket: TurnTicket) -> tuple[str, int, str]:
         """The parameters of :data:`_OWN_PENDING_ANSWER` for ``ticket``."""

@@ -7,6 +7,8 @@ Invariants of a stored session's history:
 - an answer is ``pending`` from then until its turn ends; it is then rewritten once with what was streamed, its stop
   reason and outcome (``complete``, ``failed``, ``cancelled``). A pending answer whose process is gone reads as
   ``interrupted``; one whose process is alive reads as ``running``;
+- a compaction (a summary of messages ``1..k``, what the model sees instead of them) is a record beside the
+  history, never a change to it: the messages stay as they were, and the latest compaction is read with them;
 - a turn's tool loop lives inside its answer (``steps``: its tool-calling model requests, in order), so the two
   numbers above stay the whole turn. While the answer is pending its steps are rewritten after each tool call ends
   (a pending or interrupted answer reads with the steps recorded so far); ending the turn writes the final ones.
@@ -19,11 +21,13 @@ import binascii
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, cast, get_args
 
 from ..domain import (
+    Compaction,
+    ContextUsage,
     DiffContent,
     ImagePart,
     Message,
@@ -97,7 +101,8 @@ class SessionRecord:
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     """One message as stored. ``content`` is what the model sees; ``parts`` is the prompt as sent (user only);
-    ``steps`` the answer's tool-calling model requests before its ``content`` (assistant only)."""
+    ``steps`` the answer's tool-calling model requests before its ``content``, ``usage`` the size of its last
+    request (assistant only)."""
 
     seq: int
     role: Literal["user", "assistant"]
@@ -107,6 +112,7 @@ class StoredMessage:
     stop_reason: StopReason | None = None
     outcome: Outcome = "complete"
     steps: tuple[ModelStep, ...] = ()
+    usage: ContextUsage | None = field(default=None, compare=False)  # a measurement: equality ignores it
 
     @property
     def final(self) -> bool:
@@ -114,15 +120,16 @@ class StoredMessage:
         return self.outcome != "running"
 
     def to_message(self) -> Message:
-        return Message(self.role, self.content, self.reasoning, self.stop_reason, self.outcome, self.steps)
+        return Message(self.role, self.content, self.reasoning, self.stop_reason, self.outcome, self.steps, self.usage)
 
 
 @dataclass(frozen=True, slots=True)
 class SessionSnapshot:
-    """A session and its whole history, read in one transaction."""
+    """A session and its whole history, read in one transaction, with its latest compaction (None: none)."""
 
     record: SessionRecord
     messages: tuple[StoredMessage, ...]
+    compaction: Compaction | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +148,7 @@ class TurnTicket:
     the history, cut after ``since`` messages and extended with ``catch_up``, equals the stored one before the model
     is asked. ``since`` is the ``known`` given to ``begin_turn`` unless the store holds fewer messages than that
     (the file was replaced): then it is 0 and ``catch_up`` is the whole history. ``title`` is the session's title
-    as the same transaction left it.
+    as the same transaction left it, ``compaction`` its latest compaction.
     """
 
     session_id: str
@@ -150,6 +157,7 @@ class TurnTicket:
     catch_up: tuple[StoredMessage, ...]
     since: int = 0
     title: str = ""
+    compaction: Compaction | None = None
 
 
 # -- cursors -------------------------------------------------------------------------------------------------
@@ -208,6 +216,26 @@ def parts_from_json(text: str | None) -> tuple[PromptPart, ...]:
         elif kind == "image":
             parts.append(ImagePart(item["data"], item["mimeType"]))
     return tuple(parts)
+
+
+# -- context usage -------------------------------------------------------------------------------------------
+
+
+def usage_to_json(usage: ContextUsage | None) -> str | None:
+    return None if usage is None else f"[{int(usage.reported)},{int(usage.estimated)}]"
+
+
+def usage_from_json(text: str | None) -> ContextUsage | None:
+    """The usage :func:`usage_to_json` wrote; anything else (a newer version's shape) reads as unknown."""
+    if not text:
+        return None
+    try:
+        reported, estimated = json.loads(text)[:2]
+    except (ValueError, TypeError):
+        return None
+    if type(reported) is not int or type(estimated) is not int or reported < 0 or estimated < 0:
+        return None
+    return ContextUsage(reported, estimated)
 
 
 # -- tool steps ----------------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 system prompt it sends (environment, project instructions) and the linked files it reads; and the catalog of models
 a session may pick."""
 
-from ._exceptions import ModelNotConfiguredError, TurnError
+from ._compaction import COMPACT_COMMAND, is_compact_command
+from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
-from ._messages import step_messages, to_chat_messages, user_content
 from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
@@ -17,8 +17,10 @@ from ._turn import (
     offered_tools,
     usage_of,
 )
+from .context import step_messages, to_chat_messages, user_content
 
 __all__ = [
+    "COMPACT_COMMAND",
     "DEFAULT_MAX_TURN_REQUESTS",
     "DEFAULT_SYSTEM_PROMPT",
     "FAMILY_CONTEXT_WINDOWS",
@@ -28,6 +30,8 @@ __all__ = [
     "MAX_LINKED_BYTES",
     "MAX_LINKED_FILE_BYTES",
     "MODEL_LIST_TIMEOUT_S",
+    "CompactionFailedError",
+    "ContextWindowExceededError",
     "ModelCatalog",
     "ModelNotConfiguredError",
     "ModelSettings",
@@ -38,6 +42,7 @@ __all__ = [
     "environment_block",
     "family_context_window",
     "git_state",
+    "is_compact_command",
     "offered_tools",
     "project_instructions",
     "repository_root",

@@ -61,6 +61,7 @@ class ModelCatalog:
         self.default = default
         self._context_window = context_window
         self._reported: dict[str, int] = {}
+        self._learned: dict[str, int] = {}  # windows the endpoint stated when it refused a request as too long
         self._available: tuple[str, ...] = (default,)
         self._final = False
         self.configured = bool(configured)
@@ -85,10 +86,22 @@ class ModelCatalog:
         return model if model is not None and model in self._available else self.default
 
     def context_window(self, model: str) -> int | None:
-        """``--context-window``, else the window the endpoint reported, else the family's; None when unknown."""
+        """``--context-window``, else the window the endpoint stated when it refused a request, else the one its
+        model list reported, else the family's; None when unknown."""
         if self._context_window is not None:
             return self._context_window
-        return self._reported.get(model) or family_context_window(model)
+        return self._learned.get(model) or self._reported.get(model) or family_context_window(model)
+
+    def budget_window(self, model: str) -> int | None:
+        """The window requests to ``model`` are fitted into: :meth:`context_window`, or the window the endpoint
+        stated in a refusal when that is smaller (the endpoint's word beats a configured or documented one)."""
+        known, learned = self.context_window(model), self._learned.get(model)
+        return learned if known is None or (learned is not None and learned < known) else known
+
+    def learn_window(self, model: str, window: int) -> None:
+        """The endpoint refused a request to ``model`` stating its window (kept for this process)."""
+        if window > 0:
+            self._learned[model] = window
 
     def _settle(self, names: Iterable[str]) -> None:
         seen = {self.default}

@@ -8,6 +8,7 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -30,12 +31,13 @@ from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._calls import CallAssembler, run_call
+from ._compaction import TurnContext, is_compact_command, summary_text
 from ._exceptions import ModelNotConfiguredError
 from ._links import with_linked_files
-from ._messages import step_messages, to_chat_messages, user_content
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
+from .context import DEFAULT_COMPACT_THRESHOLD, ContextView, json_tokens, step_messages, user_content
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -113,7 +115,9 @@ class ModelSettings:
     ``model`` is the default model; ``models`` the others a session may pick (empty: ask the endpoint's
     ``GET /v1/models``, see :meth:`ModelTurn.discover_models`); ``context_window`` the window every model is
     reported with (None: the endpoint's or the family's, else unknown). ``system_prompt``: how the model is asked
-    to work, followed in each turn by the environment and (``project_instructions``) the project's instruction files.
+    to work, followed in each turn by the environment and (``project_instructions``) the project's instruction files;
+    ``compact_threshold`` the percent of the window a request may fill before the conversation is compacted (0:
+    only when the endpoint refuses one).
     """
 
     base_url: str | None = None
@@ -126,6 +130,7 @@ class ModelSettings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     project_instructions: bool = True
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
+    compact_threshold: int = DEFAULT_COMPACT_THRESHOLD
 
     @property
     def configured(self) -> bool:
@@ -147,9 +152,10 @@ def tools_of(session: SessionLike) -> ToolSet:
 class _Answer:
     """What the turn has made so far: the finished tool steps, and the request being streamed."""
 
-    __slots__ = ("calls", "reasoning", "steps", "text")
+    __slots__ = ("calls", "context", "reasoning", "steps", "text")
 
     def __init__(self) -> None:
+        self.context: TurnContext | None = None  # set once the turn's view is built: its last usage is stored
         self.steps: list[ModelStep] = []
         self.text: list[str] = []
         self.reasoning: list[str] = []
@@ -169,7 +175,8 @@ class _Answer:
             content, reasoning = "", ""
         else:
             content, reasoning = "".join(self.text), "".join(self.reasoning)
-        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps))
+        usage = None if self.context is None else self.context.usage
+        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
 
 
 def usage_of(finished: Finished) -> tuple[int, int] | None:
@@ -271,6 +278,26 @@ class ModelTurn:
         del extra["stream_options"]
         return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
 
+    async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
+        """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
+        settings = self.settings
+        system = await build_system_prompt(settings.system_prompt, session.cwd, settings.project_instructions)
+        view = ContextView(system, history, content)
+        ask = partial(summary_text, self._get_client(), policy=settings.policy)
+        threshold = settings.compact_threshold
+        return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
+
+    async def compact(self, session: SessionLike, emit: Emit) -> StopReason:
+        """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
+        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (a
+        prompt's turn does: send ``/compact`` as a prompt, or call this from one)."""
+        history = session.conversation
+        context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
+        model = self.models.resolve(session.model)
+        tools = tools_of(session)
+        await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
+        return "end_turn"
+
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
@@ -294,6 +321,8 @@ class ModelTurn:
         under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
         model_client = self._get_client()
+        if is_compact_command(prompt):
+            return await self.compact(session, emit)
         # Once per turn: what the model gets (linked files read), and (its text) what is stored.
         content = user_content(await with_linked_files(prompt, session.cwd))
         user = Message("user", content if isinstance(content, str) else content[0]["text"])
@@ -315,9 +344,9 @@ class ModelTurn:
 
         try:
             await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
-            system = await build_system_prompt(settings.system_prompt, session.cwd, settings.project_instructions)
-            messages = to_chat_messages(system, history, content)
-            encoder = RequestEncoder()  # the loop only appends to ``messages``: each encoded once per turn
+            context = answer.context = await self._context(session, history, content, emit)
+            messages = context.view.messages()
+            encoder = RequestEncoder()  # the loop appends to ``messages`` (a compaction rebuilds them)
             requests = 0
             while True:
                 requests += 1
@@ -325,7 +354,11 @@ class ModelTurn:
                 offered = tools.offered(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                finished = await self._request(model_client, model, messages, offered, on_delta, encoder, tools)
+                send = partial(
+                    self._request, model_client, model, offered=offered, on_delta=on_delta, encoder=encoder, tools=tools
+                )
+                tool_tokens = json_tokens(tools.entries(offered))
+                messages, finished = await context.send(messages, answer.steps, model, tool_tokens, send)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))

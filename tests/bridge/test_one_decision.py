@@ -12,7 +12,7 @@ import pytest
 import trio.testing
 
 from acp_server.bridge import SessionBridge, SessionEntry
-from acp_server.domain import Emit, Message, ModelStep, Prompt, StopReason, TextChunk, TextPart
+from acp_server.domain import ContextUsage, Emit, Message, ModelStep, Prompt, StopReason, TextChunk, TextPart
 from acp_server.store import MemorySessionStore, TurnTicket
 
 pytestmark = pytest.mark.anyio
@@ -40,11 +40,18 @@ class SlowToCommit(MemorySessionStore):
         stop_reason: StopReason | None,
         outcome: Literal["complete", "failed", "cancelled"],
         steps: tuple[ModelStep, ...] = (),
+        usage: ContextUsage | None = None,
     ) -> None:
         self.writing.set()
         await self.gate.wait()
         await super().end_turn(
-            ticket, content=content, reasoning=reasoning, stop_reason=stop_reason, outcome=outcome, steps=steps
+            ticket,
+            content=content,
+            reasoning=reasoning,
+            stop_reason=stop_reason,
+            outcome=outcome,
+            steps=steps,
+            usage=usage,
         )
 
 

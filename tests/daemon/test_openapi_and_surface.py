@@ -85,6 +85,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas() -> None:
         "permission_request_ended",
         "mode_changed",
         "config_changed",
+        "context_compacted",
     }
     queue_full = OPENAPI["components"]["schemas"]["PromptQueueFullError"]
     assert set(queue_full["required"]) == {"code", "error", "sessionId", "limit", "pendingCount"}

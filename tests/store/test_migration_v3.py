@@ -47,7 +47,7 @@ def test_the_fixture_is_a_version_3_database_of_ours(old_db: Path) -> None:
         pending = raw.execute("SELECT steps FROM messages WHERE outcome = 'pending'").fetchall()
         assert len(pending) == 1 and pending[0][0] is not None  # that code wrote a running answer's steps there
     raw.close()
-    assert SCHEMA_VERSION == 4  # a new version needs its own fixture made by the code before it (data/make_v3.py)
+    assert SCHEMA_VERSION >= 4  # version 5 has its own fixture, made by the version 4 code (data/make_v4.py)
 
 
 async def test_a_version_3_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:

@@ -20,6 +20,7 @@ from acp_server.store import (
     StoreBusyError,
     StoreIOError,
     StoreUnavailableError,
+    _schema,
     _sqlite,
 )
 
@@ -160,19 +161,19 @@ async def test_forward_migration_runs_once_in_one_transaction(tmp_path: Path, mo
     async with SqliteSessionStore(path) as store:
         await store.create_session("kept", "/w")
 
-    failing = (*_sqlite._MIGRATIONS, ("CREATE TABLE extra (x)", "CREATE TABLE sessions (again)"))
-    monkeypatch.setattr(_sqlite, "_MIGRATIONS", failing)
-    monkeypatch.setattr(_sqlite, "SCHEMA_VERSION", len(failing))
+    failing = (*_schema.MIGRATIONS, ("CREATE TABLE extra (x)", "CREATE TABLE sessions (again)"))
+    monkeypatch.setattr(_schema, "MIGRATIONS", failing)
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", len(failing))
     async with SqliteSessionStore(path) as store:
         assert store.problem is not None and store.problem.reason == "cannot_open"
     with sqlite3.connect(path) as raw:  # rolled back: still the current version, no half-applied step
         assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'extra'").fetchall() == []
 
-    current = _sqlite._MIGRATIONS[:SCHEMA_VERSION]
+    current = _schema.MIGRATIONS[:SCHEMA_VERSION]
     working = (*current, ("CREATE TABLE extra (x)", "ALTER TABLE sessions ADD COLUMN pinned INTEGER"))
-    monkeypatch.setattr(_sqlite, "_MIGRATIONS", working)
-    monkeypatch.setattr(_sqlite, "SCHEMA_VERSION", len(working))
+    monkeypatch.setattr(_schema, "MIGRATIONS", working)
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", len(working))
     async with SqliteSessionStore(path) as store:
         assert store.problem is None
         assert await store.get_session("kept") is not None

@@ -10,6 +10,7 @@ import itertools
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -57,6 +58,12 @@ class LoopbackModel:
     ``GET /v1/models`` lists ``listed_models`` (entries: an ``id``, maybe more fields; default the one
     ``model_id``; chunks echo the request's ``model``), after ``model_list_gate`` is set when there is one, or
     answers ``model_list_status`` (an error status) when it is not None.
+
+    ``context_window`` (None: unlimited) makes it refuse, as OpenAI does (HTTP 400, code
+    ``context_length_exceeded``, the window and the count in the message), every chat request whose prompt tokens
+    (its words, as reported in usage) exceed it; ``refusals`` lists the indexes of the requests refused so. A
+    refusal takes no scripted behaviour. ``answer_with`` (None: none), asked with each chat request's body when
+    no behaviour is scripted, returns the behaviour to play (None: the default answer).
     """
 
     model_id: ClassVar[str] = "loopback"
@@ -68,6 +75,9 @@ class LoopbackModel:
         self.model_list_gate: anyio.Event | None = None
         self.model_list_status: int | None = None
         self.disconnects: list[Disconnect] = []
+        self.context_window: int | None = None
+        self.refusals: list[int] = []
+        self.answer_with: Callable[[dict[str, Any]], Behaviour | None] | None = None
         self._script: deque[Behaviour] = deque()
         self._life = Lifecycle.UNOPENED
         self._port: int | None = None
@@ -210,12 +220,19 @@ class LoopbackModel:
         elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             error = _wire.error_body("Expected a JSON object with a 'messages' list", "invalid_request_error")
             await send_json(http, 400, error)
+        elif self.context_window is not None and (tokens := _wire.count_prompt_words(body)) > self.context_window:
+            self.refusals.append(index)
+            await send_json(http, 400, _wire.context_length_exceeded(self.context_window, tokens))
         else:
-            behaviour = self._script.popleft() if self._script else default_behaviour(body)
+            behaviour = self._script.popleft() if self._script else self._unscripted(body)
             model = body.get("model")
             model = model if isinstance(model, str) else self.model_id
             exchange = Exchange(http, index=index, body=body, model=model)
             await self._play_watched(http, exchange, behaviour, index)
+
+    def _unscripted(self, body: dict[str, Any]) -> Behaviour:
+        chosen = self.answer_with(body) if self.answer_with is not None else None
+        return default_behaviour(body) if chosen is None else chosen
 
     async def _play_watched(
         self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int

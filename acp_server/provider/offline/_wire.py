@@ -150,6 +150,16 @@ def model_list(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def context_length_exceeded(window: int, tokens: int) -> dict[str, Any]:
+    """OpenAI's refusal of a request longer than the model's context window, word for word."""
+    message = (
+        f"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} "
+        "tokens. Please reduce the length of the messages."
+    )
+    error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+    return {"error": {**error, "code": "context_length_exceeded"}}
+
+
 def error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
     """An OpenAI-style error body, which the SDK exposes as ``APIStatusError.body``."""
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain import Conversation, ImagePart, ModelStep, Prompt, ResourceLinkPart, ResourcePart, TextPart
+from ...domain import Conversation, ImagePart, ModelStep, Prompt, ResourceLinkPart, ResourcePart, TextPart
 
 __all__ = ["step_messages", "to_chat_messages", "user_content"]
 

@@ -1,0 +1,43 @@
+"""The model's view of a session: the one place the stored conversation becomes the messages a request sends.
+
+The stored conversation (and what ``session/load`` replays) is never shortened: only this view is — older tool
+outputs elided, older turns summarised (:class:`Compactor`), a prompt too large for the window left out.
+"""
+
+from ._budget import (
+    ANSWER_SHARE,
+    CHARS_PER_TOKEN,
+    DEFAULT_COMPACT_THRESHOLD,
+    Budget,
+    json_tokens,
+    message_tokens,
+    messages_tokens,
+    text_tokens,
+)
+from ._compact import SUMMARY_INSTRUCTIONS, Compactor, summary_request
+from ._messages import step_messages, to_chat_messages, user_content
+from ._refusals import CONTEXT_REFUSALS, ContextRefusal, context_refusal
+from ._view import KEEP_WHOLE_TURNS, ContextView, elided_output
+
+__all__ = [
+    "ANSWER_SHARE",
+    "CHARS_PER_TOKEN",
+    "CONTEXT_REFUSALS",
+    "DEFAULT_COMPACT_THRESHOLD",
+    "KEEP_WHOLE_TURNS",
+    "SUMMARY_INSTRUCTIONS",
+    "Budget",
+    "Compactor",
+    "ContextRefusal",
+    "ContextView",
+    "context_refusal",
+    "elided_output",
+    "json_tokens",
+    "message_tokens",
+    "messages_tokens",
+    "step_messages",
+    "summary_request",
+    "text_tokens",
+    "to_chat_messages",
+    "user_content",
+]

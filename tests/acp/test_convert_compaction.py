@@ -1,0 +1,53 @@
+"""A compaction on the ACP wire: its notes are ``agent_thought_chunk`` updates exactly as the official models dump
+them, and a replay keeps the whole history with one thought after the last message the summary covers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp import schema
+
+from acp_server.acp import replay_updates, update_from_event
+from acp_server.domain import Compacted, Compacting, Compaction, TextPart
+from acp_server.store import StoredMessage
+
+from .test_convert import SID, dumps, note
+
+
+def _thought(text: str) -> dict[str, Any]:
+    update = schema.AgentThoughtChunk(
+        session_update="agent_thought_chunk", content=schema.TextContentBlock(type="text", text=text)
+    )
+    return dumps(schema.SessionNotification(session_id=SID, update=update))
+
+
+def test_compaction_notes_are_official_thought_chunks() -> None:
+    started = update_from_event(SID, Compacting("threshold", 3300, 4000))
+    assert started == _thought(
+        "The conversation is nearing the model's context window: compacting it (about 3300 tokens of a 4000-token "
+        "window)…\n\n"
+    )
+    refused = update_from_event(SID, Compacting("refused", 5000))["update"]["content"]["text"]
+    assert refused.startswith("The model refused the request as too long") and "window" not in refused.split("(")[1]
+    done = update_from_event(SID, Compacted(8, 900, 4000))
+    assert done == _thought("Conversation compacted: messages 1–8 are summarised; about 900 tokens are sent now.\n\n")
+    elided = update_from_event(SID, Compacted(0, 2000))["update"]["content"]["text"]
+    assert "older tool outputs are elided" in elided
+
+
+def test_a_replay_is_whole_and_marks_where_the_summary_ends() -> None:
+    history = [
+        StoredMessage(1, "user", "one", parts=(TextPart("one"),)),
+        StoredMessage(2, "assistant", "first"),
+        StoredMessage(3, "user", "two", parts=(TextPart("two"),)),
+        StoredMessage(4, "assistant", "second"),
+    ]
+    plain = list(replay_updates(SID, history))
+    marked = list(replay_updates(SID, history, Compaction(2, "summary")))
+    mark = note(
+        "agent_thought_chunk",
+        "Conversation compacted: the model is sent a summary of messages 1–2.\n\n",
+        2,
+        {"acpServer": {"compactedThrough": 2}},
+    )
+    assert marked == [*plain[:2], mark, *plain[2:]]
