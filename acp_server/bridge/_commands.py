@@ -2,10 +2,11 @@
 
 A prompt whose first text part starts with ``/<name>``, ``<name>`` a command of the table, runs that command in
 the session's FIFO like any prompt (after the prompts before it, and cancellable like them); any other text
-starting with ``/`` goes to the model as it is. ``init`` is a model turn with a prompt of its own (the normal tool
-loop, the mode's permissions, recorded in the history); the others answer at once with a text message and are not
-part of the conversation. ``mode`` and ``model`` apply the checks every face applies (the modes the bridge
-allows, the models its catalog offers) and tell every face of the change like any other.
+starting with ``/`` goes to the model as it is. ``compact`` hands the turn its compaction request (the turn
+compacts what the model sees; nothing is added to the conversation). ``init`` is a model turn with a prompt of its
+own (the normal tool loop, the mode's permissions, recorded in the history); the others answer at once with a text
+message and are not part of the conversation. ``mode`` and ``model`` apply the checks every face applies (the
+modes the bridge allows, the models its catalog offers) and tell every face of the change like any other.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
+from ..turn import COMPACT_COMMAND
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
@@ -37,6 +39,7 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
+    Command("compact", "Compact the conversation now: older turns summarised for the model (the history stays whole)"),
     Command("init", "Write or update AGENTS.md, the project's instructions for agents", "what to stress (optional)"),
     Command("mode", "Show the session's mode, or switch it", "mode id (empty: show the modes)"),
     Command("model", "Show the session's model, or switch it", "model name (empty: show the models)"),
@@ -102,6 +105,7 @@ class SlashCommands:
         self._runner = runner
         self._host = host
         self._handlers: dict[str, Handler] = {
+            "compact": self._compact,
             "init": self._init,
             "mode": self._mode,
             "model": self._model,
@@ -119,6 +123,11 @@ class SlashCommands:
         return await self._handlers[command.name](session, argument, prompt, emit, client)
 
     # -- the commands ------------------------------------------------------------------------------------------
+
+    async def _compact(
+        self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+    ) -> StopReason:
+        return await self._runner(session, Prompt((TextPart(COMPACT_COMMAND),)), emit, client)  # the turn compacts
 
     async def _init(
         self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None

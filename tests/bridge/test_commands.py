@@ -8,7 +8,7 @@ import pytest
 from acp_server.bridge import COMMANDS, SessionBridge, SettingsChange
 from acp_server.bridge._commands import INIT_PROMPT, parse_command
 from acp_server.domain import Emit, Prompt, PromptEvent, ResourceLinkPart, StopReason, TextChunk, TextPart
-from acp_server.turn import ModelCatalog
+from acp_server.turn import ModelCatalog, is_compact_command
 
 from ._support import read_all
 
@@ -115,6 +115,16 @@ async def test_model_without_a_choice_says_so() -> None:
         entry = bridge.create_session("/p")
         assert await run(bridge, entry.session_id, text("/model large")) == "This server offers no choice of model."
         assert entry.model is None
+
+
+async def test_compact_hands_the_turn_its_compaction_request_whatever_follows_the_command() -> None:
+    runner = ModelRunner()
+    async with SessionBridge(runner) as bridge:
+        entry = bridge.create_session("/p")
+        await run(bridge, entry.session_id, text("/compact  now please"))
+        [asked] = runner.prompts
+        assert is_compact_command(asked)  # what the turn compacts on (a bare /compact), not the user's words
+        assert "compact" in {command.name for command in bridge.commands}
 
 
 async def test_init_asks_the_model_through_the_normal_turn_with_the_users_notes_and_parts() -> None:
