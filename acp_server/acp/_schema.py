@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidInputError
+from ..provider import import_client_modules
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -52,7 +53,7 @@ def preload() -> None:
     """
     try:
         schema()
-        importlib.import_module("openai")
+        import_client_modules()
     except Exception as exc:
         logger.warning("could not preload the ACP schema and the model client (%s): they load on first use", exc)
         return
