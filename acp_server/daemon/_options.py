@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..modes import READ_ONLY_MODE, available_modes
+from ._events import DEFAULT_QUEUE_BYTES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
 
@@ -60,6 +61,7 @@ class DaemonOptions:
     allow_origins: tuple[str, ...] = ()
     event_ring_size: int = 4096
     subscriber_queue_size: int = 1024  # frames a subscriber may lag behind before it is dropped
+    subscriber_queue_bytes: int = DEFAULT_QUEUE_BYTES  # bytes it may lag (merged frames: every piece) before that
     heartbeat_s: float = 15.0  # an idle event stream gets a comment this often
     stream_idle_timeout_ms: int | None = 120_000  # advertised in /capabilities; None = watchdog off
     shutdown_grace_s: float = 5.0  # how long a graceful shutdown waits for turns and streams to end
@@ -87,6 +89,7 @@ class DaemonOptions:
             "max_body_bytes",
             "event_ring_size",
             "subscriber_queue_size",
+            "subscriber_queue_bytes",
             "max_connections",
             "event_ring_total_bytes",
         ):
