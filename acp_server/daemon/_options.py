@@ -51,7 +51,8 @@ class DaemonOptions:
     the oldest one still waiting for its request headers, else it is refused with 503); request headers must arrive
     within ``header_timeout_s`` of the connection (or of its first byte after a keep-alive), a body within
     ``body_timeout_s`` of its headers; an open response (an SSE stream) has no time limit. The rings of all sessions
-    hold at most ``event_ring_total_bytes`` together (the least recently active sessions' oldest events go first).
+    hold at most ``event_ring_total_bytes`` together (the least recently active sessions' oldest events go first). A
+    subscriber lagging ``subscriber_queue_size`` frames or ``subscriber_queue_bytes`` bytes is dropped (and reset).
     """
 
     host: str = DEFAULT_HOST
