@@ -20,7 +20,7 @@ from ..provider import import_client_modules
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["model", "preload", "schema", "validate"]
+__all__ = ["load_schema", "model", "preload", "schema", "validate"]
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -31,8 +31,23 @@ _lock = threading.Lock()
 
 def schema() -> ModuleType:
     """The ``acp.schema`` module (imported once, thread-safe)."""
+    global _loaded
     with _lock:
-        return importlib.import_module("acp.schema")
+        module = importlib.import_module("acp.schema")
+        _loaded = True
+        return module
+
+
+_loaded = False
+
+
+async def load_schema() -> None:
+    """Import the schema in a worker thread unless it is loaded: an async caller (the REST prompt route) then never
+    holds the event loop while the import — or the warm-up thread importing it — runs. No checkpoint once loaded."""
+    if not _loaded:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(schema, abandon_on_cancel=True)
 
 
 @functools.cache
