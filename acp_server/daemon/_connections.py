@@ -22,7 +22,9 @@ protocol plus:
 - **abort**: each request's scope carries ``scope["extensions"][ABORT_EXTENSION]["abort"]``, which resets the
   connection at once (an RST: ``SO_LINGER`` 0 then ``transport.abort()``; buffered bytes dropped, kernel queues
   freed) — for a subscriber dropped for lagging whose peer does not read, where ending the response politely (or a
-  plain close) would keep the socket and its queues for as long as the peer does not read.
+  plain close) would keep the socket and its queues for as long as the peer does not read. Beside it,
+  ``["send_buffer"](n)`` caps the kernel's send buffer of the connection (``SO_SNDBUF``; Linux books twice ``n``):
+  an event stream's peer that stops reading then holds that much in the kernel, not the 4 MiB autotuning grows to.
 
 Invariants: every HTTP/1.1 connection is in ``_Registry.waiting`` exactly while it awaits request headers (an
 HTTP/2 one exactly while it has no open stream), with its timer
@@ -172,7 +174,14 @@ class _GuardedProtocol(H11Protocol):
         super().handle_events()
         if self.cycle is not cycle and self.cycle is not None:  # a request started: its task has not run yet
             extensions = self.scope.setdefault("extensions", {})
-            extensions[ABORT_EXTENSION] = {"abort": self._reset}
+            extensions[ABORT_EXTENSION] = {"abort": self._reset, "send_buffer": self._cap_send_buffer}
+
+    def _cap_send_buffer(self, size: int) -> None:
+        """Cap the kernel's send buffer of this connection (no autotuning beyond it)."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None and not self.transport.is_closing():
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
 
     def _reset(self) -> None:
         """Reset the connection now: ``SO_LINGER`` 0 makes the close an RST that discards what the kernel still

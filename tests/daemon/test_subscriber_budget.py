@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from acp_server.daemon import EventLog
 from acp_server.daemon._daemon import Accepted
+from acp_server.daemon._sse import SEND_BUFFER_BYTES
 from acp_server.domain import Prompt
 from acp_server.provider.offline import Answer, LoopbackModel
 
@@ -163,3 +165,35 @@ async def test_non_reading_subscribers_of_merged_text_are_reset_and_their_kernel
             finally:
                 for sock in socks:
                     sock.close()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the kernel's socket table (Linux)")
+async def test_the_kernel_holds_a_bounded_send_queue_for_a_subscriber_that_does_not_read() -> None:
+    """The event stream's send buffer is capped: with a budget large enough that it is never dropped here, a
+    subscriber that reads nothing makes the daemon's queue grow while the kernel's stays bounded."""
+    async with running_daemon(None, subscriber_queue_bytes=64 * 1024 * 1024, subscriber_queue_size=1 << 20) as served:
+        session_id = await served.new_session()
+        log = served.daemon.event_log(session_id)
+        host, port = served.url.removeprefix("http://").rsplit(":", 1)
+        sock = await _subscribe_without_reading(host, int(port), session_id)
+        try:
+            [subscription] = list(log._subscribers)
+            with anyio.fail_after(30):
+                while subscription.queued_bytes < 8 * 1024 * 1024:  # the kernel's queues are full by then
+                    log.publish("session_update", {"pad": "x" * 16384})
+                    await anyio.lowlevel.checkpoint()
+            queued = _daemon_send_queue(int(port))
+            assert 0 < queued <= 2 * SEND_BUFFER_BYTES, queued
+        finally:
+            sock.close()
+
+
+def _daemon_send_queue(port: int) -> int:
+    """The largest kernel send queue among the daemon's sockets on ``port``."""
+    largest = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+            largest = max(largest, int(fields[4].split(":")[0], 16))
+    return largest
