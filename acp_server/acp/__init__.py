@@ -5,7 +5,7 @@ from ._agent import MAX_TITLE_CHARS, PROTOCOL_VERSION, SET_TITLE_METHOD, AcpAgen
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
-from ._schema import model, preload, validate
+from ._schema import load_schema, model, preload, validate
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -21,6 +21,7 @@ __all__ = [
     "Peer",
     "bind",
     "config_options",
+    "load_schema",
     "model",
     "preload",
     "prompt_from_blocks",

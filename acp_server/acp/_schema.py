@@ -15,11 +15,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidInputError
+from ..provider import import_client_modules
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["model", "preload", "schema", "validate"]
+__all__ = ["load_schema", "model", "preload", "schema", "validate"]
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -30,8 +31,23 @@ _lock = threading.Lock()
 
 def schema() -> ModuleType:
     """The ``acp.schema`` module (imported once, thread-safe)."""
+    global _loaded
     with _lock:
-        return importlib.import_module("acp.schema")
+        module = importlib.import_module("acp.schema")
+        _loaded = True
+        return module
+
+
+_loaded = False
+
+
+async def load_schema() -> None:
+    """Import the schema in a worker thread unless it is loaded: an async caller (the REST prompt route) then never
+    holds the event loop while the import — or the warm-up thread importing it — runs. No checkpoint once loaded."""
+    if not _loaded:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(schema, abandon_on_cancel=True)
 
 
 @functools.cache
@@ -52,7 +68,7 @@ def preload() -> None:
     """
     try:
         schema()
-        importlib.import_module("openai")
+        import_client_modules()
     except Exception as exc:
         logger.warning("could not preload the ACP schema and the model client (%s): they load on first use", exc)
         return

@@ -40,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from ..acp import model, prompt_from_blocks, validate
+from ..acp import load_schema, model, prompt_from_blocks, validate
 from ..bridge import BridgeClosedError
 from ..domain import Prompt, StopReason
 from ..errors import ServerError
@@ -230,7 +230,9 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
     async def prompt(request: Request) -> Response:
         session_id: str = request.path_params["session_id"]
         wait = _flag(request, "wait")
-        prompt, deadline_ms = _parse_prompt(await _json_object(request, _PROMPT_FIELDS))
+        body = await _json_object(request, _PROMPT_FIELDS)
+        await load_schema()  # not on the loop: a prompt right after start never waits there for the warm-up's import
+        prompt, deadline_ms = _parse_prompt(body)
         # Synchronous admission (Q4/Q8): a refusal raises here, before any byte of an acceptance is sent.
         accepted = daemon.submit_prompt(session_id, prompt, deadline_ms=deadline_ms)
         if not wait:

@@ -16,10 +16,15 @@ protocol plus:
 - **HTTP/2**: a connection that opens with the HTTP/2 preface is handed to :class:`~._http2.Http2Server` (when the
   server has one); it keeps counting against the cap until it ends, is in the waiting set while it has no open
   stream (displaced by closing it), and is shut down with the server.
+- **backlog**: the listening socket queues at most :data:`LISTEN_BACKLOG` connections the daemon has not accepted
+  yet (the kernel refuses more: their handshake does not complete, they send nothing); asyncio accepts at most
+  that many per wake-up, each then displacing or refused as above — so a flood never waits in a deep backlog.
 - **abort**: each request's scope carries ``scope["extensions"][ABORT_EXTENSION]["abort"]``, which resets the
   connection at once (an RST: ``SO_LINGER`` 0 then ``transport.abort()``; buffered bytes dropped, kernel queues
   freed) — for a subscriber dropped for lagging whose peer does not read, where ending the response politely (or a
-  plain close) would keep the socket and its queues for as long as the peer does not read.
+  plain close) would keep the socket and its queues for as long as the peer does not read. Beside it,
+  ``["send_buffer"](n)`` caps the kernel's send buffer of the connection (``SO_SNDBUF``; Linux books twice ``n``):
+  an event stream's peer that stops reading then holds that much in the kernel, not the 4 MiB autotuning grows to.
 
 Invariants: every HTTP/1.1 connection is in ``_Registry.waiting`` exactly while it awaits request headers (an
 HTTP/2 one exactly while it has no open stream), with its timer
@@ -51,6 +56,7 @@ from ._http2 import PREFACE, Http2Server
 __all__ = [
     "ABORT_EXTENSION",
     "EMFILE_LOG_INTERVAL_S",
+    "LISTEN_BACKLOG",
     "AcceptErrorLog",
     "fd_limited_connections",
     "guarded_protocol",
@@ -64,6 +70,12 @@ ABORT_EXTENSION = "acp_server.transport"
 
 EMFILE_LOG_INTERVAL_S = 10.0
 """``accept()`` resource errors are logged at most once per this interval (with the count suppressed)."""
+
+LISTEN_BACKLOG = 128
+"""Connections the kernel holds for the daemon before it accepts them (``listen()``), and the most asyncio accepts
+in one wake-up. Beyond the cap and this backlog a connection is refused by the kernel (its handshake does not
+complete), never left queued accepting bytes; one in the backlog is accepted within a wake-up, then handled as any
+newcomer (it displaces an older waiting connection, or gets 503)."""
 
 _FD_RESERVE = 64  # descriptors kept for the store, logs, the listener, the event loop
 
@@ -162,7 +174,14 @@ class _GuardedProtocol(H11Protocol):
         super().handle_events()
         if self.cycle is not cycle and self.cycle is not None:  # a request started: its task has not run yet
             extensions = self.scope.setdefault("extensions", {})
-            extensions[ABORT_EXTENSION] = {"abort": self._reset}
+            extensions[ABORT_EXTENSION] = {"abort": self._reset, "send_buffer": self._cap_send_buffer}
+
+    def _cap_send_buffer(self, size: int) -> None:
+        """Cap the kernel's send buffer of this connection (no autotuning beyond it)."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None and not self.transport.is_closing():
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
 
     def _reset(self) -> None:
         """Reset the connection now: ``SO_LINGER`` 0 makes the close an RST that discards what the kernel still
@@ -253,12 +272,13 @@ def raise_fd_limit() -> int:
 
 
 def fd_limited_connections(wanted: int) -> int:
-    """``wanted``, lowered so client connections take at most half the descriptors left after a reserve (the
-    other half is for model connections: one per running turn) — so ``accept()`` does not run out first."""
+    """``wanted``, lowered so client connections take at most half the descriptors left after a reserve and one
+    accept burst (:data:`LISTEN_BACKLOG`: accepted before any is displaced); the other half is for model
+    connections, one per running turn — so ``accept()`` does not run out first."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return wanted
-    budget = max(8, (soft - _FD_RESERVE) // 2)
+    budget = max(8, (soft - _FD_RESERVE - LISTEN_BACKLOG) // 2)
     if wanted > budget:
         logger.warning(
             "--max-connections %d lowered to %d: the open-file limit is %d (raise it with ulimit -n)",

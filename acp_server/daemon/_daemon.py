@@ -523,6 +523,7 @@ class Daemon:
                 session_id,
                 ring_size=self.options.event_ring_size,
                 queue_size=self.options.subscriber_queue_size,
+                queue_bytes=self.options.subscriber_queue_bytes,
                 first_id=first,
                 previous_id=previous,
                 budget=self.ring_budget,

@@ -6,8 +6,9 @@ Invariants:
   every id that session was ever given, so a ``Last-Event-ID`` names at most one event (see ``_daemon.py``);
 - memory is bounded: the ring keeps the last ``ring_size`` frames, and all the rings sharing a
   :class:`RingBudget` hold at most its ``max_bytes`` together; each subscriber queues at most ``queue_size``
-  entries (a frame, or merged pieces of at most ``coalesce_chars`` of text) — one more and it is *dropped* (its
-  stream ends at once; it may reconnect with ``Last-Event-ID``);
+  entries (a frame, or merged pieces of at most ``coalesce_chars`` of text) holding at most ``queue_bytes``
+  together (every piece of a merged entry counted) — one entry or one byte more and it is *dropped* (its stream
+  ends at once; it may reconnect with ``Last-Event-ID``). A frame alone in the queue is never dropped for its size;
 - a cursor is served exactly or not at all: replay when the ring holds every event after it, else
   ``resync_required``; subscribing is atomic: the replay and the live tail meet exactly, no event lost or repeated.
 
@@ -17,7 +18,8 @@ queue* when both have the same event name and key, up to ``coalesce_chars`` of t
 id of the last event it holds, so ``Last-Event-ID`` stays exact (a reconnect with it gets the events after the last
 piece, none twice, none missing). Order never changes and nothing is dropped. A subscriber that keeps up (waiting
 for a frame when the event comes, or woken and not yet run) gets one frame per event; the ring always keeps one
-frame per event, so replay is exact. A merged entry counts as one against ``queue_size``: merging makes drops rarer.
+frame per event, so replay is exact. A merged entry counts as one against ``queue_size`` (merging makes drops
+rarer), and with every piece's text against ``queue_bytes`` (merging never hides what a subscriber holds).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import anyio
 
 __all__ = [
     "DEFAULT_COALESCE_CHARS",
+    "DEFAULT_QUEUE_BYTES",
     "FRAME_OVERHEAD_BYTES",
     "EventLog",
     "RingBudget",
@@ -41,6 +44,9 @@ __all__ = [
 
 DEFAULT_COALESCE_CHARS = 8192
 """How much text consecutive pieces may merge into while they wait for a slow subscriber (as the stdio face)."""
+
+DEFAULT_QUEUE_BYTES = 1024 * 1024
+"""The bytes a subscriber may have waiting unsent (its queue) before it is dropped."""
 
 _JOIN_PARTS_AT = 64
 """A merged entry joins its parts into one string when it holds this many (bounds its memory per character)."""
@@ -74,13 +80,14 @@ _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 class _Piece:
     """A queued frame that is a piece of a longer text: what a later piece of the same key may merge into."""
 
-    __slots__ = ("data", "event", "key", "text")
+    __slots__ = ("data", "event", "key", "size", "text")
 
     def __init__(self, event: str, key: Hashable, text: str, data: TextData) -> None:
         self.event = event
         self.key = key
         self.text = text
         self.data = data
+        self.size = len(text.encode(errors="surrogatepass"))  # what it adds to a merged frame (its UTF-8 bytes)
 
 
 class _Merged:
@@ -114,16 +121,19 @@ class Subscription:
     """One reader of an :class:`EventLog`: its replay, then live frames, until the log closes or it is dropped.
 
     Its queue holds at most ``queue_size`` entries: frames as published, or text pieces merged while they waited
-    (see the module's "Coalescing").
+    (see the module's "Coalescing"), of at most ``queue_bytes`` together (``queued_bytes``: a frame's length, a
+    merged piece's text).
     """
 
     __slots__ = (
+        "_bytes",
         "_closed",
         "_coalesce",
         "_dropped",
         "_log",
         "_nudged",
         "_queue",
+        "_queue_bytes",
         "_queue_size",
         "_replay",
         "_tail",
@@ -133,12 +143,19 @@ class Subscription:
     )
 
     def __init__(
-        self, log: EventLog, queue_size: int, replay: list[bytes], coalesce_chars: int = DEFAULT_COALESCE_CHARS
+        self,
+        log: EventLog,
+        queue_size: int,
+        replay: list[bytes],
+        coalesce_chars: int = DEFAULT_COALESCE_CHARS,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         self._log: EventLog | None = log
         self._replay = replay  # already in memory (the ring's frames): not held to the cap
         self._queue: deque[_Queued] = deque()
         self._queue_size = queue_size
+        self._queue_bytes = queue_bytes
+        self._bytes = 0  # what the queue's entries hold (see queued_bytes)
         self._coalesce = coalesce_chars
         self._tail: _Piece | _Merged | None = None  # the queue's last entry, when a piece may merge into it
         self._closed = False
@@ -150,13 +167,18 @@ class Subscription:
 
     @property
     def dropped(self) -> bool:
-        """True once it fell ``queue_size`` entries behind; it receives nothing more."""
+        """True once it fell ``queue_size`` entries or ``queue_bytes`` behind; it receives nothing more."""
         return self._dropped
 
     @property
     def queued(self) -> int:
         """Entries waiting in the queue (the replay not included)."""
         return len(self._queue)
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes waiting in the queue: each frame's length, each merged piece's text (UTF-8)."""
+        return self._bytes
 
     def ready(self) -> bool:
         """Whether :meth:`receive` would return at once (frames waiting, or the end)."""
@@ -180,6 +202,7 @@ class Subscription:
         self._replay = []
         frames.extend(entry.frame() if isinstance(entry, _Merged) else entry for entry in self._queue)
         self._queue.clear()
+        self._bytes = 0
         self._tail = None
         self._woken = False
         return frames
@@ -200,18 +223,30 @@ class Subscription:
     # -- driven by the log ----------------------------------------------------------------------------------
 
     def _push(self, frame: bytes, event_id: int, piece: _Piece | None) -> None:
+        queue = self._queue
         if piece is not None and self._tail is not None and not self._woken and self._merge(piece, event_id):
-            return  # the reader is busy sending: it gets this piece with the ones before it, in one frame
-        if len(self._queue) >= self._queue_size:
-            self._dropped = True
-            self._replay = []
-            self._queue.clear()
-            self._tail = None
-            self._detach()
-            self.dropped_event.set()
+            # the reader is busy sending: it gets this piece with the ones before it, in one frame
+            self._bytes += piece.size
+            if self._bytes > self._queue_bytes:
+                self._drop()
+            return
+        if len(queue) >= self._queue_size or (queue and self._bytes + len(frame) > self._queue_bytes):
+            self._drop()
         else:
-            self._queue.append(frame)
+            queue.append(frame)
+            self._bytes += len(frame)
             self._tail = piece
+        self._wake()
+
+    def _drop(self) -> None:
+        """It lags too far: it holds nothing more and receives nothing more; its stream ends (and is reset)."""
+        self._dropped = True
+        self._replay = []
+        self._queue.clear()
+        self._bytes = 0
+        self._tail = None
+        self._detach()
+        self.dropped_event.set()
         self._wake()
 
     def _merge(self, piece: _Piece, event_id: int) -> bool:
@@ -286,7 +321,8 @@ class RingBudget:
 class EventLog:
     """The events of one session, as ready-to-send SSE frames. Open until :meth:`close`; then readers drain and end.
 
-    ``coalesce_chars``: the most text one merged entry of a subscriber holds. ``first_id``: the id of its first
+    ``coalesce_chars``: the most text one merged entry of a subscriber holds; ``queue_size`` and ``queue_bytes``:
+    how far (entries, bytes) a subscriber may lag before it is dropped. ``first_id``: the id of its first
     event. ``previous_id``: the last id the same session had in its previous attachment, when known: a reader that
     saw it has missed nothing while this ring still holds its first event.
     """
@@ -297,6 +333,7 @@ class EventLog:
         *,
         ring_size: int,
         queue_size: int,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         coalesce_chars: int = DEFAULT_COALESCE_CHARS,
         first_id: int = 1,
         previous_id: int | None = None,
@@ -310,6 +347,7 @@ class EventLog:
         self._ring_size = ring_size
         self._budget = budget if budget is not None else RingBudget(2**62)
         self._queue_size = queue_size
+        self._queue_bytes = queue_bytes
         self._coalesce = coalesce_chars
         self._last_id = first_id - 1
         # The greatest id after which the ring can replay everything (besides the ids it holds): the previous
@@ -393,7 +431,7 @@ class EventLog:
                 initial.append(encode_frame("resync_required", data, self._last_id))
             else:
                 initial = [frame for event_id, frame in self._ring if event_id > last_event_id]
-        subscription = Subscription(self, self._queue_size, initial, self._coalesce)
+        subscription = Subscription(self, self._queue_size, initial, self._coalesce, self._queue_bytes)
         if self.closed:
             subscription._end()
         else:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..modes import READ_ONLY_MODE, available_modes
+from ._events import DEFAULT_QUEUE_BYTES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
 
@@ -51,7 +52,8 @@ class DaemonOptions:
     the oldest one still waiting for its request headers, else it is refused with 503); request headers must arrive
     within ``header_timeout_s`` of the connection (or of its first byte after a keep-alive), a body within
     ``body_timeout_s`` of its headers; an open response (an SSE stream) has no time limit. The rings of all sessions
-    hold at most ``event_ring_total_bytes`` together (the least recently active sessions' oldest events go first).
+    hold at most ``event_ring_total_bytes`` together (the least recently active sessions' oldest events go first). A
+    subscriber lagging ``subscriber_queue_size`` frames or ``subscriber_queue_bytes`` bytes is dropped (and reset).
     """
 
     host: str = DEFAULT_HOST
@@ -61,6 +63,7 @@ class DaemonOptions:
     allow_origins: tuple[str, ...] = ()
     event_ring_size: int = 4096
     subscriber_queue_size: int = 1024  # frames a subscriber may lag behind before it is dropped
+    subscriber_queue_bytes: int = DEFAULT_QUEUE_BYTES  # bytes it may lag (merged frames: every piece) before that
     heartbeat_s: float = 15.0  # an idle event stream gets a comment this often
     stream_idle_timeout_ms: int | None = 120_000  # advertised in /capabilities; None = watchdog off
     shutdown_grace_s: float = 5.0  # how long a graceful shutdown waits for turns and streams to end
@@ -89,6 +92,7 @@ class DaemonOptions:
             "max_body_bytes",
             "event_ring_size",
             "subscriber_queue_size",
+            "subscriber_queue_bytes",
             "max_connections",
             "event_ring_total_bytes",
         ):

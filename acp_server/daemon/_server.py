@@ -4,9 +4,10 @@
 signal handlers (the owner decides when to stop), and on exit: stops accepting, cancels every turn it accepted,
 publishes their terminal events, ends every event stream, then waits for uvicorn — all bounded by
 ``shutdown_grace_s``. uvicorn serves with the guarded protocol of ``_connections.py`` (connection cap, header
-deadline, transport abort), ``--max-connections`` lowered to fit the open-file limit, and an event-loop exception
-handler that logs ``accept()`` running out of descriptors once per interval (restored on exit). A connection that
-opens with the HTTP/2 preface is served by Hypercorn's HTTP/2 stack on the same port (``_http2.py``).
+deadline, transport abort, a listen backlog of ``LISTEN_BACKLOG``), ``--max-connections`` lowered to fit the
+open-file limit, and an event-loop exception handler that logs ``accept()`` running out of descriptors once per
+interval (restored on exit). A connection that opens with the HTTP/2 preface is served by Hypercorn's HTTP/2 stack
+on the same port (``_http2.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ import uvicorn
 from ..acp import preload
 from ..bridge import SessionBridge
 from ._app import create_app
-from ._connections import AcceptErrorLog, fd_limited_connections, guarded_protocol, raise_fd_limit
+from ._connections import (
+    LISTEN_BACKLOG,
+    AcceptErrorLog,
+    fd_limited_connections,
+    guarded_protocol,
+    raise_fd_limit,
+)
 from ._daemon import Daemon
 from ._exceptions import ListenError
 from ._http2 import Http2Server
@@ -56,7 +63,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((name, port))
-        sock.listen(2048)
+        sock.listen(LISTEN_BACKLOG)
     except (OSError, OverflowError) as exc:
         sock.close()
         raise ListenError(host, port, getattr(exc, "strerror", None) or str(exc)) from exc
@@ -126,6 +133,7 @@ async def open_daemon(
         config = uvicorn.Config(
             app,
             http=protocol,
+            backlog=LISTEN_BACKLOG,  # asyncio listens again with it, and accepts at most that many per wake-up
             ws="websockets-sansio",  # /acp over WebSocket; the sans-I/O one waits for the socket (backpressure)
             ws_max_size=options.max_body_bytes,
             lifespan="off",

@@ -6,7 +6,8 @@ listener, and a drop watcher. The stream ends cleanly when the log closes (after
 the last frame), and at once when the client leaves. A subscription dropped for lagging (its peer reads too slowly,
 or not at all) has its connection *aborted* (reset: nothing more is written, the kernel's queues are freed), as has
 a stream whose final write cannot be flushed within ``_FINISH_TIMEOUT_S`` — a polite end would keep the socket and
-its buffers for as long as the peer does not read.
+its buffers for as long as the peer does not read. Its kernel send buffer is capped at :data:`SEND_BUFFER_BYTES`:
+what a peer that stops reading holds in the kernel is bounded, and its queue here fills (and drops it) sooner.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from ._connections import ABORT_EXTENSION
 from ._disconnect import wait_disconnected
 from ._events import Subscription
 
-__all__ = ["HEARTBEAT", "EventStreamResponse"]
+__all__ = ["HEARTBEAT", "SEND_BUFFER_BYTES", "EventStreamResponse"]
 
 logger = logging.getLogger("acp_server.daemon")
 
 HEARTBEAT = b": keep-alive\n\n"
 _FINISH_TIMEOUT_S = 1.0
+SEND_BUFFER_BYTES = 256 * 1024
+"""The kernel send buffer of an event stream's connection (``SO_SNDBUF``; Linux books twice this)."""
 
 
 class EventStreamResponse(Response):
@@ -47,7 +50,10 @@ class EventStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         subscription = self._subscription
-        abort = scope.get("extensions", {}).get(ABORT_EXTENSION, {}).get("abort")
+        transport = scope.get("extensions", {}).get(ABORT_EXTENSION, {})
+        abort = transport.get("abort")
+        if (cap_send_buffer := transport.get("send_buffer")) is not None:
+            cap_send_buffer(SEND_BUFFER_BYTES)
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             async with anyio.create_task_group() as tg:

@@ -10,7 +10,14 @@ if TYPE_CHECKING:
     import httpx2
     import openai
 
-__all__ = ["OFFLINE_API_KEY", "OPENAI_API_BASE_URL", "make_openai_client", "missing_version_hint", "public_endpoint"]
+__all__ = [
+    "OFFLINE_API_KEY",
+    "OPENAI_API_BASE_URL",
+    "import_client_modules",
+    "make_openai_client",
+    "missing_version_hint",
+    "public_endpoint",
+]
 
 OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 """Where the SDK sends requests when no base URL is given: a key alone means the OpenAI API."""
@@ -30,6 +37,15 @@ MODEL_POOL_MAX_KEEPALIVE = 100
 """Idle connections kept for reuse by httpx2's transport (the rest are closed when their turn ends); aiohttp's keeps
 each until it expires."""
 MODEL_POOL_KEEPALIVE_EXPIRY_S = 5.0
+
+
+def import_client_modules() -> None:
+    """Import what :func:`make_openai_client` needs (the SDK, the aiohttp transport). Costly (~0.5 s of CPU), and it
+    blocks for as long as another thread's import of the same module (the warm-up's): call it in a worker thread,
+    never on an event loop — a loop waiting on an import answers nothing, admission included."""
+    import openai  # noqa: F401
+
+    from . import _aiohttp  # noqa: F401
 
 
 def make_openai_client(

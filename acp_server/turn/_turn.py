@@ -4,7 +4,6 @@ between, until the model answers without calling a tool."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -225,6 +224,16 @@ class ModelTurn:
             self._client = make_openai_client(base_url=self.settings.base_url, api_key=self.settings.api_key)
         return self._client
 
+    async def _client_ready(self) -> AsyncOpenAI:
+        """:meth:`_get_client`, its first call after importing the client's modules in a worker thread: the event
+        loop never waits on that import, nor on a warm-up thread importing the same modules (which holds their
+        import lock) — so prompts sent meanwhile are admitted or refused at once."""
+        if self._client is None and self.settings.configured:
+            from ..provider import import_client_modules
+
+            await anyio.to_thread.run_sync(import_client_modules, abandon_on_cancel=True)
+        return self._get_client()
+
     async def discover_models(self) -> None:
         """Fill the catalog from the endpoint's ``GET /v1/models``, once, within ``model_list_timeout_s``; any
         failure (none configured, an error, a timeout) leaves the default model alone, logged. Never raises but
@@ -237,9 +246,7 @@ class ModelTurn:
             return
         timeout = self.settings.model_list_timeout_s
         try:
-            # The SDK's import costs ~0.4 s of CPU: in a worker thread, so the event loop keeps answering.
-            await anyio.to_thread.run_sync(importlib.import_module, "openai", abandon_on_cancel=True)
-            client = self._get_client().with_options(timeout=timeout, max_retries=0)
+            client = (await self._client_ready()).with_options(timeout=timeout, max_retries=0)
             entries: list[dict[str, Any]] = []
             with anyio.fail_after(timeout):
                 async for entry in client.models.list():
@@ -291,6 +298,7 @@ class ModelTurn:
         """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
         compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (a
         prompt's turn does: send ``/compact`` as a prompt, or call this from one)."""
+        await self._client_ready()  # the summary request's client, its modules imported off the event loop
         history = session.conversation
         context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
         model = self.models.resolve(session.model)
@@ -320,7 +328,7 @@ class ModelTurn:
         cannot hold a model request open past ``--stream-max-lifetime-ms``. Tool calls run between requests, each
         under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
-        model_client = self._get_client()
+        model_client = await self._client_ready()
         if is_compact_command(prompt):
             return await self.compact(session, emit)
         # Once per turn: what the model gets (linked files read), and (its text) what is stored.

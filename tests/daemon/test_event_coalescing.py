@@ -163,7 +163,9 @@ async def test_a_paused_sse_reader_gets_fewer_larger_frames_and_loses_nothing(mo
     words = [("" if i == 0 else " ") + f"w{i:05d}".ljust(WORD_BYTES - 1, "x") for i in range(WORDS)]
     async with LoopbackModel() as model:
         model.enqueue(Answer(text="".join(words), reasoning=""))
-        async with running_daemon(model, subscriber_queue_size=4096, event_ring_size=WORDS + 16) as served:
+        # a paused reader that is never dropped: room for every entry and every byte of the answer
+        lag = {"subscriber_queue_size": 4096, "subscriber_queue_bytes": 2 * WORDS * WORD_BYTES}
+        async with running_daemon(model, event_ring_size=WORDS + 16, **lag) as served:
             daemon = served.daemon
             accepted: list[Accepted] = []
             submit = daemon.submit_prompt

@@ -259,10 +259,11 @@ def test_the_cap_is_lowered_to_fit_the_open_file_limit(
 
     monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 4096))
     with caplog.at_level(logging.WARNING):
-        assert fd_limited_connections(1024) == 96  # (256 - 64 reserved) / 2: the other half for model connections
-        assert fd_limited_connections(50) == 50
+        # (256 - 64 reserved - 128 for one accept burst) / 2: the other half for model connections
+        assert fd_limited_connections(1024) == 32
+        assert fd_limited_connections(20) == 20
     assert [r.getMessage() for r in caplog.records] == [
-        "--max-connections 1024 lowered to 96: the open-file limit is 256 (raise it with ulimit -n)"
+        "--max-connections 1024 lowered to 32: the open-file limit is 256 (raise it with ulimit -n)"
     ]
 
 
@@ -302,5 +303,5 @@ async def test_a_daemon_out_of_descriptors_still_answers_health_and_logs_little(
                 async for chunk in process.stderr:  # type: ignore[union-attr]
                     stderr += chunk
     log = stderr.decode(errors="replace")
-    assert "lowered to 96" in log
+    assert "lowered to 32" in log
     assert log.count("Traceback") == 0 and len(log) < 64 * 1024, log[-2000:]

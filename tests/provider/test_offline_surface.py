@@ -29,6 +29,7 @@ from acp_server.provider.offline import (
 def test_exported_members() -> None:
     assert acp_server.provider.__all__ == [
         "OPENAI_API_BASE_URL",
+        "import_client_modules",
         "make_openai_client",
         "missing_version_hint",
         "public_endpoint",
