@@ -6,10 +6,11 @@ answer them costs at most 5 s each; the output is then a note). Release always h
 cancelled or failed run kills the terminal first.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
-``/dev/null``, stdout and stderr merged into one pipe. Its output is read with a bound (the first and the last
-30 KiB are kept). When the shell exits, what it left in its group is killed (so no background process outlives
-the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short grace; on
-cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
+``/dev/null``, stdout and stderr merged into one pipe. A watchdog (:mod:`._guard`) kills that group if the agent
+dies, however it dies; the agent stops the watchdog once the group is gone. The output is read with a bound (the
+first and the last 30 KiB are kept). When the shell exits, what it left in its group is killed (so no background
+process outlives the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short
+grace; on cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
 
 A non-zero exit status is a completed call (the model needs to see the failure); a command that could not start,
 or that timed out, is a failed one. The model gets the exit status (or signal) line, then the output.
@@ -22,6 +23,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Awaitable
 
 import anyio
@@ -29,6 +31,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..domain import TerminalContent, TextContent
 from ..errors import RemoteError
+from . import _guard
 from ._call import prepared
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
@@ -127,6 +130,42 @@ def _command_env(cwd: str) -> dict[str, str]:
     return env
 
 
+async def _watch(pgid: int) -> tuple[Process | None, int]:
+    """A watchdog that kills the group ``pgid`` when the agent dies, and the end of the pipe it watches (the agent
+    closes it after stopping the watchdog). No watchdog (None) when no Python can run it or it cannot start."""
+    death_r, death_w = os.pipe()
+    try:
+        if not sys.executable:
+            return None, death_w
+        with anyio.CancelScope(shield=True):
+            watchdog = await anyio.open_process(
+                [sys.executable, "-I", "-S", _guard.__file__, str(pgid)],
+                stdin=death_r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # apart from the command's group and from the agent's
+            )
+    except OSError as exc:
+        logger.warning("the watchdog of a command could not be started: %s", exc.strerror or exc)
+        return None, death_w
+    finally:
+        os.close(death_r)
+    return watchdog, death_w
+
+
+async def _unwatch(watchdog: Process | None, death_w: int) -> None:
+    """Stop the watchdog (the group it watches is gone), reap it, then close its pipe."""
+    try:
+        if watchdog is not None:
+            with contextlib.suppress(ProcessLookupError):
+                watchdog.kill()
+            await _reap(watchdog)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_S):
+                await watchdog.aclose()
+    finally:
+        os.close(death_w)
+
+
 async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
@@ -142,6 +181,19 @@ async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> Too
     except OSError as exc:
         raise ToolCallError(f"the command could not be started: {exc.strerror or exc}") from None
     pgid = process.pid  # a new session: the shell leads its own process group
+    watchdog: Process | None = None
+    death_w = -1
+    try:
+        with anyio.CancelScope(shield=True):
+            watchdog, death_w = await _watch(pgid)
+        return await _supervise(process, pgid, timeout_ms)
+    finally:
+        if death_w >= 0:
+            await _unwatch(watchdog, death_w)
+
+
+async def _supervise(process: Process, pgid: int, timeout_ms: int) -> ToolResult:
+    """Wait for the shell under the timeout, kill what is left of its group, and build the result."""
     capture = _Capture()
     timed_out = False
     assert process.stdout is not None
