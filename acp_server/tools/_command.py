@@ -130,7 +130,7 @@ def _command_env(cwd: str) -> dict[str, str]:
     return env
 
 
-async def _watch(pgid: int) -> tuple[Process | None, int]:
+async def _watch(pgid: int, cwd: str) -> tuple[Process | None, int]:
     """A watchdog that kills the group ``pgid`` when the agent dies, and the end of the pipe it watches (the agent
     closes it after stopping the watchdog). No watchdog (None) when no Python can run it or it cannot start."""
     death_r, death_w = os.pipe()
@@ -140,6 +140,7 @@ async def _watch(pgid: int) -> tuple[Process | None, int]:
         with anyio.CancelScope(shield=True):
             watchdog = await anyio.open_process(
                 [sys.executable, "-I", "-S", _guard.__file__, str(pgid)],
+                env=_command_env(cwd),  # not the agent's own: its environment shows in /proc
                 stdin=death_r,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -185,7 +186,7 @@ async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> Too
     death_w = -1
     try:
         with anyio.CancelScope(shield=True):
-            watchdog, death_w = await _watch(pgid)
+            watchdog, death_w = await _watch(pgid, workspace.cwd)
         return await _supervise(process, pgid, timeout_ms)
     finally:
         if death_w >= 0:
