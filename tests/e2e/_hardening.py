@@ -25,9 +25,12 @@ BYPASS = ("--allow-bypass-permissions", "--default-mode", "bypass-permissions")
 
 
 class Editor:
-    """Allows every permission request; ``terminal/*`` runs the command with the editor's own environment."""
+    """Allows every permission request (after calling ``on_permission``, when given); ``terminal/*`` runs the
+    command with the editor's own environment."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_permission: Callable[[], None] | None = None) -> None:
+        self.on_permission = on_permission
+        self.permission_requests: list[Any] = []
         self.updates: list[Any] = []
         self.terminals: dict[str, tuple[asyncio.subprocess.Process, bytearray, asyncio.Future[None]]] = {}
 
@@ -38,6 +41,9 @@ class Editor:
         self.updates.append(update)
 
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any:
+        self.permission_requests.append(tool_call)
+        if self.on_permission is not None:
+            self.on_permission()
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="allow_once"))
 
     async def create_terminal(self, session_id: str, command: str, cwd: str | None = None, **kwargs: Any) -> Any:
