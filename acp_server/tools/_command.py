@@ -31,7 +31,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..domain import TerminalContent, TextContent
 from ..errors import RemoteError
-from . import _guard
+from . import _guard, _unprivileged
 from ._call import prepared
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
@@ -130,6 +130,14 @@ def _command_env(cwd: str) -> dict[str, str]:
     return env
 
 
+def _shell(command: str) -> list[str]:
+    """``/bin/sh -c command``; as root on Linux, exec'd through :mod:`._unprivileged` (no ``CAP_SYS_PTRACE``)."""
+    shell = ["/bin/sh", "-c", command]
+    if sys.platform.startswith("linux") and os.geteuid() == 0 and sys.executable:
+        return [sys.executable, "-I", "-S", _unprivileged.__file__, *shell]
+    return shell
+
+
 async def _watch(pgid: int, cwd: str) -> tuple[Process | None, int]:
     """A watchdog that kills the group ``pgid`` when the agent dies, and the end of the pipe it watches (the agent
     closes it after stopping the watchdog). No watchdog (None) when no Python can run it or it cannot start."""
@@ -171,7 +179,7 @@ async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> Too
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
             process = await anyio.open_process(
-                ["/bin/sh", "-c", command],
+                _shell(command),
                 cwd=workspace.cwd,
                 env=_command_env(workspace.cwd),
                 stdin=subprocess.DEVNULL,

@@ -38,16 +38,21 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def _reads(agent_pid: int) -> str:
     """A command that prints the agent's (and its own parent's) environment and command line."""
     paths = " ".join(f"/proc/{who}/{what}" for who in ("$PPID", agent_pid) for what in ("environ", "cmdline"))
-    return f"for f in {paths}; do echo \"== $f\"; tr '\\0' '\\n' < $f 2>&1; echo; done"
+    reads = f"for f in {paths}; do echo \"== $f\"; tr '\\0' '\\n' < $f 2>&1; echo; done"
+    opens = f"for f in mem fd/0; do echo \"== open $f\"; (exec 3< /proc/{agent_pid}/$f) 2>&1 && echo opened; done"
+    return f"{reads}; {opens}"
 
 
-def _check(output: str, agent_pid: int) -> None:
+def _check(output: str, agent_pid: int, *, local: bool) -> None:
     for secret in SECRETS:
         assert secret not in output, f"a secret reached the model:\n{output}"
     _, _, agent = output.partition(f"== /proc/{agent_pid}/environ\n")
     environ, _, cmdline = agent.partition(f"== /proc/{agent_pid}/cmdline\n")
     assert "acp_server" in cmdline  # the reads did happen: a command line is readable by anyone
     assert "PATH=" in environ or "Permission denied" in environ  # root reads the rest; a user is refused
+    if local:  # the agent's memory and descriptors: refused to its commands, even as root
+        _, _, opens = output.partition("== open mem\n")
+        assert opens.count("Permission denied") == 2 and "opened" not in opens, opens
 
 
 def _tool_output(model: LoopbackModel) -> str:
@@ -74,7 +79,7 @@ async def test_stdio_commands_cannot_read_the_agents_secrets(tmp_path: Path, ter
                 await conn.prompt(session_id=session.session_id, prompt=[text_block("read /proc")])
             agent_pid = process.pid
     assert bool(editor.terminals) == terminal  # the command ran where the test meant it to
-    _check(_tool_output(model), agent_pid)
+    _check(_tool_output(model), agent_pid, local=not terminal)
 
 
 async def _read_url(process: anyio.abc.Process) -> str:
@@ -114,4 +119,4 @@ async def test_daemon_commands_cannot_read_the_agents_secrets(tmp_path: Path) ->
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
-    _check(_tool_output(model), process.pid)
+    _check(_tool_output(model), process.pid, local=True)
