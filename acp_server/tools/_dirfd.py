@@ -2,11 +2,11 @@
 
 A :class:`Target` was resolved (every symbolic link followed) and confined when its call was prepared; by the time
 it runs (a permission request may have waited minutes) another process may have swapped one of its directories for
-a symbolic link to somewhere else. :func:`open_parent` walks from the project directory to the target's directory
-one component at a time, each opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the one before (``openat``), so
-a component that is no longer a real directory fails the call with a :class:`ToolCallError` naming it, and the
-final name is then used relative to that directory's descriptor (``dir_fd=``): nothing is read, created or replaced
-outside the project, whatever was swapped in and when.
+a symbolic link to somewhere else. :func:`open_parent` walks from ``/`` through the project directory's real path
+to the target's directory one component at a time, each opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the
+one before (``openat``), so a component that is no longer a real directory fails the call with a
+:class:`ToolCallError` naming it, and the final name is then used relative to that directory's descriptor
+(``dir_fd=``): nothing is read, created or replaced outside the project, whatever was swapped in and when.
 """
 
 from __future__ import annotations
@@ -66,6 +66,29 @@ def _open_directory(target: Target, fd: int, part: str, shown: str, *, create: b
     raise AssertionError("unreachable")
 
 
+def _open_root(target: Target, verb: str) -> int:
+    """The project directory, reached from ``/`` without following a symbolic link (its path is a real one)."""
+    root = project_root(target)
+    fd = os.open(os.sep, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in root.split(os.sep):
+            if not part:
+                continue
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                raise ToolCallError(
+                    f"cannot {verb} {target.rel}: the project directory {root} cannot be reached as it was checked "
+                    f"({exc.strerror}: its path changed since); nothing was done"
+                ) from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_parent(target: Target, *, create: bool, verb: str) -> tuple[int, str]:
     """A descriptor of the directory holding ``target`` (reached without following any symbolic link from the
     project directory) and the target's name in it; the caller closes the descriptor. ``create``: make missing
@@ -74,10 +97,7 @@ def open_parent(target: Target, *, create: bool, verb: str) -> tuple[int, str]:
     parts = [] if target.rel == "." else target.rel.split(os.sep)
     if not parts:
         raise ToolCallError(f"cannot {verb} the project directory itself as a file")
-    try:
-        fd = os.open(project_root(target), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ToolCallError(f"cannot {verb} {target.rel}: the project directory: {exc.strerror}") from None
+    fd = _open_root(target, verb)
     try:
         for depth, part in enumerate(parts[:-1]):
             child = _open_directory(target, fd, part, os.sep.join(parts[: depth + 1]), create=create, verb=verb)

@@ -105,3 +105,15 @@ async def test_without_a_swap_missing_directories_are_still_created(project: Pat
     prepared = await prepare(project, "write_file", path="sub/x/y/z.txt", content="ok\n")
     result = await prepared.run(Sink())
     assert not result.failed and (project / "sub" / "x" / "y" / "z.txt").read_text() == "ok\n"
+
+
+async def test_a_project_directory_swapped_for_a_symlink_is_refused(project: Path) -> None:
+    prepared = await prepare(project, "write_file", path="sub/new.txt", content="planted\n")
+    moved = project.parent / "project.moved"
+    os.rename(project, moved)
+    os.symlink(project.parent / "outside", project)
+    (project.parent / "outside" / "sub").mkdir()
+    result = await prepared.run(Sink())
+    assert result.failed
+    assert result.output.startswith(f"Error: cannot write sub/new.txt: the project directory {project} cannot be ")
+    assert not (project.parent / "outside" / "sub" / "new.txt").exists()
