@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable
+from typing import BinaryIO
 
 __all__ = ["hide_secrets"]
 
@@ -44,39 +45,45 @@ def _blocks() -> tuple[tuple[int, int], tuple[int, int]] | None:
     return (arg_start, arg_end), (env_start, env_end)
 
 
-def _zero(address: int, length: int) -> None:
+def _read(mem: BinaryIO, start: int, end: int) -> bytes:
+    mem.seek(start)
+    return mem.read(end - start)
+
+
+def _zero(mem: BinaryIO, address: int, length: int) -> None:
     if length > 0:
-        ctypes.memset(address, 0, length)
+        mem.seek(address)
+        mem.write(b"\0" * length)
 
 
-def _scrub_environment(start: int, end: int, names: frozenset[str]) -> int:
+def _scrub_environment(mem: BinaryIO, start: int, end: int, names: frozenset[str]) -> int:
     """Zero the ``NAME=value`` entries of ``names`` in the environment block; returns how many."""
-    block = ctypes.string_at(start, end - start)
+    block = _read(mem, start, end)
     prefixes = tuple(f"{name}=".encode() for name in names)
     offset = count = 0
     for entry in block.split(b"\0"):
         if entry.startswith(prefixes):
-            _zero(start + offset, len(entry))
+            _zero(mem, start + offset, len(entry))
             count += 1
         offset += len(entry) + 1
     return count
 
 
-def _scrub_arguments(start: int, end: int, flags: frozenset[str]) -> int:
+def _scrub_arguments(mem: BinaryIO, start: int, end: int, flags: frozenset[str]) -> int:
     """Zero the values of ``flags`` (``--flag VALUE`` and ``--flag=VALUE``) in the argument block; the block's
     final NUL stays (without it the kernel would read the command line on into the environment)."""
-    block = ctypes.string_at(start, end - start)
+    block = _read(mem, start, end)
     encoded = {flag.encode() for flag in flags}
     offset = count = 0
     previous = b""
     for argument in block.split(b"\0"):
         if previous in encoded:
-            _zero(start + offset, len(argument))
+            _zero(mem, start + offset, len(argument))
             count += 1
         else:
             flag, equals, _ = argument.partition(b"=")
             if equals and flag in encoded:
-                _zero(start + offset + len(flag) + 1, len(argument) - len(flag) - 1)
+                _zero(mem, start + offset + len(flag) + 1, len(argument) - len(flag) - 1)
                 count += 1
         if argument == b"--":
             break
@@ -103,6 +110,10 @@ def hide_secrets(env_names: Iterable[str], flags: Iterable[str]) -> None:
     blocks = _blocks()
     if blocks is not None:
         (arg_start, arg_end), (env_start, env_end) = blocks
-        _scrub_environment(env_start, env_end, frozenset(env_names))
-        _scrub_arguments(arg_start, arg_end, frozenset(flags))
+        try:  # through /proc/self/mem, not pointers: a wrong address is an OSError, never a crash
+            with open("/proc/self/mem", "r+b", buffering=0) as mem:
+                _scrub_environment(mem, env_start, env_end, frozenset(env_names))
+                _scrub_arguments(mem, arg_start, arg_end, frozenset(flags))
+        except OSError as exc:
+            logger.warning("could not hide the secrets from /proc: %s", exc.strerror or exc)
     _not_dumpable()

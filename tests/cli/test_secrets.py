@@ -34,7 +34,9 @@ def test_the_secret_options_are_the_key_and_the_token() -> None:
 
 def test_environment_entries_are_zeroed_whole_and_nothing_else() -> None:
     block = ctypes.create_string_buffer(b"A=1\0MY_SECRET=s3cr3t\0MY_SECRET_NOT=keep\0B=2\0", 44)
-    assert _scrub_environment(ctypes.addressof(block), ctypes.addressof(block) + 44, frozenset({"MY_SECRET"})) == 1
+    start = ctypes.addressof(block)
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        assert _scrub_environment(mem, start, start + 44, frozenset({"MY_SECRET"})) == 1
     assert block.raw == b"A=1\0" + b"\0" * 17 + b"MY_SECRET_NOT=keep\0B=2\0"
 
 
@@ -42,7 +44,8 @@ def test_flag_values_are_zeroed_in_both_spellings_up_to_a_double_dash() -> None:
     raw = b"python\0--api-key\0k1\0--token=t2\0--model\0m\0--\0--api-key\0text\0"
     block = ctypes.create_string_buffer(raw, len(raw))
     start = ctypes.addressof(block)
-    assert _scrub_arguments(start, start + len(raw), frozenset({"--api-key", "--token"})) == 2
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        assert _scrub_arguments(mem, start, start + len(raw), frozenset({"--api-key", "--token"})) == 2
     assert block.raw == b"python\0--api-key\0\0\0\0--token=\0\0\0--model\0m\0--\0--api-key\0text\0"
 
 
@@ -66,3 +69,8 @@ def test_a_started_process_shows_neither_secret_in_proc_and_is_not_dumpable() ->
         assert os.geteuid() != 0
     else:
         assert b"s3cr3t" not in environ and b"PATH=" in environ
+
+
+def test_an_address_that_is_not_mapped_is_an_error_not_a_crash() -> None:
+    with open("/proc/self/mem", "r+b", buffering=0) as mem, pytest.raises(OSError):
+        _scrub_environment(mem, 4096, 8192, frozenset({"MY_SECRET"}))
