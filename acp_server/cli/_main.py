@@ -95,7 +95,7 @@ def _ask_args(args: argparse.Namespace, settings: Settings) -> tuple[Settings, l
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    hide_secrets([o.env for o in SECRET_OPTIONS if o.env], [o.flag for o in SECRET_OPTIONS])
+    hide_secrets([o.env for o in SECRET_OPTIONS if o.env], [o.flag for o in SECRET_OPTIONS])  # first: see _secrets
     parser = _parser()
     args = parser.parse_args(argv)
     settings: Settings = settings_from_args(parser, args)

@@ -7,7 +7,8 @@ cancelled or failed run kills the terminal first.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
 ``/dev/null``, stdout and stderr merged into one pipe. A watchdog (:mod:`._guard`) kills that group if the agent
-dies, however it dies; the agent stops the watchdog once the group is gone. The output is read with a bound (the
+dies, however it dies, and the command starts only once the watchdog does (:data:`_GATE`); the agent stops the
+watchdog once the group is gone. The output is read with a bound (the
 first and the last 30 KiB are kept). When the shell exits, what it left in its group is killed (so no background
 process outlives the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short
 grace; on cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
@@ -146,9 +147,24 @@ def _drop_ptrace_prefix() -> tuple[str, ...]:
     return ()
 
 
+_GATE = 'read -r _ && exec /bin/sh -c "$0" </dev/null'
+"""The shell waits for one line on stdin (the agent sends it once the watchdog is started; end of file, when the
+agent died before, runs nothing), then becomes ``/bin/sh -c command`` (same pid) with stdin ``/dev/null``."""
+
+
 def _shell(command: str) -> list[str]:
-    """``/bin/sh -c command``; as root on Linux, without ``CAP_SYS_PTRACE`` (:func:`_drop_ptrace_prefix`)."""
-    return [*_drop_ptrace_prefix(), "/bin/sh", "-c", command]
+    """``/bin/sh -c command`` behind :data:`_GATE`; as root on Linux, without ``CAP_SYS_PTRACE``
+    (:func:`_drop_ptrace_prefix`)."""
+    return [*_drop_ptrace_prefix(), "/bin/sh", "-c", _GATE, command]
+
+
+def _open_gate(go_w: int) -> None:
+    """Let the gated shell run its command."""
+    try:
+        with contextlib.suppress(OSError):  # the shell is gone already: nothing to let run
+            os.write(go_w, b"\n")
+    finally:
+        os.close(go_w)
 
 
 async def _watch(pgid: int, cwd: str) -> tuple[Process | None, int]:
@@ -189,25 +205,32 @@ async def _unwatch(watchdog: Process | None, death_w: int) -> None:
 
 
 async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
+    go_r, go_w = os.pipe()  # the gate: the command starts only once its watchdog does
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
             process = await anyio.open_process(
                 _shell(command),
                 cwd=workspace.cwd,
                 env=_command_env(workspace.cwd),
-                stdin=subprocess.DEVNULL,
+                stdin=go_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
     except OSError as exc:
+        os.close(go_w)
         raise ToolCallError(f"the command could not be started: {exc.strerror or exc}") from None
+    finally:
+        os.close(go_r)
     pgid = process.pid  # a new session: the shell leads its own process group
     watchdog: Process | None = None
     death_w = -1
     try:
         with anyio.CancelScope(shield=True):
-            watchdog, death_w = await _watch(pgid, workspace.cwd)
+            try:
+                watchdog, death_w = await _watch(pgid, workspace.cwd)
+            finally:
+                _open_gate(go_w)
         return await _supervise(process, pgid, timeout_ms)
     finally:
         if death_w >= 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_server.tools import _guard
+from acp_server.tools import _command, _guard
 
 from ._support import call
 
@@ -99,3 +99,21 @@ async def test_a_command_still_runs_when_no_watchdog_can_start(tmp_path: Path, m
     with anyio.fail_after(10):
         result = await call(tmp_path, "run_command", command="echo ok")
     assert result.output == "Exit code: 0\nok\n"
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["gate-opened", "agent-died-first"])
+def test_the_command_starts_only_once_the_gate_opens(tmp_path: Path, opened: bool) -> None:
+    """The agent opens the gate after the watchdog started; if it dies before, the command never runs."""
+    marker = tmp_path / "ran"
+    go_r, go_w = os.pipe()
+    shell = subprocess.Popen(_command._shell(f"echo $0 > {marker}; cat"), stdin=go_r, stdout=subprocess.PIPE)
+    os.close(go_r)
+    if opened:
+        os.write(go_w, b"\n")
+    os.close(go_w)  # what the kernel does when the agent dies
+    output, _ = shell.communicate(timeout=30)
+    if opened:
+        assert shell.returncode == 0 and output == b""  # the command's stdin is /dev/null, not the gate
+        assert marker.read_text() == "/bin/sh\n"
+    else:
+        assert shell.returncode == 1 and not marker.exists()
