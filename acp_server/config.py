@@ -18,6 +18,7 @@ from .modes import BYPASS_MODE, MODES
 __all__ = [
     "LOG_LEVELS",
     "OPTIONS",
+    "SECRET_OPTIONS",
     "SERVE_OPTIONS",
     "ServeSettings",
     "Settings",
@@ -489,6 +490,9 @@ def add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool = Fa
 
 
 _SECRETS = frozenset({"api_key", "token"})
+
+SECRET_OPTIONS: tuple[Option, ...] = tuple(o for o in (*OPTIONS, *SERVE_OPTIONS) if o.dest in _SECRETS)
+"""The options that carry a secret: never logged nor echoed, and hidden from ``/proc`` at start-up."""
 
 
 def _resolve(

@@ -15,6 +15,7 @@ import anyio
 from .. import __version__
 from ..config import (
     OPTIONS,
+    SECRET_OPTIONS,
     ServeSettings,
     Settings,
     add_common_options,
@@ -24,6 +25,7 @@ from ..config import (
 )
 from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
 from ._logging import configure_logging
+from ._secrets import hide_secrets
 
 __all__ = ["main"]
 
@@ -120,6 +122,7 @@ def _mcp_config(parser: argparse.ArgumentParser, path: str | None) -> list[dict[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    hide_secrets([o.env for o in SECRET_OPTIONS if o.env], [o.flag for o in SECRET_OPTIONS])  # first: see _secrets
     parser = _parser()
     args = parser.parse_args(argv)
     settings: Settings = settings_from_args(parser, args)

@@ -8,10 +8,12 @@ the output then has 3 s (an output not sent in time is a note); release always h
 cancelled or failed run kills the terminal first. A late answer to any of them is ignored.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
-``/dev/null``, stdout and stderr merged into one pipe. Its output is read with a bound (the first and the last
-30 KiB are kept). When the shell exits, what it left in its group is killed (so no background process outlives
-the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short grace; on
-cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
+``/dev/null``, stdout and stderr merged into one pipe. A watchdog (:mod:`._guard`) kills that group if the agent
+dies, however it dies, and the command starts only once the watchdog does (:data:`_GATE`); the agent stops the
+watchdog once the group is gone. The output is read with a bound (the
+first and the last 30 KiB are kept). When the shell exits, what it left in its group is killed (so no background
+process outlives the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short
+grace; on cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
 
 A non-zero exit status is a completed call (the model needs to see the failure); a command that could not start,
 or that timed out, is a failed one. The model gets the exit status (or signal) line, then the output.
@@ -20,10 +22,13 @@ or that timed out, is a failed one. The model gets the exit status (or signal) l
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Awaitable
 
 import anyio
@@ -31,6 +36,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..domain import TerminalContent, TextContent
 from ..errors import RemoteError
+from . import _guard, _unprivileged
 from ._call import prepared
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
@@ -131,21 +137,112 @@ def _command_env(cwd: str) -> dict[str, str]:
     return env
 
 
+@functools.cache
+def _drop_ptrace_prefix() -> tuple[str, ...]:
+    """What drops ``CAP_SYS_PTRACE`` before the shell starts, as root on Linux: util-linux's ``setpriv`` when it is
+    installed (a C program, ~1 ms), else :mod:`._unprivileged` (a ``python -I -S``, ~20 ms). Elsewhere nothing."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if setpriv is not None:
+        return (setpriv, "--bounding-set=-sys_ptrace")
+    if sys.executable:
+        return (sys.executable, "-I", "-S", _unprivileged.__file__)
+    return ()
+
+
+_GATE = 'read -r _ && exec /bin/sh -c "$0" </dev/null'
+"""The shell waits for one line on stdin (the agent sends it once the watchdog is started; end of file, when the
+agent died before, runs nothing), then becomes ``/bin/sh -c command`` (same pid) with stdin ``/dev/null``."""
+
+
+def _shell(command: str) -> list[str]:
+    """``/bin/sh -c command`` behind :data:`_GATE`; as root on Linux, without ``CAP_SYS_PTRACE``
+    (:func:`_drop_ptrace_prefix`)."""
+    return [*_drop_ptrace_prefix(), "/bin/sh", "-c", _GATE, command]
+
+
+def _open_gate(go_w: int) -> None:
+    """Let the gated shell run its command."""
+    try:
+        with contextlib.suppress(OSError):  # the shell is gone already: nothing to let run
+            os.write(go_w, b"\n")
+    finally:
+        os.close(go_w)
+
+
+async def _watch(pgid: int, cwd: str) -> tuple[Process | None, int]:
+    """A watchdog that kills the group ``pgid`` when the agent dies, and the end of the pipe it watches (the agent
+    closes it after stopping the watchdog). No watchdog (None) when no Python can run it or it cannot start."""
+    death_r, death_w = os.pipe()
+    try:
+        if not sys.executable:
+            return None, death_w
+        with anyio.CancelScope(shield=True):
+            watchdog = await anyio.open_process(
+                [sys.executable, "-I", "-S", _guard.__file__, str(pgid)],
+                env=_command_env(cwd),  # not the agent's own: its environment shows in /proc
+                stdin=death_r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # apart from the command's group and from the agent's
+            )
+    except OSError as exc:
+        logger.warning("the watchdog of a command could not be started: %s", exc.strerror or exc)
+        return None, death_w
+    finally:
+        os.close(death_r)
+    return watchdog, death_w
+
+
+async def _unwatch(watchdog: Process | None, death_w: int) -> None:
+    """Stop the watchdog (the group it watches is gone), reap it, then close its pipe."""
+    try:
+        if watchdog is not None:
+            with contextlib.suppress(ProcessLookupError):
+                watchdog.kill()
+            await _reap(watchdog)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_S):
+                await watchdog.aclose()
+    finally:
+        os.close(death_w)
+
+
 async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
+    go_r, go_w = os.pipe()  # the gate: the command starts only once its watchdog does
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
             process = await anyio.open_process(
-                ["/bin/sh", "-c", command],
+                _shell(command),
                 cwd=workspace.cwd,
                 env=_command_env(workspace.cwd),
-                stdin=subprocess.DEVNULL,
+                stdin=go_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
     except OSError as exc:
+        os.close(go_w)
         raise ToolCallError(f"the command could not be started: {exc.strerror or exc}") from None
+    finally:
+        os.close(go_r)
     pgid = process.pid  # a new session: the shell leads its own process group
+    watchdog: Process | None = None
+    death_w = -1
+    try:
+        with anyio.CancelScope(shield=True):
+            try:
+                watchdog, death_w = await _watch(pgid, workspace.cwd)
+            finally:
+                _open_gate(go_w)
+        return await _supervise(process, pgid, timeout_ms)
+    finally:
+        if death_w >= 0:
+            await _unwatch(watchdog, death_w)
+
+
+async def _supervise(process: Process, pgid: int, timeout_ms: int) -> ToolResult:
+    """Wait for the shell under the timeout, kill what is left of its group, and build the result."""
     capture = _Capture()
     timed_out = False
     assert process.stdout is not None

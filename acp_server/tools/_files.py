@@ -21,6 +21,7 @@ from itertools import islice
 from ..domain import DiffContent, TextContent, ToolLocation
 from ..errors import RemoteError
 from ._call import prepared
+from ._dirfd import open_parent
 from ._exceptions import ToolCallError
 from ._gitignore import Ignores
 from ._output import OUTPUT_LIMIT_BYTES, join_lines, number_lines, plural, utf8_len
@@ -95,7 +96,7 @@ async def _current_text(target: Target, client: ToolClient | None) -> str | None
 
 async def _write(target: Target, content: str, client: ToolClient | None) -> None:
     if client is not None and client.can_write_files:
-        os.makedirs(os.path.dirname(target.real), exist_ok=True)
+        os.close(open_parent(target, create=True, verb="write")[0])  # its directories, confined; the editor writes
         try:
             await client.write_text_file(target.path, content)
         except RemoteError as exc:

@@ -1,8 +1,9 @@
 """Text files on disk: read only when they are text (UTF-8, no NUL byte in the first 8 KiB) and at most 10 MiB;
 written atomically (a temporary file in the same directory, fsync, ``os.replace``), keeping the file's mode.
 
-Files are opened with ``O_NOFOLLOW`` on their resolved path: a symbolic link swapped in after the confinement
-check is not followed. Every failure is a :class:`ToolCallError` naming the file relative to the project.
+Files are reached from the project directory through directory descriptors, without following any symbolic link
+(:mod:`._dirfd`), and opened with ``O_NOFOLLOW``: a link swapped in after the confinement check is not followed.
+Every failure is a :class:`ToolCallError` naming the file relative to the project.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import secrets
 import stat
 
+from ._dirfd import open_parent
 from ._exceptions import ToolCallError
 from ._workspace import Target, describe_mode
 
@@ -59,13 +61,17 @@ def decode_text(data: bytes, target: Target) -> str:
 
 
 def _open_regular(target: Target) -> tuple[int, int]:
-    """An fd open for reading on the regular file ``target``, and its size."""
+    """An fd open for reading on the regular file ``target``, and its size (reached through directory
+    descriptors: :func:`open_parent`)."""
+    parent, name = open_parent(target, create=False, verb="read")
     try:
-        fd = os.open(target.real, _READ_FLAGS)
+        fd = os.open(name, _READ_FLAGS, dir_fd=parent)
     except FileNotFoundError:
         raise ToolCallError(f"{target.rel} does not exist (any more)") from None
     except OSError as exc:
         raise ToolCallError(f"cannot open {target.rel}: {exc.strerror}") from None
+    finally:
+        os.close(parent)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -183,46 +189,51 @@ def encode_text(content: str) -> bytes:
 
 def write_text_atomic(target: Target, content: str) -> None:
     """Replace (or create) ``target`` with ``content`` in one step: readers see the old file or the new one,
-    never a part. Missing parent directories are created; an existing file keeps its permission bits."""
+    never a part. Missing parent directories are created; an existing file keeps its permission bits. The
+    directory is reached, and the temporary file created and renamed, through directory descriptors
+    (:func:`open_parent`): a directory swapped for a symbolic link since the check fails the write."""
     data = encode_text(content)
-    parent, name = os.path.split(target.real)
+    parent, name = open_parent(target, create=True, verb="write")
     try:
-        os.makedirs(parent, exist_ok=True)
-        try:
-            mode: int | None = stat.S_IMODE(os.stat(target.real, follow_symlinks=False).st_mode)
-        except FileNotFoundError:
-            mode = None
-        while True:
-            temporary = os.path.join(parent, f".{name[:200]}.{secrets.token_hex(4)}.tmp")
-            try:
-                fd = os.open(
-                    temporary,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    0o666 if mode is None else 0o600,
-                )
-            except FileExistsError:
-                continue
-            break
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                if mode is not None:
-                    os.fchmod(file.fileno(), mode)
-                os.fsync(file.fileno())
-            os.replace(temporary, target.real)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        _replace_in(parent, name, data)
     except OSError as exc:
         raise ToolCallError(f"cannot write {target.rel}: {exc.strerror or exc}") from None
-    with contextlib.suppress(OSError):
-        directory = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.close(parent)
+
+
+def _replace_in(parent: int, name: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file in the directory ``parent``, then rename it to ``name`` there."""
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        mode = None
+    while True:
+        temporary = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
         try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+            fd = os.open(
+                temporary,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o666 if mode is None else 0o600,
+                dir_fd=parent,
+            )
+        except FileExistsError:
+            continue
+        break
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            if mode is not None:
+                os.fchmod(file.fileno(), mode)
+            os.fsync(file.fileno())
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=parent)
+        raise
+    with contextlib.suppress(OSError):
+        os.fsync(parent)
 
 
 def read_searchable(real: str) -> tuple[str | None, str]:

@@ -219,7 +219,7 @@ async def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypat
     (tmp_path / "a.txt").write_text("old")
     prepared = await prepare(tmp_path, "write_file", path="a.txt", content="new")
 
-    def cross_device(source: str, destination: str) -> None:
+    def cross_device(source: str, destination: str, **dir_fds: int) -> None:
         raise OSError(18, "Invalid cross-device link")
 
     monkeypatch.setattr(os, "replace", cross_device)
