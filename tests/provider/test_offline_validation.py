@@ -51,6 +51,7 @@ async def test_an_assistant_tool_call_message_with_empty_content_is_accepted(raw
     step = {"role": "assistant", "content": "", "tool_calls": [CALL]}
     response = await raw_request("POST", "/v1/chat/completions", body(step, tool))
     assert response.status == 200
-    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}
+    parts = [{"type": "text", "text": "look"}, image]
     response = await raw_request("POST", "/v1/chat/completions", body({"role": "user", "content": parts}))
     assert response.status == 200
