@@ -109,10 +109,8 @@ def _tool_content(content: ToolContent, *, live: bool = True) -> dict[str, Any]:
     if isinstance(content, TextContent):
         return {"type": "content", "content": {"type": "text", "text": content.text}}
     if isinstance(content, DiffContent):
-        diff: dict[str, Any] = {"type": "diff", "path": content.path, "newText": content.new_text}
-        if content.old_text is not None:
-            diff["oldText"] = content.old_text
-        return diff
+        # "oldText": null said, not left out, for a new file: some clients (Toad) match on the key to show a diff
+        return {"type": "diff", "path": content.path, "oldText": content.old_text, "newText": content.new_text}
     if live:
         return {"type": "terminal", "terminalId": content.terminal_id}
     return {"type": "content", "content": {"type": "text", "text": "(ran in the editor's terminal)"}}
