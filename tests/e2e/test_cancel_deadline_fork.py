@@ -43,12 +43,14 @@ async def test_cancel_request_removes_a_waiting_prompt_and_frees_its_slot() -> N
             assert response["result"] == {"stopReason": "cancelled"}
 
             third = await agent.request_nowait("session/prompt", _prompt(session_id, "third"))  # the slot came back
-            await agent.notify("session/cancel", {"sessionId": session_id})  # cancels the running one only
+            await agent.notify("session/cancel", {"sessionId": session_id})  # stops the session: running and queued
             first, _ = await agent.until_response(running)
             assert first["result"] == {"stopReason": "cancelled"}
-            last, _ = await agent.until_response(third)
+            queued, _ = await agent.until_response(third)
+            assert queued["result"] == {"stopReason": "cancelled"}
+            last = await agent.request("session/prompt", _prompt(session_id, "fourth"))  # sent after: it runs
             assert last["result"]["stopReason"] == "end_turn"
-            assert [r.body["messages"][-1]["content"] for r in model.requests] == ["first", "third"]
+            assert [r.body["messages"][-1]["content"] for r in model.requests] == ["first", "fourth"]
 
 
 async def test_prompt_deadline_cancels_the_running_prompt_and_expires_the_waiting_one() -> None:
