@@ -59,6 +59,27 @@ def test_a_stored_choice_not_offered_reads_as_the_default_until_it_is() -> None:
     assert catalog.resolve("big") == "big"  # the stored choice was kept: now it applies
 
 
+@pytest.mark.parametrize(
+    ("entry", "window"),
+    [
+        ({"id": "m", "context_length": 65536}, 65536),  # OpenRouter, Together
+        ({"id": "m", "top_provider": {"context_length": 32000}}, 32000),  # OpenRouter's routed provider
+        ({"id": "m", "context_window": 131072}, 131072),  # Groq
+        ({"id": "m", "max_model_len": 32768}, 32768),  # vLLM
+        ({"id": "m", "meta": {"n_ctx": 8192, "n_ctx_train": 131072, "n_vocab": 49152}}, 8192),  # llama-server
+        ({"id": "m", "max_context_length": 4096, "state": "loaded"}, 4096),  # LM Studio's own list, Mistral
+        ({"id": "m", "meta": {"n_ctx_train": 131072}}, None),  # what the model was trained for, not what is served
+        ({"id": "m", "meta": "n_ctx=8192"}, None),
+        ({"id": "m", "meta": {"n_ctx": True}, "context_length": 0}, None),
+        ({"id": "m", "owned_by": "library"}, None),  # Ollama's /v1/models
+    ],
+)
+def test_the_window_is_read_from_every_model_list_shape(entry: dict[str, object], window: int | None) -> None:
+    catalog = ModelCatalog("m")
+    catalog.learn([entry])
+    assert catalog.context_window("m") == window
+
+
 def test_context_windows_are_configured_reported_or_documented_never_guessed() -> None:
     catalog = ModelCatalog("m")
     catalog.learn([{"id": "served", "max_model_len": 32768}, {"id": "routed", "context_length": 65536}])
@@ -91,14 +112,16 @@ def test_usage_is_read_from_the_stream_s_usage_object() -> None:
 
 
 async def test_discovery_offers_what_the_endpoint_lists_with_its_windows(model: LoopbackModel) -> None:
-    model.listed_models = [{"id": "loopback"}, {"id": "big", "context_length": 200_000}]
+    llama_server = {"id": "gemma.gguf", "meta": {"vocab_type": 1, "n_ctx": 8192, "n_ctx_train": 32768}}
+    model.listed_models = [{"id": "loopback"}, {"id": "big", "context_length": 200_000}, llama_server]
     turn = _turn(model)
     try:
         await turn.discover_models()
     finally:
         await turn.aclose()
-    assert turn.models.available == ("m", "loopback", "big")
+    assert turn.models.available == ("m", "loopback", "big", "gemma.gguf")
     assert turn.models.context_window("big") == 200_000
+    assert turn.models.context_window("gemma.gguf") == 8192  # through the SDK's model objects, nested
     assert [(r.method, r.path) for r in model.model_list_requests] == [("GET", "/v1/models")]
     assert model.requests == []  # the model list never shifts the chat requests' indexes
 
