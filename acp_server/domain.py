@@ -26,6 +26,7 @@ __all__ = [
     "PromptPart",
     "ResourceLinkPart",
     "ResourcePart",
+    "RetryNotice",
     "StopReason",
     "TerminalContent",
     "TextChunk",
@@ -102,6 +103,16 @@ class ThoughtChunk:
     """A piece of the model's reasoning."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNotice(ThoughtChunk):
+    """The model request failed and is retried in ``delay_ms``: a thought for whoever watches (``text`` says it),
+    never stored nor sent to the model. ``attempt`` is the 1-based attempt that failed, ``reason`` why."""
+
+    attempt: int = 0
+    delay_ms: int = 0
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

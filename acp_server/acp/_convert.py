@@ -13,6 +13,7 @@ from ..domain import (
     PromptPart,
     ResourceLinkPart,
     ResourcePart,
+    RetryNotice,
     TerminalContent,
     TextChunk,
     TextContent,
@@ -165,6 +166,9 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     """The ``session/update`` params for one live turn event."""
     if isinstance(event, TextChunk):
         return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
+    if isinstance(event, RetryNotice):  # a thought, marked so that a client may show it as a status instead
+        retry = {"attempt": event.attempt, "delayMs": event.delay_ms, "reason": event.reason}
+        return _notification(session_id, "agent_thought_chunk", _text(event.text), meta={"acpServer": {"retry": retry}})
     if isinstance(event, ThoughtChunk):
         return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text})
     if isinstance(event, ToolCallStarted):

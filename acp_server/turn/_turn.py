@@ -27,12 +27,22 @@ from ..domain import (
     UsageReported,
 )
 from ..modes import MODES, READ_ONLY_MODE
-from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
+from ..pipeline import (
+    ChatRequest,
+    Delta,
+    Finished,
+    ModelHTTPError,
+    RequestEncoder,
+    RetryEvent,
+    StreamPolicy,
+    run_chat,
+)
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
 from ._messages import step_messages, to_chat_messages, user_content
 from ._models import ModelCatalog
+from ._notices import retry_notice
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -256,21 +266,29 @@ class ModelTurn:
         offered: tuple[str, ...],
         on_delta: Callable[[Delta], Awaitable[None]],
         encoder: RequestEncoder | None = None,
+        emit: Emit | None = None,
     ) -> Finished:
         """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
-        the turn's, so each request encodes only the messages added since the previous one."""
+        the turn's, so each request encodes only the messages added since the previous one; ``emit``: where each
+        retry wait is announced (:func:`retry_notice`)."""
         extra: dict[str, Any] = {"tools": _tool_entries(offered)}
         if self._ask_usage:
             extra["stream_options"] = _INCLUDE_USAGE
+        policy = self.settings.policy
+
+        async def on_retry(event: RetryEvent) -> None:
+            if emit is not None:
+                await emit(retry_notice(event))
+
         try:
-            return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
+            return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
         except ModelHTTPError as exc:
             if "stream_options" not in extra or not _refuses_stream_options(exc):
                 raise
             self._ask_usage = False
             logger.warning("the endpoint refused stream_options (%s): no more usage is asked for or reported", exc)
         del extra["stream_options"]
-        return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
+        return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -322,7 +340,7 @@ class ModelTurn:
                 offered = offered_tools(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                finished = await self._request(model_client, model, messages, offered, on_delta, encoder)
+                finished = await self._request(model_client, model, messages, offered, on_delta, encoder, emit)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))
