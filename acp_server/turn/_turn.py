@@ -40,6 +40,7 @@ from ..pipeline import (
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
+from ._in_flight import InFlight
 from ._messages import step_messages, to_chat_messages, user_content
 from ._models import ModelCatalog
 from ._notices import retry_notice
@@ -220,6 +221,7 @@ class ModelTurn:
         self.models = ModelCatalog(settings.model, settings.models, context_window=settings.context_window)
         self._client: AsyncOpenAI | None = None
         self._ask_usage = True
+        self._in_flight = InFlight()
 
     def _get_client(self) -> AsyncOpenAI:
         if not self.settings.configured:
@@ -233,7 +235,10 @@ class ModelTurn:
     async def discover_models(self) -> None:
         """Fill the catalog from the endpoint's ``GET /v1/models``, once, within ``model_list_timeout_s``; any
         failure (none configured, an error, a timeout) leaves the default model alone, logged. Never raises but
-        for cancellation. A configured ``--models`` list is never replaced."""
+        for cancellation. A configured ``--models`` list is never replaced.
+
+        The request waits until no chat request of this runner is in flight (llama-cpp-python's server interrupts
+        the stream it is sending when another request comes: the first prompt's answer would be cut)."""
         catalog = self.models
         if catalog.final:
             return
@@ -245,6 +250,7 @@ class ModelTurn:
             # The SDK's import costs ~0.4 s of CPU: in a worker thread, so the event loop keeps answering.
             await anyio.to_thread.run_sync(importlib.import_module, "openai", abandon_on_cancel=True)
             client = self._get_client().with_options(timeout=timeout, max_retries=0)
+            await self._in_flight.wait_none()  # never alongside a chat request: some servers would cut its stream
             entries: list[dict[str, Any]] = []
             with anyio.fail_after(timeout):
                 async for entry in client.models.list():
@@ -340,7 +346,8 @@ class ModelTurn:
                 offered = offered_tools(session.mode)
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
-                finished = await self._request(model_client, model, messages, offered, on_delta, encoder, emit)
+                with self._in_flight:
+                    finished = await self._request(model_client, model, messages, offered, on_delta, encoder, emit)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))

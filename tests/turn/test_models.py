@@ -126,6 +126,27 @@ async def test_discovery_offers_what_the_endpoint_lists_with_its_windows(model: 
     assert model.requests == []  # the model list never shifts the chat requests' indexes
 
 
+async def test_the_model_list_is_asked_for_only_once_the_chat_request_in_flight_has_its_answer(
+    model: LoopbackModel,
+) -> None:
+    # llama-cpp-python's server cuts the stream it is sending when another request arrives: never alongside one
+    model.enqueue(Answer(text="one two three four five six", reasoning="", chunk_delay_s=0.05))
+    turn = _turn(model)
+    session = Session(model)
+    emit = Events(session)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(turn, session, _prompt("go"), emit)
+            await model.wait_for_requests(1)
+            tg.start_soon(turn.discover_models)
+            await model.wait_for_model_list_requests(1)
+            streamed = "".join(getattr(event, "text", "") for event in emit.events)
+            assert streamed == "one two three four five six"  # the whole answer came before the list was asked
+    finally:
+        await turn.aclose()
+    assert turn.models.final
+
+
 @pytest.mark.parametrize("status", [404, 500])
 async def test_a_failing_model_list_leaves_the_default_alone(model: LoopbackModel, status: int) -> None:
     model.model_list_status = status
