@@ -180,7 +180,8 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallUpdated:
-    """A change to an announced tool call: only the fields that are not None changed."""
+    """A change to an announced tool call: only the fields that are not None changed (``raw_input``: the arguments
+    so far, while they stream, then as they ended)."""
 
     call_id: str
     status: ToolStatus | None = None
@@ -188,6 +189,8 @@ class ToolCallUpdated:
     content: tuple[ToolContent, ...] | None = None
     locations: tuple[ToolLocation, ...] | None = None
     raw_output: object = None
+    kind: ToolKind | None = None
+    raw_input: object = None
 
 
 @dataclass(frozen=True, slots=True)

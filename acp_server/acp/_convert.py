@@ -144,6 +144,10 @@ def _progress(event: ToolCallUpdated) -> dict[str, Any]:
         update["status"] = event.status
     if event.title is not None:
         update["title"] = event.title
+    if event.kind is not None:
+        update["kind"] = event.kind
+    if event.raw_input is not None:
+        update["rawInput"] = event.raw_input
     if event.content is not None:
         update["content"] = [_tool_content(c) for c in event.content]
     if event.locations is not None:

@@ -28,7 +28,7 @@ module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
-from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
+from ._specs import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools, tool_kind
 from ._types import (
     PERMISSION_OPTIONS,
     ContentSink,
@@ -62,4 +62,5 @@ __all__ = [
     "openai_tools",
     "permission_choice",
     "prepare_call",
+    "tool_kind",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "WriteFileArgs",
     "openai_tools",
     "schema_text",
+    "tool_kind",
 ]
 
 DEFAULT_COMMAND_TIMEOUT_MS = 120_000
@@ -251,6 +252,12 @@ _OPENAI: Mapping[str, dict[str, Any]] = {
     }
     for spec in _SPECS
 }
+
+
+def tool_kind(name: str) -> ToolKind:
+    """The ACP kind of tool ``name``; ``other`` for a name that is no tool."""
+    spec = SPECS.get(name)
+    return spec.kind if spec is not None else "other"
 
 
 def openai_tools(names: Iterable[str]) -> list[dict[str, Any]]:

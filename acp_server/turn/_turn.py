@@ -38,6 +38,7 @@ from ..pipeline import (
     run_chat,
 )
 from ..tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolClient, openai_tools
+from ._announce import CallAnnouncer
 from ._calls import CallAssembler, run_call
 from ._exceptions import ModelNotConfiguredError
 from ._in_flight import InFlight
@@ -326,10 +327,13 @@ class ModelTurn:
         settings = self.settings
         seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
+        announcer = CallAnnouncer(emit, session.cwd, seen)
+
         async def on_delta(delta: Delta) -> None:
             if delta.tool_calls:
                 for fragment in delta.tool_calls:
                     calls.add(fragment)
+                await announcer.fragments(calls, delta.tool_calls)  # shown while they stream
             if delta.reasoning:
                 answer.reasoning.append(delta.reasoning)
                 await emit(ThoughtChunk(delta.reasoning))
@@ -369,6 +373,7 @@ class ModelTurn:
                         emit=emit,
                         done=ended.append,
                         problem=call.problem,
+                        announced=announcer.take(call.call_id),
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps((*answer.steps, answer.step()))
@@ -382,6 +387,7 @@ class ModelTurn:
                 answer.steps.append(step)
                 messages = [*messages, *step_messages(step)]
                 answer.next_request()
+                announcer.next_request()
                 if requests >= settings.max_turn_requests:
                     stop_reason = "max_turn_requests"
                     break
@@ -389,6 +395,7 @@ class ModelTurn:
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
             outcome: Outcome = "cancelled" if cancelled else "failed"
             cut = answer.message("cancelled" if cancelled else None, outcome)
+            await announcer.abandon(cancelled)  # calls shown while streaming that never ran end failed
             with anyio.CancelScope(shield=True):
                 try:
                     await session.end_turn(cut)

@@ -107,6 +107,9 @@ UPDATED = [
     ToolCallUpdated("c1", "failed", content=(TextContent("Cancelled"),)),
     ToolCallUpdated("c1", title="Read b.py", locations=(ToolLocation("/p/b.py", 3),)),
     ToolCallUpdated("c1", "completed", content=()),
+    ToolCallUpdated("c1", raw_input={"path": "a.py", "content": "par"}, locations=(ToolLocation("/p/a.py"),)),
+    ToolCallUpdated("c1", title="Read a.py", kind="read", raw_input={"path": "a.py"}, content=()),
+    ToolCallUpdated("c1", "failed", title="Read (invalid arguments)", kind="read", content=(TextContent("bad"),)),
 ]
 
 
@@ -120,6 +123,8 @@ def test_an_updated_call_is_a_tool_call_progress_of_the_official_model(event: To
         content=None if event.content is None else [official_content(c) for c in event.content],
         locations=None if event.locations is None else official_locations(event.locations) or [],
         raw_output=event.raw_output,
+        kind=event.kind,
+        raw_input=event.raw_input,
     )
     params = update_from_event(SID, event)
     assert params == notification(official)

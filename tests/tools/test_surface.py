@@ -56,6 +56,7 @@ def test_exported_members() -> None:
         "openai_tools",
         "permission_choice",
         "prepare_call",
+        "tool_kind",
     }
     for name in tools.__all__:
         assert getattr(tools, name) is not None
@@ -91,6 +92,13 @@ def test_openai_entries_in_canonical_order_whatever_the_order_asked() -> None:
     }
     assert [entry["function"]["name"] for entry in openai_tools(READ_ONLY_TOOLS)] == list(TOOL_NAMES[:4])
     assert len(openai_tools(TOOL_NAMES)) == 7
+    assert [tools.tool_kind(name) for name in (*TOOL_NAMES, "nope")] == [
+        *["read"] * 2,
+        *["search"] * 2,
+        *["edit"] * 2,
+        "execute",
+        "other",
+    ]
     with pytest.raises(ValueError, match="unknown tools: nope"):
         openai_tools(["nope"])
 

@@ -219,8 +219,10 @@ async def test_usage_is_asked_for_and_reported_after_each_request(model: Loopbac
     usages = [e for e in events.events if isinstance(e, UsageReported)]
     assert usages == [UsageReported(100, 20, 1000), UsageReported(150, 5, 1000)]
     assert usages[1].used == 155
-    kinds = [type(e).__name__ for e in events.events]
-    assert kinds.index("UsageReported") < kinds.index("ToolCallStarted")  # after its request, before its calls
+    kinds = [(type(e).__name__, getattr(e, "status", None)) for e in events.events]
+    # after its request (whose call was shown while it streamed), before its calls run
+    assert kinds.index(("ToolCallStarted", None)) < kinds.index(("UsageReported", None))
+    assert kinds.index(("UsageReported", None)) < kinds.index(("ToolCallUpdated", "failed"))  # missing.txt
     assert kinds[-1] == "UsageReported"
 
 
