@@ -223,7 +223,7 @@ async def test_usage_is_asked_for_and_reported_after_each_request(model: Loopbac
     # after its request (whose call was shown while it streamed), before its calls run
     assert kinds.index(("ToolCallStarted", None)) < kinds.index(("UsageReported", None))
     assert kinds.index(("UsageReported", None)) < kinds.index(("ToolCallUpdated", "failed"))  # missing.txt
-    assert kinds[-1] == "UsageReported"
+    assert kinds[-1] == ("UsageReported", None)
 
 
 async def test_an_unknown_window_is_reported_as_none(model: LoopbackModel) -> None:
