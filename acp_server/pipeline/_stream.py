@@ -553,6 +553,8 @@ def _final_error(
         )
     if kind == "http":
         hint = missing_version_hint(target.endpoint) if classification.status == 404 else None
+        if classification.reason.startswith("invalid request"):
+            hint = "the server says the request is invalid: not retried"
         return ModelHTTPError(
             f"The model endpoint {target.named} answered HTTP {classification.status}: "
             f"{_provider_message(exc, secrets)}{'; ' + hint if hint else ''}{tail}",

@@ -159,6 +159,7 @@ async def test_a_500_that_says_the_request_is_invalid_is_not_retried() -> None:
         assert isinstance(outcome.error, ModelHTTPError)
         assert (outcome.error.status, outcome.error.retryable, len(model.requests)) == (500, False, 1)
         assert "Input should be a valid string" in str(outcome.error)
+        assert "the server says the request is invalid: not retried" in str(outcome.error)
 
 
 async def test_unauthorised_fails_fast() -> None:
