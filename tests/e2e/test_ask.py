@@ -210,3 +210,11 @@ async def test_a_retry_that_works_logs_no_warning_and_the_model_list_waits_for_t
     assert len(chat) == 2 and all(request.path == "/v1/chat/completions" for request in chat)
     if model.model_list_requests:  # asked for (the answer may end the run first): after the answer only
         assert model.model_list_requests[0].received_at >= chat[-1].received_at
+
+
+def test_ask_shows_each_tool_call_once_with_its_whole_title(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("first\nsecond\n")
+    result = _ask("--offline", "what is in notes.txt?", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("notes.txt has 2 lines")
+    assert [line for line in result.stderr.splitlines() if line.startswith("→")] == ["→ Read notes.txt"]
