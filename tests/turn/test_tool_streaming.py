@@ -15,7 +15,9 @@ import trio.testing
 from acp_server.domain import DiffContent, TextContent, ToolCallStarted, ToolCallUpdated, ToolLocation, TurnEvent
 from acp_server.pipeline import ModelTransportError, StreamPolicy
 from acp_server.provider.offline import Answer, LoopbackModel, PartialToolCalls, ScriptedCall, ToolCalls
+from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES
 from acp_server.turn import ModelSettings, ModelTurn
+from acp_server.turn._calls import run_call
 
 from ._tools_support import Editor, Events, LoopSession, text_prompt
 
@@ -25,6 +27,7 @@ pytestmark = [
 ]
 
 NO_RETRIES = StreamPolicy(stream_max_retries=0, backoff_max_retries=0, content_max_retries=0)
+READ_ONLY_TOOLS_OFFERED = tuple(name for name in TOOL_NAMES if name in READ_ONLY_TOOLS)
 CONTENT = "".join(f"line {n} of the new notes\n" for n in range(12))  # 276 characters
 
 
@@ -141,3 +144,33 @@ async def test_a_call_that_fails_before_running_keeps_its_tools_kind_and_a_human
     assert isinstance(final, ToolCallUpdated) and (final.status, final.title, final.kind) == ("failed", title, kind)
     [record] = session.answer.steps[0].calls
     assert (record.title, record.kind, record.status) == (title, kind, "failed")  # what a reload shows
+
+
+async def test_a_call_not_shown_while_streaming_that_fails_is_announced_with_its_kind_and_human_title(
+    tmp_path: Path,
+) -> None:
+    events: list[TurnEvent] = []
+    records: list[Any] = []
+
+    async def emit(event: TurnEvent) -> None:
+        events.append(event)
+
+    for name in ("read_file", "run_command"):
+        await run_call(
+            f"c-{name}",
+            name,
+            '{"paht": 1}',
+            cwd=str(tmp_path),
+            mode="read-only",
+            offered=READ_ONLY_TOOLS_OFFERED,
+            rules={},
+            client=None,
+            emit=emit,
+            done=records.append,
+        )
+    shown = [(e.title, e.kind) for e in events if isinstance(e, ToolCallStarted)]
+    assert shown == [("Read (invalid arguments)", "read"), ("Run (not available)", "execute")]
+    assert [(r.title, r.kind, r.status) for r in records] == [
+        ("Read (invalid arguments)", "read", "failed"),
+        ("Run (not available)", "execute", "failed"),
+    ]
