@@ -30,6 +30,7 @@ __all__ = [
     "PromptPart",
     "ResourceLinkPart",
     "ResourcePart",
+    "RetryNotice",
     "StopReason",
     "TerminalContent",
     "TextChunk",
@@ -109,6 +110,16 @@ class ThoughtChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryNotice(ThoughtChunk):
+    """The model request failed and is retried in ``delay_ms``: a thought for whoever watches (``text`` says it),
+    never stored nor sent to the model. ``attempt`` is the 1-based attempt that failed, ``reason`` why."""
+
+    attempt: int = 0
+    delay_ms: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class UserChunk:
     """A replayed piece of a user prompt (history replay only)."""
 
@@ -173,7 +184,8 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallUpdated:
-    """A change to an announced tool call: only the fields that are not None changed."""
+    """A change to an announced tool call: only the fields that are not None changed (``raw_input``: the arguments
+    so far, while they stream, then as they ended)."""
 
     call_id: str
     status: ToolStatus | None = None
@@ -181,6 +193,8 @@ class ToolCallUpdated:
     content: tuple[ToolContent, ...] | None = None
     locations: tuple[ToolLocation, ...] | None = None
     raw_output: object = None
+    kind: ToolKind | None = None
+    raw_input: object = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -235,7 +235,7 @@ class AcpAgent:
                         "queuesWhileRunning": True,
                         "order": "fifo",
                         "whenFull": {"code": -32603, "errorKind": "prompt_queue_full", "retryable": True},
-                        "cancelScope": "running_only",
+                        "cancelScope": "session",
                         "withdrawWaiting": "$/cancel_request",
                     },
                     "sessionStore": {
@@ -519,8 +519,8 @@ class AcpAgent:
     # -- notifications ------------------------------------------------------------------------------------------
 
     def cancel(self, request: CancelNotification, peer: Peer) -> None:
-        if not self._bridge.cancel_running(request.session_id):
-            logger.debug("session/cancel for %s: nothing running", request.session_id)
+        if not self._bridge.cancel_session(request.session_id):  # the running prompt and every queued one
+            logger.debug("session/cancel for %s: nothing pending", request.session_id)
 
     def cancel_request(self, request: CancelRequestNotification, peer: Peer) -> None:
         request_id = request.request_id

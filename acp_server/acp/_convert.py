@@ -16,6 +16,7 @@ from ..domain import (
     PromptPart,
     ResourceLinkPart,
     ResourcePart,
+    RetryNotice,
     TerminalContent,
     TextChunk,
     TextContent,
@@ -113,10 +114,8 @@ def _tool_content(content: ToolContent, *, live: bool = True) -> dict[str, Any]:
     if isinstance(content, TextContent):
         return {"type": "content", "content": {"type": "text", "text": content.text}}
     if isinstance(content, DiffContent):
-        diff: dict[str, Any] = {"type": "diff", "path": content.path, "newText": content.new_text}
-        if content.old_text is not None:
-            diff["oldText"] = content.old_text
-        return diff
+        # "oldText": null said, not left out, for a new file: some clients (Toad) match on the key to show a diff
+        return {"type": "diff", "path": content.path, "oldText": content.old_text, "newText": content.new_text}
     if live:
         return {"type": "terminal", "terminalId": content.terminal_id}
     return {"type": "content", "content": {"type": "text", "text": "(ran in the editor's terminal)"}}
@@ -149,6 +148,10 @@ def _progress(event: ToolCallUpdated) -> dict[str, Any]:
         update["status"] = event.status
     if event.title is not None:
         update["title"] = event.title
+    if event.kind is not None:
+        update["kind"] = event.kind
+    if event.raw_input is not None:
+        update["rawInput"] = event.raw_input
     if event.content is not None:
         update["content"] = [_tool_content(c) for c in event.content]
     if event.locations is not None:
@@ -187,6 +190,9 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     """The ``session/update`` params for one live turn event (a compaction: its note, as a thought)."""
     if isinstance(event, TextChunk):
         return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
+    if isinstance(event, RetryNotice):  # a thought, marked so that a client may show it as a status instead
+        retry = {"attempt": event.attempt, "delayMs": event.delay_ms, "reason": event.reason}
+        return _notification(session_id, "agent_thought_chunk", _text(event.text), meta={"acpServer": {"retry": retry}})
     if isinstance(event, ThoughtChunk):
         return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text})
     if isinstance(event, ToolCallStarted):

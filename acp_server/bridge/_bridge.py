@@ -476,13 +476,9 @@ class SessionBridge:
         self._ensure_worker(tg, session)
         return job.handle
 
-    def cancel_running(self, session_id: str) -> bool:
-        """Cancel the running prompt (ACP ``session/cancel``); waiting ones stay. True if one was running."""
-        running = self.get(session_id).fifo.running
-        if running is None:
-            return False
-        running.interrupt(Cause.CANCELLED)
-        return True
+    def cancel_session(self, session_id: str) -> bool:
+        """Stop the session (ACP ``session/cancel``): see :meth:`Fifo.cancel_prompts`. True if a prompt was pending."""
+        return self.get(session_id).fifo.cancel_prompts() > 0
 
     async def fork(
         self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Generic, Protocol, TypeVar
 
-from ._prompt import PromptJob
+from ._prompt import Cause, PromptJob
 
 __all__ = ["Fifo", "Queued"]
 
@@ -79,6 +79,18 @@ class Fifo(Generic[F]):
             self._running = None
         assert self._pending > 0, "a prompt slot was released twice"
         self._pending -= 1
+
+    def cancel_prompts(self) -> int:
+        """Cancel every prompt: the waiting ones leave the queue first (so that the running one's end starts none of
+        them), then the running one is interrupted; each settles ``cancelled``. Forks keep their place. Returns how
+        many prompts were pending."""
+        waiting = [item for item in self._items.values() if isinstance(item, PromptJob)]
+        for job in waiting:
+            job.interrupt(Cause.CANCELLED)
+        if self._running is not None:
+            self._running.interrupt(Cause.CANCELLED)
+            return len(waiting) + 1
+        return len(waiting)
 
     def drain(self) -> list[PromptJob | F]:
         """Everything waiting, in order; the queue is left empty (the running prompt stays)."""

@@ -101,6 +101,7 @@ class _Display:
         self.thinking = False  # reasoning printed and not yet ended by a newline
         self.answered = False  # answer text printed
         self.answer_open = False  # the answer does not end with a newline yet
+        self.titles: dict[object, str] = {}  # calls announced and not shown yet, by id
 
     def _note(self, text: str) -> None:
         """A line on stderr about the turn (a tool call), on its own line, dimmed on a terminal."""
@@ -117,10 +118,16 @@ class _Display:
         self._note("  allowed" if allowed else "  declined (run with --mode accept-edits or answer y on a terminal)")
 
     def _tool_call(self, update: dict[str, Any]) -> None:
-        kind = update.get("sessionUpdate")
+        """One line per call, once its title is whole: a call shown while it streams is titled by its tool's verb
+        alone until a ``tool_call_update`` titles it (or it changes status)."""
+        kind, call_id, title = update.get("sessionUpdate"), update.get("toolCallId"), update.get("title")
         if kind == "tool_call":
-            self._note(f"→ {update.get('title') or 'tool call'}")
-        elif update.get("status") == "failed":
+            self.titles[call_id] = title or "tool call"
+        elif isinstance(title, str) and title:
+            self.titles[call_id] = title
+        if call_id in self.titles and (kind == "tool_call_update" and (title or update.get("status"))):
+            self._note(f"→ {self.titles.pop(call_id)}")
+        if update.get("status") == "failed":
             texts = [
                 block.get("content", {}).get("text", "")
                 for block in update.get("content") or []

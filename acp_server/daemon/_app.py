@@ -16,7 +16,7 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
                                        {optionId} → 204: answer a pending ``permission_request``
     POST   /session/{id}/prompt        {prompt, deadlineMs?} → 202 {promptId, lastEventId};
                                        ?wait=true → 200 {promptId, stopReason}; full queue → 503 + Retry-After
-    POST   /session/{id}/cancel        204 (the running prompt only)
+    POST   /session/{id}/cancel        204 (the session: its running prompt and every waiting one)
     GET    /session/{id}/events        text/event-stream, ``Last-Event-ID`` replay
     POST   /acp, GET /acp, DELETE /acp ACP's remote transport: Streamable HTTP (+ SSE streams) and, on a GET with
                                        ``Upgrade: websocket``, WebSocket (``_acp_http.py``)
@@ -256,7 +256,7 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         return JSONResponse({"promptId": accepted.prompt_id, "stopReason": outcome})
 
     async def cancel(request: Request) -> Response:
-        daemon.cancel_running(request.path_params["session_id"])
+        daemon.cancel_session(request.path_params["session_id"])
         return Response(status_code=204)
 
     async def cancel_prompt(request: Request) -> Response:

@@ -559,10 +559,11 @@ class Daemon:
             raise PromptNotFoundError(session_id, prompt_id)
         handle.cancel()
 
-    def cancel_running(self, session_id: str) -> bool:
-        """Cancel the session's running prompt, whoever sent it (same semantics as ``session/cancel``)."""
+    def cancel_session(self, session_id: str) -> bool:
+        """Stop the session: its running prompt and every waiting one, whoever sent them, answer ``cancelled`` (the
+        same operation as ``session/cancel``)."""
         self._check_open()
-        return self.bridge.cancel_running(session_id)
+        return self.bridge.cancel_session(session_id)
 
     def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
         """Answer the session's pending permission request (see :meth:`PermissionDesk.answer`)."""

@@ -11,9 +11,11 @@
    httpcore2, anyio, builtins);
 4. 401 / 403 → ``http``, fail-fast (credentials will not fix themselves);
 5. any other 4xx → ``http``, fail-fast;
-6. 5xx → ``http``, retryable;
-7. an unusable stream (:class:`StreamContentError`) → ``stream_content``, retryable unless it is not SSE;
-8. anything else → ``unknown``.
+6. a 5xx whose body says the request itself is invalid (:func:`says_invalid_request`: a validation error, an
+   ``invalid_request_error``, a ``param`` named) → ``http``, fail-fast: the same request fails the same way again;
+7. any other 5xx → ``http``, retryable;
+8. an unusable stream (:class:`StreamContentError`) → ``stream_content``, retryable unless it is not SSE;
+9. anything else → ``unknown``.
 
 Pure and synchronous: it never awaits and never raises.
 """
@@ -36,6 +38,7 @@ __all__ = [
     "RetryClassification",
     "RetryKind",
     "classify_retry_error",
+    "says_invalid_request",
     "transport_code_of",
 ]
 
@@ -104,6 +107,11 @@ _TYPE_CODES: tuple[tuple[str, str, str], ...] = (
     ("anyio", "IncompleteRead", "ECONNRESET"),
     ("openai", "APIConnectionError", "ECONNRESET"),  # "Connection error." with no recognisable cause
 )
+
+
+INVALID_REQUEST_MARKERS = ("validation error", "input should be", "invalid_request_error", "field required")
+"""What an error body's message says when the server refused the request itself (pydantic's validation errors, as
+llama-cpp-python's server answers them with HTTP 500; OpenAI's and llama-server's error type), lower-case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +200,26 @@ def transport_code_of(exc: BaseException) -> str | None:
     return None
 
 
+def says_invalid_request(exc: BaseException) -> bool:
+    """The error's body (the SDK's ``body``: the ``error`` object, or the whole JSON) or message says that the
+    request itself is invalid: an ``invalid_request_error`` type, a ``param`` named, or a validation error's
+    wording (:data:`INVALID_REQUEST_MARKERS`). Never raises."""
+    attributes = getattr(exc, "__dict__", {})  # instance attributes only: no descriptor runs
+    body = attributes.get("body")
+    texts: list[str] = []
+    if isinstance(body, dict):
+        if body.get("type") == "invalid_request_error" or (isinstance(body.get("param"), str) and body["param"]):
+            return True
+        texts.extend(value for key in ("message", "detail") if isinstance(value := body.get(key), str))
+        if isinstance(body.get("detail"), list):  # FastAPI's validation errors
+            return True
+    message = attributes.get("message")
+    if isinstance(message, str):
+        texts.append(message)
+    lowered = " ".join(texts)[:4096].lower()
+    return any(marker in lowered for marker in INVALID_REQUEST_MARKERS)
+
+
 def classify_retry_error(exc: BaseException) -> RetryClassification:
     """Classify ``exc`` for the retry policies (order in the module docstring)."""
     if _is_cancellation(exc):
@@ -210,6 +238,8 @@ def classify_retry_error(exc: BaseException) -> RetryClassification:
     if status is not None and 400 <= status < 500:
         return RetryClassification("http", "fail-fast", f"client error (HTTP {status})", status=status)
     if status is not None and status >= 500:
+        if says_invalid_request(exc):
+            return RetryClassification("http", "fail-fast", f"invalid request (HTTP {status})", status=status)
         return RetryClassification("http", "retryable", f"server error (HTTP {status})", status=status)
     if isinstance(exc, StreamContentError):
         diagnosis: Diagnosis = "retryable" if exc.retryable else "fail-fast"

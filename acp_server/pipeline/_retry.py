@@ -10,7 +10,11 @@ nothing of the failed attempt was yielded to the caller:
   second or two instead of after half a minute of backoff.
 - ``backoff`` — 429, retryable 5xx, and the other transport codes (EHOSTUNREACH, EPIPE, ...), all of which
   happen before the stream starts: at most **4** retries, waiting 1.5 s × 2^(n-1) capped at 30 s, ± 30 %
-  jitter; a ``Retry-After`` (delta-seconds or HTTP date; or OpenAI's ``retry-after-ms``; read by
+  jitter. The computed waits after 5xx answers add up to at most ``server_error_wait_ms`` (**6 s**) per turn: a
+  wait is cut to what is left, and once nothing is left the 5xx is final — so a server that answers 500 every
+  time is reported within about 7 s (1.5 + 3 + 1.5 s of waits, 4 requests), not after 24 s of backoff. A 5xx
+  whose body says the request is invalid is never retried (``_classify.py``). A ``Retry-After`` (delta-seconds
+  or HTTP date; or OpenAI's ``retry-after-ms``; read by
   :func:`acp_server.retry_after.retry_after_from_headers`) replaces the computed wait. The ``Retry-After``
   waits of one turn add up to at most ``retry_after_cap_ms`` (**5 min**): a ``Retry-After`` longer than what
   is left is not waited for at all, the turn fails at once with the provider's time in the error
@@ -20,8 +24,9 @@ nothing of the failed attempt was yielded to the caller:
   reset, ECONNRESET, under ``stream_transport``.)
 
 So one turn makes at most 1 + 2 + 1 + 4 + 1 = 9 requests with the defaults. Everything else is final: aborts
-(never retried), 401/403 and other 4xx, a non-SSE body, unknown errors, and **any failure after a chunk of the
-attempt was yielded** (no replay mid-generation: a stall after chunks surfaces as ``model_stream_timeout``).
+(never retried), 401/403 and other 4xx, a 5xx that says the request is invalid, a non-SSE body, unknown errors,
+and **any failure after a chunk of the attempt was yielded** (no replay mid-generation: a stall after chunks
+surfaces as ``model_stream_timeout``).
 
 The waits happen in ``_stream.py`` with ``anyio.sleep`` inside the caller's cancel scope, so a cancel (or the
 caller's deadline) ends a wait at once; a wait that would outlast the caller's deadline is not started. The
@@ -68,12 +73,13 @@ class RetryBudget:
     left of the turn's allowance (``retry_after_cap_ms`` in all).
     """
 
-    __slots__ = ("_policy", "_retry_after_left_s", "_used", "retry_after_refused")
+    __slots__ = ("_policy", "_retry_after_left_s", "_server_error_left_s", "_used", "retry_after_refused")
 
     def __init__(self, policy: StreamPolicy) -> None:
         self._policy = policy
         self._used: dict[RetryPolicyName, int] = {"stream_transport": 0, "connect": 0, "backoff": 0, "content": 0}
         self._retry_after_left_s = policy.retry_after_cap_ms / 1000
+        self._server_error_left_s = policy.server_error_wait_ms / 1000
         self.retry_after_refused = False
 
     def decide(
@@ -106,6 +112,9 @@ class RetryBudget:
         retry = self._used[name] + 1
         if retry > limit:
             return None
+        server_error = name == "backoff" and classification.kind == "http" and retry_after_s is None
+        if server_error and self._server_error_left_s <= 0:
+            return None
         if name == "backoff" and retry_after_s is not None:
             if retry_after_s > self._retry_after_left_s:
                 self.retry_after_refused = True
@@ -123,4 +132,7 @@ class RetryBudget:
             delay_s = retry_after_s
         else:
             delay_s = backoff_delay_s(retry, policy)
+            if server_error:
+                delay_s = min(delay_s, self._server_error_left_s)
+                self._server_error_left_s -= delay_s
         return RetryDecision(name, retry, delay_s)

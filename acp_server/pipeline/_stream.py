@@ -553,6 +553,8 @@ def _final_error(
         )
     if kind == "http":
         hint = missing_version_hint(target.endpoint) if classification.status == 404 else None
+        if classification.reason.startswith("invalid request"):
+            hint = "the server says the request is invalid: not retried"
         return ModelHTTPError(
             f"The model endpoint {target.named} answered HTTP {classification.status}: "
             f"{_provider_message(exc, secrets)}{'; ' + hint if hint else ''}{tail}",
@@ -587,7 +589,9 @@ def _retry_after_of(exc: BaseException) -> float | None:
 
 
 def _notify(policy: StreamPolicy, event: RetryEvent) -> None:
-    logger.warning(
+    # INFO: a retry that works is no news for the user (the client is shown the wait, see run_chat's ``on_retry``);
+    # one that does not ends in the turn's error, which its caller reports
+    logger.info(
         "model request attempt %d failed (%s: %s); retrying in %.2fs (%s retry %d)",
         event.attempt,
         event.classification.kind,
@@ -615,6 +619,7 @@ class _Run:
         self.close_s = policy.close_timeout_ms / 1000
         self.budget = RetryBudget(policy)
         self.attempts = 0
+        self.retrying: RetryEvent | None = None  # the retry decided last (what ``on_retry`` is told)
 
     @functools.cached_property
     def target(self) -> _Target:
@@ -702,10 +707,10 @@ class _Run:
             return _final_error(
                 exc, classification, attempt, self.attempts, self.secrets, retry_after_s, self.target, note
             )
-        _notify(
-            self.policy,
-            RetryEvent(self.attempts, decision.policy, decision.retry, decision.delay_s, classification, exc),
+        self.retrying = RetryEvent(
+            self.attempts, decision.policy, decision.retry, decision.delay_s, classification, exc
         )
+        _notify(self.policy, self.retrying)
         return decision.delay_s
 
     def recovered(self) -> None:
@@ -759,6 +764,7 @@ async def run_chat(
     request: ChatRequest,
     policy: StreamPolicy | None,
     on_delta: Callable[[Delta], Awaitable[None]],
+    on_retry: Callable[[RetryEvent], Awaitable[None]] | None = None,
 ) -> Finished:
     """Stream one turn into ``on_delta`` and return its :class:`Finished`, or raise a :class:`ModelTurnError`.
 
@@ -766,7 +772,8 @@ async def run_chat(
     scope whose deadline is the attempt's lifetime cap, so the cap holds even while ``on_delta`` is blocked
     (a consumer that stops reading): ``on_delta`` is then cancelled, the request closed, and the attempt fails
     with the lifetime error (``model_stream_timeout``, ``maxLifetimeMs``). ``on_delta``'s own errors propagate
-    as they are.
+    as they are. ``on_retry`` is awaited before each retry's wait (so the user can be told it waits), under the
+    caller's cancel scope like the wait itself.
     """
     run = _Run(client, request, policy)
     while True:
@@ -778,6 +785,8 @@ async def run_chat(
         else:
             run.recovered()
             return Finished(attempt.finish_reason, attempt.usage)
+        if on_retry is not None and run.retrying is not None:
+            await on_retry(run.retrying)
         await anyio.sleep(delay_s)  # outside the except block: a cancel here carries no stale context
 
 

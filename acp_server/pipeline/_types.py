@@ -64,6 +64,8 @@ class StreamPolicy:
       ``backoff_initial_ms`` doubling up to ``backoff_max_ms``, ± ``backoff_jitter``; a ``Retry-After``
       replaces the computed delay; the ``Retry-After`` waits of one turn add up to at most
       ``retry_after_cap_ms``: one that does not fit is not waited for (the error carries the provider's time);
+      the computed waits after 5xx answers add up to at most ``server_error_wait_ms`` (a wait is cut to what is
+      left; nothing left: the error is final), so a server that keeps failing is reported within seconds;
     - content: a stream that ended empty, or sent a data line that is not JSON or not a chunk, before anything
       was yielded → at most ``content_max_retries``, waiting ``content_retry_delay_ms``.
 
@@ -83,6 +85,7 @@ class StreamPolicy:
     backoff_max_ms: float = 30_000
     backoff_jitter: float = 0.3
     retry_after_cap_ms: float = 300_000
+    server_error_wait_ms: float = 6_000
     content_max_retries: int = 1
     content_retry_delay_ms: float = 500
     close_timeout_ms: float = 1_000
@@ -104,6 +107,7 @@ class StreamPolicy:
             self.backoff_initial_ms,
             self.backoff_max_ms,
             self.retry_after_cap_ms,
+            self.server_error_wait_ms,
             self.content_retry_delay_ms,
             self.finish_grace_ms,
         )

@@ -147,6 +147,7 @@ def mcp_tools(connection: McpConnection, taken: Collection[str], timeout_s: Call
                 prepare=_preparer(connection, remote.name, title, kind, read_only, name, timeout_s),
                 check=check,
                 source=server,
+                title=title,
             )
         )
     return tools

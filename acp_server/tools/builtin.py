@@ -51,6 +51,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = tuple(
         needs_permission=spec.needs_permission,
         prepare=_guarded(_PREPARERS[spec.name]) if spec.kind == "edit" else _PREPARERS[spec.name],
         args=spec.args,
+        title=spec.name.split("_", 1)[0].capitalize(),  # the verb: Read, List, Glob, Grep, Write, Edit, Run
     )
     for spec in SPECS.values()
 )

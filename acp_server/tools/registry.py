@@ -39,7 +39,8 @@ class Tool:
     """One tool. ``parameters`` is the JSON Schema the model is sent; arguments are validated by ``args`` (a
     pydantic model) when it has one, else by ``check`` (``parameters`` compiled by ``schema_check``).
     ``read_only``: it changes nothing (offered in ``read-only`` mode); ``needs_permission``: the mode decides
-    whether a call waits for the user. ``source``: where it comes from (None: built in; else the MCP server)."""
+    whether a call waits for the user. ``source``: where it comes from (None: built in; else the MCP server).
+    ``title``: what a call is shown as before its arguments are known (None: its name)."""
 
     name: str
     description: str
@@ -51,6 +52,7 @@ class Tool:
     args: type[BaseModel] | None = None
     check: SchemaCheck | None = None
     source: str | None = None
+    title: str | None = None
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -111,6 +113,11 @@ class ToolSet:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def kind(self, name: str) -> ToolKind:
+        """The ACP kind of tool ``name``; ``other`` for a name that is no tool of this set."""
+        tool = self._tools.get(name)
+        return tool.kind if tool is not None else "other"
 
     def offered(self, mode: str) -> tuple[str, ...]:
         """The tools the model is offered in ``mode``: all in a known mode but ``read-only``; the read-only ones in

@@ -8,6 +8,7 @@ something runs only when the mode, a session rule or the user allows it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -39,8 +40,10 @@ from ..tools import (
     ToolResult,
     prepare_call,
 )
+from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._mode_watch import WITHDRAWN, ModeWatch, ask_while_offered
+from ._titles import failed_title
 
 __all__ = ["CallAssembler", "PendingCall", "run_call"]
 
@@ -65,6 +68,7 @@ class PendingCall:
     name: str
     arguments: list[str] = field(default_factory=list)
     size: int = 0
+    shown_id: str | None = None  # the id the call was announced with while it streamed (it keeps it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,16 +121,28 @@ class CallAssembler:
             else:
                 call.arguments.clear()
 
+    def pending(self, index: int) -> PendingCall | None:
+        """The call streaming at ``index`` (None: none, or one past :data:`MAX_CALLS_PER_ANSWER`)."""
+        return self._calls.get(index)
+
+    def claim_id(self, index: int, seen: set[str]) -> str:
+        """The id of the call at ``index`` from now on, given out once (as :meth:`calls` would): for announcing it
+        while it streams. ``seen`` gains it."""
+        call = self._calls[index]
+        if call.shown_id is None:
+            call_id = call.call_id[:MAX_NAME_CHARS]
+            call.shown_id = call_id if call_id and call_id not in seen else f"call_{uuid.uuid4().hex[:24]}"
+            seen.add(call.shown_id)
+        return call.shown_id
+
     def calls(self, seen: set[str]) -> list[AssembledCall]:
         """The calls in index order. A call without an id, or with one already ``seen`` in the session (or twice in
-        this answer), gets a fresh one (an editor shows one card per id); ``seen`` gains every id given out."""
+        this answer), gets a fresh one (an editor shows one card per id); ``seen`` gains every id given out. A call
+        announced while it streamed keeps the id it was shown with (:meth:`claim_id`)."""
         out: list[AssembledCall] = []
         for index in sorted(self._calls):
+            call_id = self.claim_id(index, seen)
             call = self._calls[index]
-            call_id = call.call_id[:MAX_NAME_CHARS]
-            if not call_id or call_id in seen:
-                call_id = f"call_{uuid.uuid4().hex[:24]}"
-            seen.add(call_id)
             if call.size > MAX_ARGUMENTS_BYTES:
                 problem = f"arguments are too large (more than {MAX_ARGUMENTS_BYTES} bytes); they were not read"
                 out.append(AssembledCall(call_id, call.name, "{}", problem))
@@ -245,9 +261,12 @@ async def run_call(
     problem: str | None = None,
     tools: ToolSet | None = None,
     watch: ModeWatch | None = None,
+    announced: bool = False,
 ) -> None:
     """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation). ``problem``: why
-    the call fails without running (found while it was assembled); ``tools``: the session's (None: the built-ins)."""
+    the call fails without running (found while it was assembled); ``tools``: the session's (None: the built-ins);
+    ``announced``: the call was shown while it streamed (``_announce.py``), so what it is now known to be is an
+    update of that, not a second announcement."""
     raw_input = None if problem is not None else _raw_input(arguments)
     try:
         if problem is not None:
@@ -260,15 +279,32 @@ async def run_call(
         text = str(exc) if isinstance(exc, ServerError) else "internal error while reading the call (see the log)"
         message = (TextContent(text),)
         stored_name = name or "unknown_tool"
-        await emit(ToolCallStarted(call_id, name or "Unknown tool", "other", raw_input))
-        failed = ToolCallRecord(
-            call_id, stored_name, arguments, f"Error: {text}", "failed", stored_name, "other", content=message
-        )
-        await _end(emit, ToolCallUpdated(call_id, "failed", content=message), partial(done, failed))
+        known = BUILTIN if tools is None else tools
+        title, kind = failed_title(name, offered, known), known.kind(name)  # the tool's own kind, a human title
+        final = ToolCallUpdated(call_id, "failed", content=message)
+        if announced:
+            final = dataclasses.replace(final, title=title, kind=kind, raw_input=raw_input)
+        else:
+            await emit(ToolCallStarted(call_id, title, kind, raw_input))
+        output = f"Error: {text}"
+        failed = ToolCallRecord(call_id, stored_name, arguments, output, "failed", title, kind, content=message)
+        await _end(emit, final, partial(done, failed))
         return
     started = ToolCallStarted(call_id, prepared.title, prepared.kind, raw_input, prepared.locations, prepared.preview)
     record = _Recorder(call_id, name, arguments, prepared, done)
-    await emit(started)
+    if announced:  # what it is now known to be, as an update of what was shown while it streamed
+        await emit(
+            ToolCallUpdated(
+                call_id,
+                title=prepared.title,
+                content=prepared.preview or None,
+                locations=prepared.locations or None,
+                kind=prepared.kind,
+                raw_input=raw_input,
+            )
+        )
+    else:
+        await emit(started)
     try:
         refusal = await _decision(prepared, started, mode=mode, rules=rules, client=client, watch=watch)
         if refusal is not None:

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["FAMILY_CONTEXT_WINDOWS", "ModelCatalog", "family_context_window"]
+__all__ = [
+    "FAMILY_CONTEXT_WINDOWS",
+    "REPORTED_WINDOW_FIELDS",
+    "ModelCatalog",
+    "family_context_window",
+    "reported_window",
+]
 
 FAMILY_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("gpt-5-chat", 128_000),
@@ -29,8 +35,17 @@ FAMILY_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
 """Documented context windows of hosted model families, most specific first: a name matches a family when it is
 the family or starts with it followed by ``-`` (dated and sized variants), after any ``provider/`` prefix."""
 
-_WINDOW_FIELDS = ("context_length", "context_window", "max_model_len", "max_context_length")
-"""Where OpenAI-compatible servers put a model's window in ``GET /v1/models`` entries (OpenRouter, vLLM, ...)."""
+REPORTED_WINDOW_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("context_length",), "OpenRouter, Together, DeepInfra; Ollama's native /api/ps (its /v1/models has none)"),
+    (("top_provider", "context_length"), "OpenRouter (the routed provider's window)"),
+    (("context_window",), "Groq"),
+    (("max_model_len",), "vLLM, SGLang: the window the server was started with (--max-model-len)"),
+    (("meta", "n_ctx"), "llama.cpp's llama-server: the window it serves (-c / --ctx-size)"),
+    (("max_context_length",), "LM Studio's /api/v0 and /api/v1 model lists, Mistral (its /v1/models: none)"),
+)
+"""Where servers put a model's context window in their model list entries: the key path, and who uses it; the first
+positive integer found wins. A model's trained maximum (llama-server's ``meta.n_ctx_train``, Ollama's
+``model_info.<arch>.context_length``) is not the window it is served with, so it is never read."""
 
 
 def family_context_window(model: str) -> int | None:
@@ -42,9 +57,12 @@ def family_context_window(model: str) -> int | None:
     return None
 
 
-def _reported_window(entry: Mapping[str, object]) -> int | None:
-    for key in _WINDOW_FIELDS:
-        value = entry.get(key)
+def reported_window(entry: Mapping[str, object]) -> int | None:
+    """The window a model list entry reports (:data:`REPORTED_WINDOW_FIELDS`), None when it reports none."""
+    for path, _ in REPORTED_WINDOW_FIELDS:
+        value: object = entry
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
@@ -122,7 +140,7 @@ class ModelCatalog:
             name = entry.get("id")
             if isinstance(name, str) and name:
                 names.append(name)
-                window = _reported_window(entry)
+                window = reported_window(entry)
                 if window is not None:
                     self._reported[name] = window
         self._settle(names)

@@ -25,16 +25,28 @@ from ..domain import (
     ToolCallRecord,
     UsageReported,
 )
-from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, RequestEncoder, StreamPolicy, run_chat
+from ..pipeline import (
+    ChatRequest,
+    Delta,
+    Finished,
+    ModelHTTPError,
+    RequestEncoder,
+    RetryEvent,
+    StreamPolicy,
+    run_chat,
+)
 from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
+from ._announce import CallAnnouncer
 from ._calls import CallAssembler, run_call
 from ._compaction import TurnContext, is_compact_command, summary_text
 from ._exceptions import ModelNotConfiguredError
+from ._in_flight import InFlight
 from ._links import with_linked_files
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
+from ._notices import retry_notice
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
 from .context import DEFAULT_COMPACT_THRESHOLD, ContextView, json_tokens, step_messages, user_content
 
@@ -214,6 +226,7 @@ class ModelTurn:
         self.models = ModelCatalog(settings.model, settings.models, context_window=settings.context_window)
         self._client: AsyncOpenAI | None = None
         self._ask_usage = True
+        self._in_flight = InFlight()
 
     def _get_client(self) -> AsyncOpenAI:
         if not self.settings.configured:
@@ -237,7 +250,10 @@ class ModelTurn:
     async def discover_models(self) -> None:
         """Fill the catalog from the endpoint's ``GET /v1/models``, once, within ``model_list_timeout_s``; any
         failure (none configured, an error, a timeout) leaves the default model alone, logged. Never raises but
-        for cancellation. A configured ``--models`` list is never replaced."""
+        for cancellation. A configured ``--models`` list is never replaced.
+
+        The request waits until no chat request of this runner is in flight (llama-cpp-python's server interrupts
+        the stream it is sending when another request comes: the first prompt's answer would be cut)."""
         catalog = self.models
         if catalog.final:
             return
@@ -247,6 +263,7 @@ class ModelTurn:
         timeout = self.settings.model_list_timeout_s
         try:
             client = (await self._client_ready()).with_options(timeout=timeout, max_retries=0)
+            await self._in_flight.wait_none()  # never alongside a chat request: some servers would cut its stream
             entries: list[dict[str, Any]] = []
             with anyio.fail_after(timeout):
                 async for entry in client.models.list():
@@ -269,21 +286,29 @@ class ModelTurn:
         on_delta: Callable[[Delta], Awaitable[None]],
         encoder: RequestEncoder | None = None,
         tools: ToolSet = BUILTIN,
+        emit: Emit | None = None,
     ) -> Finished:
         """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
-        the turn's, so each request encodes only the messages added since the previous one."""
+        the turn's, so each request encodes only the messages added since the previous one; ``emit``: where each
+        retry wait is announced (:func:`retry_notice`)."""
         extra: dict[str, Any] = {"tools": tools.entries(offered)}
         if self._ask_usage:
             extra["stream_options"] = _INCLUDE_USAGE
+        policy = self.settings.policy
+
+        async def on_retry(event: RetryEvent) -> None:
+            if emit is not None:
+                await emit(retry_notice(event))
+
         try:
-            return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
+            return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
         except ModelHTTPError as exc:
             if "stream_options" not in extra or not _refuses_stream_options(exc):
                 raise
             self._ask_usage = False
             logger.warning("the endpoint refused stream_options (%s): no more usage is asked for or reported", exc)
         del extra["stream_options"]
-        return await run_chat(client, ChatRequest(model, messages, extra, encoder), self.settings.policy, on_delta)
+        return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
 
     async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
@@ -339,10 +364,13 @@ class ModelTurn:
         settings = self.settings
         seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
+        announcer = CallAnnouncer(emit, session.cwd, seen, tools_of(session))
+
         async def on_delta(delta: Delta) -> None:
             if delta.tool_calls:
                 for fragment in delta.tool_calls:
                     calls.add(fragment)
+                await announcer.fragments(calls, delta.tool_calls)  # shown while they stream
             if delta.reasoning:
                 answer.reasoning.append(delta.reasoning)
                 await emit(ThoughtChunk(delta.reasoning))
@@ -363,10 +391,18 @@ class ModelTurn:
                 model = self.models.resolve(session.model)  # read per request: a switch applies to the next one
                 calls = CallAssembler()
                 send = partial(
-                    self._request, model_client, model, offered=offered, on_delta=on_delta, encoder=encoder, tools=tools
+                    self._request,
+                    model_client,
+                    model,
+                    offered=offered,
+                    on_delta=on_delta,
+                    encoder=encoder,
+                    tools=tools,
+                    emit=emit,
                 )
                 tool_tokens = json_tokens(tools.entries(offered))
-                messages, finished = await context.send(messages, answer.steps, model, tool_tokens, send)
+                with self._in_flight:  # a summary request of the context's too
+                    messages, finished = await context.send(messages, answer.steps, model, tool_tokens, send)
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))
@@ -390,6 +426,7 @@ class ModelTurn:
                         problem=call.problem,
                         tools=tools,
                         watch=ModeWatch(session, tools.offered),  # a switch withdraws a pending request
+                        announced=announcer.take(call.call_id),
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps((*answer.steps, answer.step()))
@@ -403,6 +440,7 @@ class ModelTurn:
                 answer.steps.append(step)
                 messages = [*messages, *step_messages(step)]
                 answer.next_request()
+                announcer.next_request()
                 if requests >= settings.max_turn_requests:
                     stop_reason = "max_turn_requests"
                     break
@@ -410,6 +448,7 @@ class ModelTurn:
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
             outcome: Outcome = "cancelled" if cancelled else "failed"
             cut = answer.message("cancelled" if cancelled else None, outcome)
+            await announcer.abandon(cancelled)  # calls shown while streaming that never ran end failed
             with anyio.CancelScope(shield=True):
                 try:
                     await session.end_turn(cut)

@@ -17,6 +17,7 @@ from acp_server.domain import (
     PromptPart,
     ResourceLinkPart,
     ResourcePart,
+    RetryNotice,
     TextChunk,
     TextPart,
     ThoughtChunk,
@@ -108,6 +109,14 @@ EVENTS: list[tuple[TurnEvent, BaseModel]] = [
         ThoughtChunk("hmm"),
         schema.AgentThoughtChunk(
             session_update="agent_thought_chunk", content=schema.TextContentBlock(type="text", text="hmm")
+        ),
+    ),
+    (
+        RetryNotice("\n(retrying in 1.5 s)\n", 1, 1500, "server error (HTTP 503)"),
+        schema.AgentThoughtChunk(
+            session_update="agent_thought_chunk",
+            content=schema.TextContentBlock(type="text", text="\n(retrying in 1.5 s)\n"),
+            field_meta={"acpServer": {"retry": {"attempt": 1, "delayMs": 1500, "reason": "server error (HTTP 503)"}}},
         ),
     ),
     *[

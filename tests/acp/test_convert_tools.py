@@ -42,8 +42,28 @@ def official_locations(locations: tuple[ToolLocation, ...]) -> list[schema.ToolC
     return [schema.ToolCallLocation(path=loc.path, line=loc.line) for loc in locations] or None
 
 
+def with_null_old_text(params: dict[str, Any]) -> dict[str, Any]:
+    """The official dump with the one field we send although it is None: a new file's ``"oldText": null``."""
+    content = params["update"].get("content")
+    for item in content if isinstance(content, list) else ():
+        if item.get("type") == "diff":
+            item.setdefault("oldText", None)
+    return params
+
+
 def notification(update: BaseModel) -> dict[str, Any]:
-    return dumps(schema.SessionNotification(session_id=SID, update=update))  # type: ignore[arg-type]
+    return with_null_old_text(dumps(schema.SessionNotification(session_id=SID, update=update)))  # type: ignore[arg-type]
+
+
+def round_trip(params: dict[str, Any]) -> dict[str, Any]:
+    return with_null_old_text(dumps(schema.SessionNotification.model_validate(params)))
+
+
+def test_a_new_files_diff_says_old_text_null_explicitly() -> None:
+    params = update_from_event(SID, ToolCallStarted("c1", "Write new.py", "edit", content=(ALL_CONTENT[2],)))
+    new_file = {"type": "diff", "path": "/p/new.py", "oldText": None, "newText": "created\n"}
+    assert params["update"]["content"] == [new_file]
+    assert round_trip(params) == params
 
 
 ALL_CONTENT: tuple[ToolContent, ...] = (
@@ -77,7 +97,7 @@ def test_a_started_call_is_a_tool_call_update_of_the_official_model(event: ToolC
     )
     params = update_from_event(SID, event)
     assert params == notification(official)
-    assert dumps(schema.SessionNotification.model_validate(params)) == params
+    assert round_trip(params) == params
 
 
 UPDATED = [
@@ -87,6 +107,9 @@ UPDATED = [
     ToolCallUpdated("c1", "failed", content=(TextContent("Cancelled"),)),
     ToolCallUpdated("c1", title="Read b.py", locations=(ToolLocation("/p/b.py", 3),)),
     ToolCallUpdated("c1", "completed", content=()),
+    ToolCallUpdated("c1", raw_input={"path": "a.py", "content": "par"}, locations=(ToolLocation("/p/a.py"),)),
+    ToolCallUpdated("c1", title="Read a.py", kind="read", raw_input={"path": "a.py"}, content=()),
+    ToolCallUpdated("c1", "failed", title="Read (invalid arguments)", kind="read", content=(TextContent("bad"),)),
 ]
 
 
@@ -100,10 +123,12 @@ def test_an_updated_call_is_a_tool_call_progress_of_the_official_model(event: To
         content=None if event.content is None else [official_content(c) for c in event.content],
         locations=None if event.locations is None else official_locations(event.locations) or [],
         raw_output=event.raw_output,
+        kind=event.kind,
+        raw_input=event.raw_input,
     )
     params = update_from_event(SID, event)
     assert params == notification(official)
-    assert dumps(schema.SessionNotification.model_validate(params)) == params
+    assert round_trip(params) == params
 
 
 READ = ToolCallRecord(
@@ -222,4 +247,4 @@ def test_replayed_steps_are_their_chunks_then_each_call_as_announced_and_as_it_e
     replayed = list(replay_updates(SID, history))
     assert replayed == expected
     for params in replayed:
-        assert dumps(schema.SessionNotification.model_validate(params)) == params
+        assert round_trip(params) == params

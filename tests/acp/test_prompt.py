@@ -113,6 +113,25 @@ async def test_cancel_request_of_a_queued_prompt_answers_it_cancelled_and_leaves
     assert b.runner.cancelled == ["block"]
 
 
+async def test_session_cancel_answers_the_running_and_every_queued_prompt_cancelled_and_starts_none() -> None:
+    async with bound(max_pending=3) as b, anyio.create_task_group() as tg:
+        session_id = await b.new_session()
+        replies: dict[Any, Any] = {}
+
+        async def run(request_id: Any, text: str) -> None:
+            replies[request_id] = await b.prompt(session_id, text, b.peer(request_id))
+
+        tg.start_soon(run, "running", "block")
+        with anyio.fail_after(5):
+            await b.runner.running.wait()
+        tg.start_soon(run, "queued 1", "emit:1")
+        tg.start_soon(run, "queued 2", "emit:2")
+        await wait_pending(b, session_id, 3)
+        b.notifications["session/cancel"]({"sessionId": session_id}, b.peer(None))
+    assert replies == {name: {"stopReason": "cancelled"} for name in ("running", "queued 1", "queued 2")}
+    assert b.runner.started == ["block"]  # no queued prompt started
+
+
 async def test_session_cancel_with_nothing_running_is_a_no_op() -> None:
     async with bound() as b:
         session_id = await b.new_session()

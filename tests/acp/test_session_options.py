@@ -255,6 +255,6 @@ async def test_initialize_advertises_what_a_client_may_rely_on_of_the_queue() ->
         "queuesWhileRunning": True,
         "order": "fifo",
         "whenFull": {"code": -32603, "errorKind": "prompt_queue_full", "retryable": True},
-        "cancelScope": "running_only",
+        "cancelScope": "session",
         "withdrawWaiting": "$/cancel_request",
     }

@@ -243,23 +243,37 @@ async def test_cancel_waiting_leaves_the_fifo_and_releases_at_once() -> None:
         assert session.pending_prompt_count == 0
 
 
-async def test_cancel_running_cancels_its_scope_and_the_next_one_runs() -> None:
+async def test_cancel_session_stops_the_running_prompt_and_every_waiting_one_and_none_of_them_starts() -> None:
     runner = ScriptedRunner()
     async with SessionBridge(runner) as bridge:
         session = bridge.create_session("/w")
         sid = session.session_id
+        assert bridge.cancel_session(sid) is False  # nothing pending
         running = bridge.send_prompt(sid, prompt("a"))
-        waiting = bridge.send_prompt(sid, prompt("ok:b"))
-        assert bridge.cancel_running(sid) is False  # nothing has started yet
+        waiting = [bridge.send_prompt(sid, prompt(f"ok:{name}")) for name in "bc"]
         await trio.testing.wait_all_tasks_blocked()
-        assert bridge.cancel_running(sid) is True
-        assert not waiting.done  # session/cancel touches the running prompt only
-        assert await running.result() == "cancelled"
-        assert runner.cancelled == ["a"]
-        assert await waiting.result() == "end_turn"
+        assert bridge.cancel_session(sid) is True
+        assert all(handle.done for handle in waiting)  # at once: they never reach the runner
+        assert [await handle.result() for handle in (running, *waiting)] == ["cancelled"] * 3
+        await trio.testing.wait_all_tasks_blocked()
+        assert runner.started == ["a"] and runner.cancelled == ["a"]
         assert session.pending_prompt_count == 0
+        after = bridge.send_prompt(sid, prompt("ok:d"))  # the session goes on: what is sent next runs
+        assert await after.result() == "end_turn"
+        assert runner.started == ["a", "ok:d"]
         with pytest.raises(SessionNotFoundError):
-            bridge.cancel_running("nope")
+            bridge.cancel_session("nope")
+
+
+async def test_cancel_session_with_only_waiting_prompts_cancels_them_before_any_starts() -> None:
+    runner = ScriptedRunner()
+    async with SessionBridge(runner) as bridge:
+        sid = bridge.create_session("/w").session_id
+        handles = [bridge.send_prompt(sid, prompt(f"ok:{name}")) for name in "ab"]
+        assert bridge.cancel_session(sid) is True  # the worker has not taken the first one yet
+        assert [await handle.result() for handle in handles] == ["cancelled", "cancelled"]
+        await trio.testing.wait_all_tasks_blocked()
+        assert runner.started == []
 
 
 async def test_running_prompt_releases_only_after_it_unwound() -> None:

@@ -43,7 +43,7 @@ KINDS = (
     ["send"] * 6
     + ["finish"] * 3
     + ["read"] * 3
-    + ["fail", "cancel", "cancel", "cancel_running", "sleep", "sleep", "fork", "close", "close_stream"]
+    + ["fail", "cancel", "cancel", "cancel_session", "sleep", "sleep", "fork", "close", "close_stream"]
 )
 SLEEPS = (0.05, 0.15, 0.5)
 DEADLINES = (None, None, 100, 300)
@@ -182,8 +182,8 @@ async def scenario(limit: int, default_deadline: int | None, capacity: int, ops:
                     if running is not None:
                         name = running.prompt.title
                         runner.finish(name) if kind == "finish" else runner.fail(name)
-                elif kind == "cancel_running":
-                    bridge.cancel_running(sessions[entry[1]].session_id)
+                elif kind == "cancel_session":
+                    bridge.cancel_session(sessions[entry[1]].session_id)
                 elif kind == "sleep":
                     await anyio.sleep(entry[1])
                 elif kind == "fork":

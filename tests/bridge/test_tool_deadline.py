@@ -83,8 +83,9 @@ async def test_the_deadline_ends_a_prompt_stuck_in_a_permission_wait_at_the_dead
 
     assert hold.asked.is_set()
     assert ended_at - start == pytest.approx(DEADLINE_MS / 1000)  # at the deadline, not before, not later
-    started, final, ended = [e for e in events if not isinstance(e, UsageReported)]  # after the request
-    assert isinstance(started, ToolCallStarted) and (started.call_id, started.kind) == ("w1", "edit")
+    started, shown, final, ended = [e for e in events if not isinstance(e, UsageReported)]
+    assert isinstance(started, ToolCallStarted) and (started.call_id, started.kind) == ("w1", "edit")  # streaming
+    assert isinstance(shown, ToolCallUpdated) and (shown.status, shown.title) == (None, "Write new.txt")  # read
     assert final == ToolCallUpdated("w1", "failed", content=(TextContent("Cancelled"),))
     assert isinstance(ended, PromptEnded) and ended.error is caught.value
     assert runner.late == []  # nothing was sent after the prompt's end

@@ -11,6 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_server.provider.offline import Answer, ConnectionReset, LoopbackModel
+
 from ._agent import COMMAND, spawn_agent
 
 pytestmark = pytest.mark.anyio
@@ -191,3 +193,28 @@ async def test_ask_in_default_mode_asks_y_n_on_a_terminal(tmp_path: Path, typed:
     assert b"Write new.txt" in seen
     assert (tmp_path / "new.txt").exists() == written
     assert stdout == b"done\n"
+
+
+async def test_a_retry_that_works_logs_no_warning_and_the_model_list_waits_for_the_answer() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(ConnectionReset(), Answer(text="recovered", reasoning=""))
+        command = [*COMMAND, "ask", "--base-url", model.base_url, "--model", "m", "hello"]
+        with anyio.fail_after(60):
+            result = await anyio.run_process(command, env=_env(), check=False, stdin=subprocess.DEVNULL)
+        chat = model.requests
+    stdout, stderr = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert stdout == "recovered\n"
+    assert "WARNING" not in stderr  # the retry is INFO; the shell user sees only the wait, dimmed
+    assert "Retrying in 1.0 s" in stderr
+    assert len(chat) == 2 and all(request.path == "/v1/chat/completions" for request in chat)
+    if model.model_list_requests:  # asked for (the answer may end the run first): after the answer only
+        assert model.model_list_requests[0].received_at >= chat[-1].received_at
+
+
+def test_ask_shows_each_tool_call_once_with_its_whole_title(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("first\nsecond\n")
+    result = _ask("--offline", "what is in notes.txt?", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("notes.txt has 2 lines")
+    assert [line for line in result.stderr.splitlines() if line.startswith("→")] == ["→ Read notes.txt"]

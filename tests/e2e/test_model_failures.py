@@ -59,7 +59,10 @@ async def test_silent_after_headers_three_times_fails_with_model_stream_timeout(
             response, updates = await _prompt(agent)
             assert len(model.requests) == 3
             assert len(model.disconnects) == 3
-    assert updates == []
+    kinds = [u["params"]["update"]["sessionUpdate"] for u in updates]
+    assert kinds == ["session_info_update", "agent_thought_chunk", "agent_thought_chunk"]  # the title, two waits
+    retries = [u["params"]["update"]["_meta"]["acpServer"]["retry"] for u in updates[1:]]
+    assert [(r["attempt"], r["delayMs"]) for r in retries] == [(1, 1000), (2, 2000)]
     error = response["error"]
     assert error["code"] == -32603
     data = error["data"]

@@ -258,9 +258,11 @@ async def test_read_goes_through_the_editor_buffer_and_is_shown_as_a_tool_call(p
     assert editor.reads == [app]
     start, *progress = editor.calls("c1")
     assert isinstance(start, ToolCallStart)
-    assert (start.kind, start.status, start.title) == ("read", "pending", "Read src/app.py")
-    assert start.locations is not None and start.locations[0].path == app
-    assert start.raw_input == {"path": "src/app.py"}
+    assert (start.kind, start.status, start.title) == ("read", "pending", "Read")  # shown as its name streamed
+    read = next(u for u in progress if u.title is not None)  # then what it is, once its arguments were read
+    assert (read.kind, read.status, read.title) == ("read", None, "Read src/app.py")
+    assert read.locations is not None and read.locations[0].path == app
+    assert read.raw_input == {"path": "src/app.py"}
     assert [u.status for u in progress if u.status] == ["in_progress", "completed"]
     assert "UNSAVED BUFFER" in _tool_messages(model, 1)["c1"]  # the model saw the editor's buffer, not the disk
     assert set(model.requests[0].tool_names) >= set(READ_ONLY_TOOLS)

@@ -76,13 +76,17 @@ class Outcome:
         return [e for _, e in self.events if isinstance(e, Finished)]
 
 
-async def run_turn(client: openai.AsyncOpenAI, policy: StreamPolicy) -> Outcome:
-    """Consume one ``stream_chat`` turn; a ``ModelTurnError`` is captured, anything else propagates."""
+async def run_turn(
+    client: openai.AsyncOpenAI, policy: StreamPolicy, *, messages: list[dict[str, Any]] | None = None
+) -> Outcome:
+    """Consume one ``stream_chat`` turn (of ``messages``, default ``REQUEST``'s); a ``ModelTurnError`` is captured,
+    anything else propagates."""
     from acp_server.pipeline import ModelTurnError
 
+    request = REQUEST if messages is None else ChatRequest(REQUEST.model, messages)
     outcome = Outcome(started=anyio.current_time())
     try:
-        async with aclosing(stream_chat(client, REQUEST, policy)) as events:
+        async with aclosing(stream_chat(client, request, policy)) as events:
             async for event in events:
                 outcome.events.append((anyio.current_time(), event))
     except ModelTurnError as exc:

@@ -178,11 +178,12 @@ def drip(n: int, every_s: float, *, text: str = "w", reasoning: bool = False) ->
 
 
 def status_error(
-    status: int, *, headers: dict[str, str] | None = None, message: str = "boom"
+    status: int, *, headers: dict[str, str] | None = None, message: str = "boom", error: dict[str, Any] | None = None
 ) -> openai.APIStatusError:
-    """The exception the SDK raises for an HTTP error status (the right subclass for 429, 401, 5xx...)."""
+    """The exception the SDK raises for an HTTP error status (the right subclass for 429, 401, 5xx...); ``error``:
+    the body's ``error`` object (default: ``message`` with a neutral type)."""
     response = httpx2.Response(status, headers=headers or {}, request=_REQUEST)
-    body = {"error": {"message": message, "type": "test"}}
+    body = {"error": error if error is not None else {"message": message, "type": "test"}}
     client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://model.test/v1")
     return client._make_status_error(f"Error code: {status} - {body}", body=body, response=response)
 

@@ -169,12 +169,36 @@ TABLE: list[tuple[str, BaseException, RetryClassification]] = [
         (str(s), status_error(s), R("http", "fail-fast", f"client error (HTTP {s})", status=s))
         for s in (400, 404, 408, 409, 413, 422)
     ],
-    # 6. 5xx retryable
+    # 6. a 5xx that says the request is invalid fails fast
+    *[
+        (name, status_error(500, error=error), R("http", "fail-fast", "invalid request (HTTP 500)", status=500))
+        for name, error in (
+            (
+                "500 pydantic validation error (llama-cpp-python)",
+                {
+                    "message": "1 validation error for CreateChatCompletionRequest\nmessages.2.content\n  "
+                    "Input should be a valid string",
+                    "type": "internal_server_error",
+                    "param": None,
+                },
+            ),
+            ("500 Input should be", {"message": "messages.1: Input should be an object", "type": "server_error"}),
+            ("500 invalid_request_error", {"message": "bad", "type": "invalid_request_error"}),
+            ("500 naming a param", {"message": "bad", "type": "server_error", "param": "messages"}),
+            ("500 FastAPI detail list", {"detail": [{"loc": ["body", "messages"], "msg": "Field required"}]}),
+        )
+    ],
+    # 7. any other 5xx retryable
     *[
         (str(s), status_error(s), R("http", "retryable", f"server error (HTTP {s})", status=s))
         for s in (500, 502, 503, 504, 529)
     ],
-    # 7. content
+    (
+        "500 with an empty param",
+        status_error(500, error={"message": "out of memory", "type": "server_error", "param": ""}),
+        R("http", "retryable", "server error (HTTP 500)", status=500),
+    ),
+    # 8. content
     (
         "empty stream",
         StreamContentError("x", reason="empty_stream"),
@@ -186,7 +210,7 @@ TABLE: list[tuple[str, BaseException, RetryClassification]] = [
         R("stream_content", "retryable", "no finish no content"),
     ),
     ("non-SSE", StreamContentError("x", reason="non_sse"), R("stream_content", "fail-fast", "non sse")),
-    # 8. unknown
+    # 9. unknown
     ("ValueError", ValueError("x"), R("unknown", "unknown", "ValueError")),
 ]
 

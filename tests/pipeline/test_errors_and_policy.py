@@ -149,6 +149,7 @@ def test_policy_defaults() -> None:
         0.3,
     )
     assert p.retry_after_cap_ms == 300_000
+    assert p.server_error_wait_ms == 6_000
     assert p.finish_grace_ms == 1_000
     assert (p.content_max_retries, p.content_retry_delay_ms) == (1, 500)
 
@@ -168,6 +169,8 @@ def test_policy_defaults() -> None:
         {"close_timeout_ms": 0},
         {"finish_grace_ms": -1},
         {"finish_grace_ms": math.inf},
+        {"server_error_wait_ms": -1},
+        {"server_error_wait_ms": math.inf},
     ],
 )
 def test_policy_rejects_invalid_values(kwargs: dict[str, object]) -> None:
@@ -190,6 +193,20 @@ def test_backoff_delay_doubles_caps_and_jitters() -> None:
     high = StreamPolicy(jitter_source=lambda: 0.999999)
     assert backoff_delay_s(1, low) == pytest.approx(1.05)
     assert backoff_delay_s(1, high) == pytest.approx(1.95, rel=1e-5)
+
+
+def test_server_error_waits_are_cut_to_the_turns_allowance_then_the_error_is_final() -> None:
+    budget = RetryBudget(StreamPolicy(jitter_source=lambda: 0.5))
+    server = RetryClassification("http", "retryable", "server error (HTTP 500)", status=500)
+    delays = [decision.delay_s for decision in iter(lambda: budget.decide(server, yielded=False), None)]
+    assert delays == [1.5, 3.0, 1.5]  # the third wait (6 s computed) is cut to the 1.5 s left of 6 s
+    high = RetryBudget(StreamPolicy(jitter_source=lambda: 0.999999))  # the longest jitter still fits
+    assert sum(d.delay_s for d in iter(lambda: high.decide(server, yielded=False), None)) == pytest.approx(6.0)
+    asked = RetryBudget(StreamPolicy(jitter_source=lambda: 0.5))  # a Retry-After is the provider's: its own cap
+    assert [asked.decide(server, yielded=False, retry_after_s=5).delay_s for _ in range(4)] == [5] * 4  # type: ignore[union-attr]
+    transport = RetryClassification("transport", "retryable", "r", transport_code="EHOSTUNREACH")
+    other = RetryBudget(StreamPolicy(jitter_source=lambda: 0.5))
+    assert [d.delay_s for d in iter(lambda: other.decide(transport, yielded=False), None)] == [1.5, 3.0, 6.0, 12.0]
 
 
 def test_budget_consumes_and_is_bounded_per_policy() -> None:

@@ -140,6 +140,28 @@ async def test_server_error_backs_off_then_recovers() -> None:
         assert [r.received_at - t0 for r in model.requests] == [0.0, 1.5, 4.5]
 
 
+async def test_a_server_that_keeps_failing_is_reported_within_its_six_seconds_of_waits() -> None:
+    async with loopback() as (model, client):
+        model.enqueue(*[ErrorStatus(500)] * 5)
+        started = anyio.current_time()
+        outcome = await run_turn(client, DEFAULTS)
+        assert isinstance(outcome.error, ModelHTTPError) and outcome.error.retryable
+        t0 = model.requests[0].received_at
+        assert [r.received_at - t0 for r in model.requests] == [0.0, 1.5, 4.5, 6.0]  # not 24 s of backoff
+        assert anyio.current_time() - started < 7
+
+
+async def test_a_500_that_says_the_request_is_invalid_is_not_retried() -> None:
+    async with loopback() as (model, client):
+        # what llama-cpp-python's server answers to a null content (the loopback model refuses it the same way)
+        messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": []}]
+        outcome = await run_turn(client, DEFAULTS, messages=messages)
+        assert isinstance(outcome.error, ModelHTTPError)
+        assert (outcome.error.status, outcome.error.retryable, len(model.requests)) == (500, False, 1)
+        assert "Input should be a valid string" in str(outcome.error)
+        assert "the server says the request is invalid: not retried" in str(outcome.error)
+
+
 async def test_unauthorised_fails_fast() -> None:
     async with loopback() as (model, client):
         model.enqueue(ErrorStatus(401))

@@ -220,7 +220,7 @@ async def test_the_unscripted_model_reads_the_file_the_prompt_names_then_answers
     function = {"name": "read_file", "arguments": '{"path": "README.md"}'}
     call = {"id": "call_loopback_0_0", "type": "function", "function": function}
     history += [
-        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
         {"role": "tool", "tool_call_id": call["id"], "content": "     1\t# acp-server\n     2\t\n     3\tText.\n"},
     ]
     chunks = await collect(client, history)
@@ -242,7 +242,7 @@ async def test_recorded_requests_keep_the_tools_and_messages_sent(
     call = {"id": "c1", "type": "function", "function": {"name": "glob", "arguments": '{"pattern": "*"}'}}
     history: list[Any] = [
         {"role": "user", "content": "list"},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
     ]
     await collect(client, history)

@@ -195,7 +195,7 @@ async def test_the_unscripted_model_runs_a_read_file_loop_on_a_real_file(
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
                 for _, call_id, name, arguments in calls
             ]
-            messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+            messages.append({"role": "assistant", "content": "", "tool_calls": tool_calls})
             for _, call_id, _, arguments in calls:
                 content = run_read_file(tmp_path, arguments, render)
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": content})

@@ -119,7 +119,7 @@ def assistant_calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:
         {"id": i, "type": "function", "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
         for i, n, a in calls
     ]
-    return {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    return {"role": "assistant", "content": "", "tool_calls": tool_calls}
 
 
 def tool(call_id: str, content: Any) -> dict[str, Any]:

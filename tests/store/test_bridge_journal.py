@@ -103,7 +103,7 @@ async def test_cancelled_and_failed_turns_keep_what_was_streamed(tmp_path: Path,
         async with anyio.create_task_group() as tg:
             tg.start_soon(collect)
             await enough.wait()
-            bridge.cancel_running(session.session_id)
+            bridge.cancel_session(session.session_id)
             assert await handle.result() == "cancelled"
         assert ends == [PromptEnded(stop_reason="cancelled")]  # the reader got to the end: everything streamed
         await _assert_memory_equals_disk(store, session)

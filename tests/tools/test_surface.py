@@ -16,6 +16,7 @@ from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolCallError, ToolErr
 from acp_server.tools.__main__ import main as write_schemas
 from acp_server.tools._prepare import MAX_ARGUMENTS_BYTES
 from acp_server.tools._specs import SPECS, schema_text
+from acp_server.tools.builtin import BUILTIN
 
 from ._support import prepare
 
@@ -94,6 +95,13 @@ def test_openai_entries_in_canonical_order_whatever_the_order_asked() -> None:
     }
     assert [entry["function"]["name"] for entry in openai_tools(READ_ONLY_TOOLS)] == list(TOOL_NAMES[:4])
     assert len(openai_tools(TOOL_NAMES)) == 7
+    assert [BUILTIN.kind(name) for name in (*TOOL_NAMES, "nope")] == [
+        *["read"] * 2,
+        *["search"] * 2,
+        *["edit"] * 2,
+        "execute",
+        "other",
+    ]
     with pytest.raises(ValueError, match="unknown tools: nope"):
         openai_tools(["nope"])
 

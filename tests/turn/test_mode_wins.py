@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_server.domain import ToolCallStarted, TurnEvent
+from acp_server.domain import ToolCallStarted, ToolCallUpdated, TurnEvent
 from acp_server.provider.offline import Answer, LoopbackModel, ToolCalls
 from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES, PermissionChoice
 from acp_server.turn import ModelSettings, ModelTurn
@@ -93,11 +93,12 @@ async def test_an_allow_taken_after_a_switch_to_read_only_is_a_rejection(model: 
 
 
 class SwitchesWhenAnnounced(Events):
-    """The editor's reader: the user switches to read-only as the call is announced (before anything is asked)."""
+    """The editor's reader: the user switches to read-only as the prepared call is announced (its title known,
+    before anything is asked; a call shown while it streamed is announced by an update)."""
 
     async def __call__(self, event: TurnEvent) -> None:
         await super().__call__(event)
-        if isinstance(event, ToolCallStarted):
+        if isinstance(event, ToolCallStarted | ToolCallUpdated) and event.title not in (None, "Write"):  # prepared
             self.session.mode = "read-only"
 
 

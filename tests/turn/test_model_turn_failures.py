@@ -10,9 +10,17 @@ import anyio
 import pytest
 import trio.testing
 
-from acp_server.domain import Message, TextChunk, TurnEvent
+from acp_server.domain import Message, RetryNotice, TextChunk, TurnEvent
 from acp_server.pipeline import ModelStreamTimeoutError, ModelTransportError, StreamPolicy
-from acp_server.provider.offline import EndWithoutFinish, FinishThenHold, LoopbackModel, RawSSE, SlowDrip
+from acp_server.provider.offline import (
+    Answer,
+    EndWithoutFinish,
+    ErrorStatus,
+    FinishThenHold,
+    LoopbackModel,
+    RawSSE,
+    SlowDrip,
+)
 from acp_server.turn import ModelSettings, ModelTurn
 
 from .test_model_turn import Events, Session, text_prompt
@@ -93,3 +101,27 @@ async def test_the_lifetime_cap_fails_the_turn_while_emit_is_blocked() -> None:
     assert ended - t0 == 5.0 and disconnect.at - t0 == 5.0  # not 100 s: the request was closed at the cap
     assert caught.value.details()["maxLifetimeMs"] == 5_000
     assert session.calls[-1] == ("end", Message("assistant", "word", "", None, "failed"))
+
+
+async def test_a_retry_wait_is_told_as_a_thought_before_the_wait_and_is_neither_stored_nor_sent() -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(ErrorStatus(503), Answer(text="fine", reasoning=""))
+        session = Session(model)
+        emit = Events(session)
+        times: list[float] = []
+
+        async def timed(event: TurnEvent) -> None:
+            times.append(anyio.current_time())
+            await emit(event)
+
+        started = anyio.current_time()
+        assert await _turn(model, StreamPolicy(jitter_source=lambda: 0.5), session, timed) == "end_turn"
+        first, second = model.requests
+    notice, *answer = emit.events
+    assert isinstance(notice, RetryNotice)
+    assert (notice.attempt, notice.delay_ms, notice.reason) == (1, 1500, "server error (HTTP 503)")
+    assert "Retrying in 1.5 s" in notice.text
+    assert times[0] - started < 1.5 <= second.received_at - first.received_at  # told before it waits
+    assert answer[0] == TextChunk("fine")
+    assert session.calls[-1] == ("end", Message("assistant", "fine", "", "end_turn", "complete"))
+    assert second.messages == first.messages  # the model never hears of it

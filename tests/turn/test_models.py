@@ -59,6 +59,27 @@ def test_a_stored_choice_not_offered_reads_as_the_default_until_it_is() -> None:
     assert catalog.resolve("big") == "big"  # the stored choice was kept: now it applies
 
 
+@pytest.mark.parametrize(
+    ("entry", "window"),
+    [
+        ({"id": "m", "context_length": 65536}, 65536),  # OpenRouter, Together
+        ({"id": "m", "top_provider": {"context_length": 32000}}, 32000),  # OpenRouter's routed provider
+        ({"id": "m", "context_window": 131072}, 131072),  # Groq
+        ({"id": "m", "max_model_len": 32768}, 32768),  # vLLM
+        ({"id": "m", "meta": {"n_ctx": 8192, "n_ctx_train": 131072, "n_vocab": 49152}}, 8192),  # llama-server
+        ({"id": "m", "max_context_length": 4096, "state": "loaded"}, 4096),  # LM Studio's own list, Mistral
+        ({"id": "m", "meta": {"n_ctx_train": 131072}}, None),  # what the model was trained for, not what is served
+        ({"id": "m", "meta": "n_ctx=8192"}, None),
+        ({"id": "m", "meta": {"n_ctx": True}, "context_length": 0}, None),
+        ({"id": "m", "owned_by": "library"}, None),  # Ollama's /v1/models
+    ],
+)
+def test_the_window_is_read_from_every_model_list_shape(entry: dict[str, object], window: int | None) -> None:
+    catalog = ModelCatalog("m")
+    catalog.learn([entry])
+    assert catalog.context_window("m") == window
+
+
 def test_context_windows_are_configured_reported_or_documented_never_guessed() -> None:
     catalog = ModelCatalog("m")
     catalog.learn([{"id": "served", "max_model_len": 32768}, {"id": "routed", "context_length": 65536}])
@@ -91,16 +112,39 @@ def test_usage_is_read_from_the_stream_s_usage_object() -> None:
 
 
 async def test_discovery_offers_what_the_endpoint_lists_with_its_windows(model: LoopbackModel) -> None:
-    model.listed_models = [{"id": "loopback"}, {"id": "big", "context_length": 200_000}]
+    llama_server = {"id": "gemma.gguf", "meta": {"vocab_type": 1, "n_ctx": 8192, "n_ctx_train": 32768}}
+    model.listed_models = [{"id": "loopback"}, {"id": "big", "context_length": 200_000}, llama_server]
     turn = _turn(model)
     try:
         await turn.discover_models()
     finally:
         await turn.aclose()
-    assert turn.models.available == ("m", "loopback", "big")
+    assert turn.models.available == ("m", "loopback", "big", "gemma.gguf")
     assert turn.models.context_window("big") == 200_000
+    assert turn.models.context_window("gemma.gguf") == 8192  # through the SDK's model objects, nested
     assert [(r.method, r.path) for r in model.model_list_requests] == [("GET", "/v1/models")]
     assert model.requests == []  # the model list never shifts the chat requests' indexes
+
+
+async def test_the_model_list_is_asked_for_only_once_the_chat_request_in_flight_has_its_answer(
+    model: LoopbackModel,
+) -> None:
+    # llama-cpp-python's server cuts the stream it is sending when another request arrives: never alongside one
+    model.enqueue(Answer(text="one two three four five six", reasoning="", chunk_delay_s=0.05))
+    turn = _turn(model)
+    session = Session(model)
+    emit = Events(session)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(turn, session, _prompt("go"), emit)
+            await model.wait_for_requests(1)
+            tg.start_soon(turn.discover_models)
+            await model.wait_for_model_list_requests(1)
+            streamed = "".join(getattr(event, "text", "") for event in emit.events)
+            assert streamed == "one two three four five six"  # the whole answer came before the list was asked
+    finally:
+        await turn.aclose()
+    assert turn.models.final
 
 
 @pytest.mark.parametrize("status", [404, 500])
@@ -175,9 +219,11 @@ async def test_usage_is_asked_for_and_reported_after_each_request(model: Loopbac
     usages = [e for e in events.events if isinstance(e, UsageReported)]
     assert usages == [UsageReported(100, 20, 1000), UsageReported(150, 5, 1000)]
     assert usages[1].used == 155
-    kinds = [type(e).__name__ for e in events.events]
-    assert kinds.index("UsageReported") < kinds.index("ToolCallStarted")  # after its request, before its calls
-    assert kinds[-1] == "UsageReported"
+    kinds = [(type(e).__name__, getattr(e, "status", None)) for e in events.events]
+    # after its request (whose call was shown while it streamed), before its calls run
+    assert kinds.index(("ToolCallStarted", None)) < kinds.index(("UsageReported", None))
+    assert kinds.index(("UsageReported", None)) < kinds.index(("ToolCallUpdated", "failed"))  # missing.txt
+    assert kinds[-1] == ("UsageReported", None)
 
 
 async def test_an_unknown_window_is_reported_as_none(model: LoopbackModel) -> None:

@@ -44,6 +44,15 @@ def _started(events: Events) -> list[ToolCallStarted]:
     return [e for e in events.events if isinstance(e, ToolCallStarted)]
 
 
+def _raw_inputs(events: Events) -> dict[str, object]:
+    """Each call's ``rawInput`` as the editor ends up showing it (announced, then updated)."""
+    shown: dict[str, object] = {}
+    for e in events.events:
+        if isinstance(e, ToolCallStarted | ToolCallUpdated) and (e.raw_input is not None or e.call_id not in shown):
+            shown[e.call_id] = e.raw_input
+    return shown
+
+
 async def test_an_answer_with_too_many_calls_runs_the_first_ones_and_tells_the_model(
     model: LoopbackModel, tmp_path: Path
 ) -> None:
@@ -64,8 +73,7 @@ async def test_arguments_past_the_limit_are_not_kept_shown_or_sent_back(model: L
     model.enqueue(ToolCalls((ScriptedCall("read_file", huge, id="big"),), fragment_size=65536), Answer(text="ok"))
     session = LoopSession(str(tmp_path))
     _, events = await run(model, session)
-    [started] = _started(events)
-    assert started.raw_input is None
+    assert _raw_inputs(events) == {"big": None}  # never shown, neither while it streamed nor after
     [(call_id, output)] = tool_messages(model.requests[1].messages)
     assert call_id == "big" and "too large" in output
     assistant = next(m for m in model.requests[1].messages if m.get("tool_calls"))
@@ -113,9 +121,9 @@ async def test_deeply_nested_or_unpaired_surrogate_arguments_fail_one_call_not_t
     session = LoopSession(str(tmp_path))
     stop, events = await run(model, session)
     assert stop == "end_turn"
-    started = {s.call_id: s for s in _started(events)}
-    assert started["deep"].raw_input is None
-    raw = started["surrogate"].raw_input
+    shown = _raw_inputs(events)
+    assert shown["deep"] is None
+    raw = shown["surrogate"]
     assert isinstance(raw, dict) and raw["pattern"] == "\ufffd"  # shown without text UTF-8 cannot carry
     outputs = dict(tool_messages(model.requests[1].messages))
     assert outputs["deep"].startswith("Error:") and "alpha" in outputs["fine"]

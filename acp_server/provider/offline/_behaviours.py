@@ -216,7 +216,7 @@ class ToolCalls:
     Several calls are parallel calls (indices 0, 1, ...), streamed one after the other, or round-robin with
     ``interleave``. ``fragment_size`` None sends each call whole in one fragment (as some OpenAI-compatible
     servers do). A non-streaming request gets one ``chat.completion`` whose message has ``tool_calls``. ``usage``
-    as for :class:`Answer`.
+    as for :class:`Answer`. ``fragment_delay_s`` is slept before each tool-call fragment (a slow local model).
     """
 
     calls: tuple[ScriptedCall, ...]
@@ -225,10 +225,12 @@ class ToolCalls:
     interleave: bool = False
     finish_reason: str | None = "tool_calls"
     usage: tuple[int, int] | None = None
+    fragment_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
         _check_calls(self.calls, self.fragment_size)
         _check_usage(self.usage)
+        _require(self.fragment_delay_s >= 0, "fragment_delay_s must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)

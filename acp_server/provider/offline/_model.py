@@ -26,6 +26,7 @@ from ._exchange import Exchange, send_json
 from ._http import HttpConnection, HttpRequest
 from ._play import play
 from ._records import Disconnect, RecordedRequest
+from ._validate import INVALID_REQUEST_STATUS, message_problem, validation_error_body
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class LoopbackModel:
     ``requests`` lists every HTTP request (any path) but the model list's: those (``GET /v1/models``, which a
     server may send at any time) are in ``model_list_requests``, so they never shift the chat requests' indexes.
     ``disconnects`` lists every client that left before its chat response ended.
+
+    A chat request whose messages the strictest common server refuses (``_validate.py``: a null ``content``, say)
+    is answered HTTP 500 with that server's validation error, before any scripted behaviour is used.
 
     ``GET /v1/models`` lists ``listed_models`` (entries: an ``id``, maybe more fields; default the one
     ``model_id``; chunks echo the request's ``model``), after ``model_list_gate`` is set when there is one, or
@@ -220,6 +224,8 @@ class LoopbackModel:
         elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             error = _wire.error_body("Expected a JSON object with a 'messages' list", "invalid_request_error")
             await send_json(http, 400, error)
+        elif (problem := message_problem(body["messages"])) is not None:
+            await send_json(http, INVALID_REQUEST_STATUS, validation_error_body(*problem))
         elif self.context_window is not None and (tokens := _wire.count_prompt_words(body)) > self.context_window:
             self.refusals.append(index)
             await send_json(http, 400, _wire.context_length_exceeded(self.context_window, tokens))

@@ -95,6 +95,8 @@ async def _tool_calls(behaviour: ToolCalls, exchange: Exchange) -> None:
     for word in _wire.split_words(behaviour.text):
         await exchange.send_chunk(content=word)
     for fragment in _fragments(behaviour.calls, exchange, behaviour.fragment_size, behaviour.interleave):
+        if behaviour.fragment_delay_s:
+            await anyio.sleep(behaviour.fragment_delay_s)
         await exchange.send_chunk(tool_calls=[fragment])
     await exchange.finish(behaviour.finish_reason)
 

@@ -42,7 +42,8 @@ def step_messages(step: ModelStep) -> list[dict[str, Any]]:
         {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in step.calls
     ]
-    messages: list[dict[str, Any]] = [{"role": "assistant", "content": step.text or None, "tool_calls": calls}]
+    # "content" is "" without text, never null nor left out: strict servers (llama-cpp-python) refuse both
+    messages: list[dict[str, Any]] = [{"role": "assistant", "content": step.text, "tool_calls": calls}]
     messages.extend({"role": "tool", "tool_call_id": c.call_id, "content": c.output} for c in step.calls)
     return messages
 
