@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 
 import anyio
@@ -29,6 +30,19 @@ class InFlight:
         if not self._count and self._none is not None:
             self._none.set()
             self._none = None
+
+    def hold(self) -> Callable[[], None]:
+        """Count one more in flight until the returned release is called (at most once counts)."""
+        self.__enter__()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.__exit__(None, None, None)
+
+        return release
 
     async def wait_none(self) -> None:
         while self._count:

@@ -353,6 +353,18 @@ class ModelTurn:
         cannot hold a model request open past ``--stream-max-lifetime-ms``. Tool calls run between requests, each
         under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
         """
+        # In flight from its start until its first request has its answer: the model list (discover_models) never
+        # goes to the server while the turn prepares that request (the client's import, the system prompt's git).
+        release_start = self._in_flight.hold()
+        try:
+            return await self._answer(session, prompt, emit, client, release_start)
+        finally:
+            release_start()
+
+    async def _answer(
+        self, session: SessionLike, prompt: Prompt, emit: Emit, client: ToolClient | None, started: Callable[[], None]
+    ) -> StopReason:
+        """:meth:`__call__`'s turn; ``started`` is called once its first request has its answer."""
         model_client = await self._client_ready()
         if is_compact_command(prompt):
             return await self.compact(session, emit)
@@ -403,6 +415,7 @@ class ModelTurn:
                 tool_tokens = json_tokens(tools.entries(offered))
                 with self._in_flight:  # a summary request of the context's too
                     messages, finished = await context.send(messages, answer.steps, model, tool_tokens, send)
+                started()
                 usage = usage_of(finished)
                 if usage is not None:
                     await emit(UsageReported(*usage, size=self.models.context_window(model)))

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from acp_server.domain import Prompt, TextPart, UsageReported
+from acp_server.domain import Conversation, Message, Prompt, TextPart, UsageReported
 from acp_server.pipeline import Finished, ModelHTTPError, StreamPolicy
 from acp_server.provider.offline import Answer, ErrorStatus, LoopbackModel, ScriptedCall, ToolCalls
 from acp_server.turn import ModelCatalog, ModelSettings, ModelTurn, family_context_window, usage_of
@@ -145,6 +145,42 @@ async def test_the_model_list_is_asked_for_only_once_the_chat_request_in_flight_
     finally:
         await turn.aclose()
     assert turn.models.final
+
+
+class PreparingSession(Session):
+    """A session whose turn is held while it prepares its first request (a slow import, a slow git)."""
+
+    def __init__(self, model: LoopbackModel) -> None:
+        super().__init__(model)
+        self.preparing = anyio.Event()
+        self.go_on = anyio.Event()
+
+    async def begin_turn(self, prompt: Prompt, user: Message, /) -> Conversation:
+        self.preparing.set()
+        await self.go_on.wait()
+        return await super().begin_turn(prompt, user)
+
+
+async def test_a_model_list_asked_for_while_the_turn_prepares_its_request_waits_for_that_requests_answer(
+    model: LoopbackModel,
+) -> None:
+    model.enqueue(Answer(text="one two three", reasoning=""))
+    turn = _turn(model)
+    session = PreparingSession(model)
+    emit = Events(session)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(turn, session, _prompt("go"), emit)
+            await session.preparing.wait()  # no chat request sent yet
+            tg.start_soon(turn.discover_models)
+            await anyio.wait_all_tasks_blocked()
+            session.go_on.set()
+            await model.wait_for_model_list_requests(1)
+            assert [r.path for r in model.requests] == ["/v1/chat/completions"]  # the list came after the chat
+            streamed = "".join(getattr(event, "text", "") for event in emit.events)
+            assert streamed == "one two three"  # whose answer had ended
+    finally:
+        await turn.aclose()
 
 
 @pytest.mark.parametrize("status", [404, 500])
