@@ -10,32 +10,20 @@ from pathlib import Path
 import pytest
 
 from acp_server.domain import Compaction, ContextUsage, TextPart
-from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
+from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, _sqlite
 
 from ._support import copy_of
-from .test_migration_v2 import _ALPHA, STEP  # what the version 2 file held, made again by the version 4 code
+from .test_migration_v2 import _ALPHA
+from .test_migration_v3 import EXPECTED, _tables  # the same sessions, made again by the version 4 code
 
 pytestmark = pytest.mark.anyio
 
 FIXTURE = Path(__file__).parent / "data" / "v4.sqlite3"
 
-_LOST = StoredMessage(2, "assistant", "", outcome="interrupted", steps=(STEP,))
-_DELTA = (StoredMessage(1, "user", "lost", parts=(TextPart("lost"),)), _LOST)
-EXPECTED = {  # newest first: (cwd, title, mode, model, history)
-    "delta": ("/work/project", "lost", None, None, _DELTA),
-    "gamma": ("/work/empty", "", None, None, ()),
-    "beta": ("/work/fork", "Fix a.py", "accept-edits", "gpt-4o", _ALPHA),
-    "alpha": ("/work/project", "Fix a.py", "read-only", "gpt-4o", _ALPHA),
-}
-
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
     return copy_of(FIXTURE, tmp_path)
-
-
-def _tables(raw: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def test_the_fixture_is_a_version_4_database_of_ours(old_db: Path) -> None:
