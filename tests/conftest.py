@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis keeps its files (examples, constants) in the user's cache, never in the working tree (its default is
+# ./.hypothesis).
+set_hypothesis_home_dir(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "acp-server" / "hypothesis")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@
           ├── StoredSessionNotFoundError   session_not_found  a write for a session the store does not hold (-32002)
           └── InvalidCursorError           invalid_params     a ``session/list`` cursor we did not issue (-32602)
 
-Unavailable, closed and failed are different things (STYLE.md #4): *unavailable* is the state of the database (it
+Unavailable, closed and failed are different things: *unavailable* is the state of the database (it
 could not be opened, or turned out corrupt) and lasts until the server restarts; *closed* is our own doing; *busy*
 and *I/O* errors are about one call, and nothing of that call was written.
 """
