@@ -10,5 +10,5 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_hypothesis_files_live_outside_the_repository() -> None:
-    where = Path(storage_directory("examples")).resolve()
+    where = Path(storage_directory("examples").path).resolve()
     assert not where.is_relative_to(ROOT), where
