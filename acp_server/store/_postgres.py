@@ -1,0 +1,202 @@
+"""The PostgreSQL session store: the SQLite store's transactions, run on one psycopg 3 connection.
+
+The SQL of ``_sqlite.py`` is the one statement of each rule; :class:`_Dialect` adapts its few SQLite spellings
+(``?`` parameters, ``BEGIN IMMEDIATE``, ``INSERT OR REPLACE``) so the two stores cannot drift apart. Every call runs
+in a worker thread behind a ``CapacityLimiter(1)`` as in SQLite (the event loop never waits on the database); a
+write transaction first takes ``pg_advisory_xact_lock`` of the store, so writers are serialised exactly as SQLite's
+one write lock serialises them, and a commit is durable (``synchronous_commit`` stays on) before the call returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import psycopg
+from psycopg import pq
+
+from ._exceptions import StoreClosedError, StoreError, StoreIOError, StoreUnavailableError
+from ._sqlite import SqliteSessionStore
+
+__all__ = ["PG_SCHEMA_VERSION", "PostgresSessionStore"]
+
+T = TypeVar("T")
+_WRITE_LOCK = 0x41435053  # "ACPS": the advisory lock every write transaction holds (SQLite's write lock)
+
+# MIGRATIONS[i] takes a database from version i to i + 1; never edit a released step, append one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE FUNCTION acp_cwd_key(p text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+        DECLARE parts text[] := '{}'; seg text; absolute boolean := left(p, 1) = '/'; r text;
+        BEGIN
+          FOREACH seg IN ARRAY string_to_array(p, '/') LOOP
+            IF seg = '' OR seg = '.' THEN CONTINUE;
+            ELSIF seg = '..' AND cardinality(parts) > 0 AND parts[cardinality(parts)] <> '..' THEN
+              parts := parts[1:cardinality(parts) - 1];
+            ELSIF seg = '..' AND absolute THEN CONTINUE;
+            ELSE parts := parts || seg;
+            END IF;
+          END LOOP;
+          r := array_to_string(parts, '/');
+          IF absolute THEN RETURN '/' || r; END IF;
+          RETURN CASE WHEN r = '' THEN '.' ELSE r END;
+        END $$""",
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY, cwd TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
+            created_us BIGINT NOT NULL, updated_us BIGINT NOT NULL, parent_id TEXT, mode TEXT, model TEXT
+        )""",
+        "CREATE INDEX sessions_by_update ON sessions (updated_us DESC, id DESC)",
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq BIGINT NOT NULL CHECK (seq > 0),
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content TEXT NOT NULL, reasoning TEXT NOT NULL DEFAULT '', parts TEXT, stop_reason TEXT,
+            outcome TEXT NOT NULL CHECK (outcome IN ('complete', 'failed', 'cancelled', 'interrupted', 'pending')),
+            owner TEXT, created_us BIGINT NOT NULL, updated_us BIGINT NOT NULL, steps TEXT, usage TEXT,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        "CREATE INDEX messages_pending ON messages (session_id) WHERE outcome = 'pending'",
+        """CREATE TABLE answer_calls (
+            session_id TEXT NOT NULL, seq BIGINT NOT NULL, n BIGINT NOT NULL CHECK (n >= 0),
+            step BIGINT NOT NULL CHECK (step >= 0), head TEXT, call TEXT,
+            PRIMARY KEY (session_id, seq, n),
+            FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
+        )""",
+        """CREATE TABLE compactions (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            through BIGINT NOT NULL CHECK (through > 0), summary TEXT NOT NULL, created_us BIGINT NOT NULL,
+            PRIMARY KEY (session_id, through)
+        )""",
+    ),
+)
+PG_SCHEMA_VERSION = len(MIGRATIONS)
+
+_REPLACE = "INSERT OR REPLACE INTO answer_calls (session_id, seq, n, step, head, call) VALUES (?, ?, ?, ?, ?, ?)"
+_UPSERT = (
+    "INSERT INTO answer_calls (session_id, seq, n, step, head, call) VALUES (%s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (session_id, seq, n) DO UPDATE SET step = excluded.step, head = excluded.head, call = excluded.call"
+)
+
+
+def _translate(sql: str) -> str:
+    """The PostgreSQL spelling of one of the SQLite store's statements."""
+    if sql == "BEGIN IMMEDIATE":
+        return f"BEGIN; SELECT pg_advisory_xact_lock({_WRITE_LOCK})"
+    if sql == "BEGIN":
+        return "BEGIN ISOLATION LEVEL REPEATABLE READ"
+    if sql == _REPLACE:
+        return _UPSERT
+    return sql.replace("?", "%s")
+
+
+class _Dialect:
+    """The part of ``sqlite3.Connection`` the SQLite store uses, on a psycopg connection in autocommit mode."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != pq.TransactionStatus.IDLE
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self.conn.execute(_translate(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
+        cursor = self.conn.cursor()
+        cursor.executemany(_translate(sql), [tuple(row) for row in rows])
+        return cursor
+
+
+def _migrate(conn: psycopg.Connection[Any]) -> None:
+    """Bring the database to :data:`PG_SCHEMA_VERSION` in one transaction (another process may race: the advisory
+    lock makes the second wait and then find the work done)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS acp_schema (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT version FROM acp_schema").fetchone()
+        version = 0 if row is None else int(row[0])
+        if version > PG_SCHEMA_VERSION:
+            raise ValueError(f"its schema version {version} is newer than this acp-server supports")
+        for step in MIGRATIONS[version:]:
+            for statement in step:
+                conn.execute(statement)
+        conn.execute("DELETE FROM acp_schema")
+        conn.execute("INSERT INTO acp_schema (version) VALUES (%s)", (PG_SCHEMA_VERSION,))
+
+
+class PostgresSessionStore(SqliteSessionStore):
+    """Sessions in a PostgreSQL database (``postgresql://…``); the same contract as the SQLite store."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        self._dsn = dsn
+        self._pg: psycopg.Connection[Any] | None = None
+
+    @property
+    def location(self) -> str:
+        """The DSN without its password (never a secret in an error)."""
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(self._dsn)
+        except psycopg.Error:
+            return "postgresql"
+        info.pop("password", None)
+        return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
+
+    async def _open(self) -> StoreUnavailableError | None:
+        self._limiter = anyio.CapacityLimiter(1)
+
+        def connect() -> psycopg.Connection[Any]:
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
+            try:
+                _migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+            return conn
+
+        try:
+            self._pg = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+        except ValueError as exc:
+            return StoreUnavailableError(self.location, "schema_too_new", str(exc))
+        except psycopg.Error as exc:
+            return StoreUnavailableError(self.location, "cannot_open", f"cannot connect ({type(exc).__name__})")
+        return None
+
+    async def _close(self) -> None:
+        if self._limiter is None:
+            return
+
+        def close() -> None:
+            conn, self._pg = self._pg, None
+            if conn is not None:
+                conn.close()
+
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(close, limiter=self._limiter)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` in a worker thread, alone on the connection; map psycopg errors once."""
+        self._check()
+        assert self._limiter is not None
+
+        def run() -> T:
+            conn = self._pg
+            if conn is None:
+                raise StoreClosedError()
+            dialect = _Dialect(conn)
+            try:
+                return fn(dialect, *args)
+            finally:
+                if dialect.in_transaction:  # a failure outside _write's rollback (the connection broke)
+                    conn.rollback()
+
+        try:
+            return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        except psycopg.Error as exc:
+            raise self._pg_error(exc) from exc
+
+    def _pg_error(self, exc: psycopg.Error) -> StoreError:
+        return StoreIOError(self.location, f"{type(exc).__name__}: {exc.diag.message_primary or 'database error'}")
