@@ -185,6 +185,10 @@ class Dispatcher:
     by :meth:`aclose`); notification handlers are synchronous by design (pygls keeps async notification futures
     forever). ``on_admitted(request_id)`` runs when a handler reports that its request passed admission.
 
+    Messages are handled in the order they arrive: a request's handler runs its first step (up to its first
+    suspension: where a prompt is admitted) before any notification fed after it, so a ``session/cancel`` that follows
+    a ``session/prompt`` in one read finds the prompt (pygls starts request handlers as tasks, one loop turn later).
+
     Requests to the client (:meth:`request`): each waits in ``_outgoing`` until its response, its caller's
     cancellation, or :meth:`aclose`; whichever comes first removes it, and a response that finds nothing pending is
     logged and ignored (never answered).
@@ -202,6 +206,8 @@ class Dispatcher:
         self._outgoing: dict[str, _Outgoing] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self._starting = 0  # request handlers scheduled that may not have taken their first step yet
+        self._deferred = 0  # notifications waiting for the handlers scheduled before them
 
     def register(
         self, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
@@ -271,6 +277,31 @@ class Dispatcher:
         except Exception:
             self.send_error(reply_id, RpcError.invalid_request("unreadable message"))
             return
+        self._handle_in_order(structured, is_request="id" in checked)
+
+    def _handle_in_order(self, structured: Any, is_request: bool) -> None:
+        """Handle a structured message after every request handler scheduled before it has taken its first step."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop: nothing is scheduled, so nothing can be overtaken
+            self._protocol.handle_message(structured)
+            return
+        if is_request:
+            self._protocol.handle_message(structured)  # schedules the handler's task: its first step is queued
+            self._starting += 1
+            loop.call_soon(self._started)  # queued after that step: once it runs, the handler has started
+            return
+        if self._starting or self._deferred:
+            self._deferred += 1
+            loop.call_soon(self._handle_deferred, structured)  # queued after the first steps of the handlers before
+            return
+        self._protocol.handle_message(structured)
+
+    def _started(self) -> None:
+        self._starting -= 1
+
+    def _handle_deferred(self, structured: Any) -> None:
+        self._deferred -= 1
         self._protocol.handle_message(structured)
 
     def _take_response(self, message: dict[str, Any]) -> None:

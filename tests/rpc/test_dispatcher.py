@@ -386,3 +386,32 @@ async def test_a_reused_in_flight_id_never_leaves_a_request_unanswered_or_runnin
     assert running == set()  # nothing outlives the connection
     assert len(sink.replies(5)) == 2  # each request answered exactly once
     assert {"jsonrpc": "2.0", "id": 5, "result": 1} in sink.messages
+
+
+async def test_a_notification_fed_right_after_a_request_is_handled_after_that_request_started() -> None:
+    """One read can hold ``session/prompt`` then ``session/cancel``: the cancel must find the prompt admitted."""
+    sink = Sink()
+    dispatcher, handlers = make(sink)
+    order: list[str] = []
+
+    async def admit(params: Any, peer: RequestPeer) -> Any:
+        order.append(f"admit {params['n']}")  # the handler's first step: no suspension before it
+        await handlers.release.wait()
+        return "done"
+
+    def cancel(params: Any, peer: RequestPeer) -> None:
+        order.append(f"cancel {params['n']}")
+
+    dispatcher.register({"admit": admit}, {"cancel": cancel})
+    dispatcher.feed(req(1, "admit", {"n": 1}))
+    dispatcher.feed({"jsonrpc": "2.0", "method": "cancel", "params": {"n": 1}})
+    dispatcher.feed(req(2, "admit", {"n": 2}))  # after the deferred notification: it must not overtake it
+    dispatcher.feed({"jsonrpc": "2.0", "method": "cancel", "params": {"n": 2}})
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["admit 1", "cancel 1", "admit 2", "cancel 2"]
+    handlers.release.set()
+    await sink.until(2)
+    await dispatcher.aclose()
+    dispatcher.feed({"jsonrpc": "2.0", "method": "cancel", "params": {"n": 3}})  # nothing scheduled: at once
+    assert order[-1] == "cancel 3"
