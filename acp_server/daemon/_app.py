@@ -4,8 +4,8 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
 
     GET    /health                     {"status": "ok"}
     GET    /capabilities               {v, protocolVersions, features, modes, tools, limits}
-    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}; the mode (absent or null:
-                                       the daemon's default) is stored with the session
+    POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}, Location /session/{id};
+                                       the mode (absent or null: the daemon's default) is stored with the session
     POST   /session/{id}/resume        {cwd?} → 200 {sessionId, modeId, modelId}: attach a stored session, no replay
     DELETE /session/{id}               204: detach (history stays stored); its streams end with ``session_closed``
     POST   /session/{id}/mode          {modeId} → 200 {sessionId, modeId, modelId}; a change publishes
@@ -193,7 +193,8 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         mode_id = daemon.offered_mode(body["modeId"]) if body.get("modeId") is not None else None
         servers = parse_mcp_servers(body.get("mcpServers"))
         session_id = await daemon.create_session(cwd, mode_id, mcp_servers=servers)
-        return JSONResponse(session_answer(session_id), status_code=201)
+        # Location names the new session: a balancer in front learns from it where the session lives.
+        return JSONResponse(session_answer(session_id), status_code=201, headers={"Location": f"/session/{session_id}"})
 
     async def resume_session(request: Request) -> Response:
         body = await _json_object(request, _RESUME_FIELDS)
