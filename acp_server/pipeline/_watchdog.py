@@ -19,14 +19,14 @@ How one attempt runs:
 - The timer cancels **only while a read is pending**, and the reader checks ``fired`` right after each read,
   before any other checkpoint: the cancellation never lands in the consumer's code between chunks.
 - On every exit (end, error, timeout, consumer stopping early, caller cancelling) the stream is closed with
-  ``await stream.close()`` (the SDK's ``AsyncStream.close()`` releases the HTTP response; the iterator's
-  ``aclose()`` does not), shielded and bounded by ``close_timeout_ms``; errors while closing are ignored (W7).
+  ``await stream.close()`` (which releases the HTTP response; the iterator's ``aclose()`` need not), shielded
+  and bounded by ``close_timeout_ms``; errors while closing are ignored (W7).
 - After a fire, whatever the aborted read raised (cancellation, or a transport error from the torn-down
   socket) is dropped (W6); ``checkpoint_if_cancelled()`` runs first, so a caller that is itself cancelled gets
   its own cancellation, never ETIMEDOUT (W4); then :class:`StreamInactivityTimeoutError` or
   :class:`StreamLifetimeExceededError`.
-- ``idle <= 0`` and ``lifetime <= 0``: a passthrough (no task, no clock), still closing the stream on exit
-  (W1).
+- ``idle <= 0`` and ``lifetime <= 0``: a passthrough (the same read loop, with no timer task and no scope),
+  still closing the stream on exit (W1).
 - Completion: once the consumer's ``complete()`` says the answer is whole (every choice has its finish reason),
   the remaining reads (a trailing usage chunk, ``[DONE]``) share one ``finish_grace_ms`` deadline, in every mode;
   when it passes, or the stream fails or an idle / lifetime timer fires meanwhile, the stream simply ends: a
@@ -44,6 +44,7 @@ import math
 import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Literal, Protocol, TypeVar, cast
 
 import anyio
@@ -60,8 +61,8 @@ logger = logging.getLogger("acp_server.pipeline")
 
 
 class ChunkStream(Protocol[T_co]):
-    """What the watchdog needs of a stream: the pipeline's SSE event reader (``_stream._Events``: one raw chunk per
-    ``data:`` event) satisfies it, as ``openai.AsyncStream`` does."""
+    """What the watchdog needs of a stream: its chunks and a ``close()`` that releases it; the pipeline's SSE event
+    reader (``_events.Events``: one raw chunk per ``data:`` event) is the one production passes."""
 
     def __aiter__(self) -> AsyncIterator[T_co]: ...
 
@@ -91,31 +92,12 @@ def loop_clock() -> Callable[[], float]:
 
 
 async def close_stream(stream: ChunkStream[object], timeout_s: float) -> None:
-    """``await stream.close()``, shielded from cancellation and bounded by ``timeout_s``; errors only logged.
-
-    Also finalises the SDK's inner chunk generator (``AsyncStream._iterator``) so it is not left to the
-    garbage collector's async-generator hooks.
-    """
+    """``await stream.close()``, shielded from cancellation and bounded by ``timeout_s``; errors only logged."""
     with anyio.move_on_after(timeout_s, shield=True):
         try:
             await stream.close()
         except Exception as exc:  # the abort that matters is done; a failing close must not mask the outcome
             logger.debug("ignoring an error while closing a model stream: %r", exc)
-        inner = getattr(stream, "_iterator", None)
-        aclose = getattr(inner, "aclose", None)
-        if aclose is not None:
-            try:
-                await aclose()
-            except Exception as exc:
-                logger.debug("ignoring an error while finalising a model stream: %r", exc)
-
-
-def _reader_of(stream: ChunkStream[T]) -> Callable[[], Awaitable[T]]:
-    # openai.AsyncStream.__anext__ goes straight to its chunk generator; its __aiter__ adds a generator layer.
-    anext_ = getattr(stream, "__anext__", None)
-    if anext_ is not None:
-        return anext_  # type: ignore[no-any-return]
-    return aiter(stream).__anext__
 
 
 _NO_READ = math.inf
@@ -207,6 +189,42 @@ async def _grace_read(read: Callable[[], Awaitable[T]], deadline: float) -> T | 
     return _ENDED
 
 
+class _Watching:
+    """The timer of one attempt around the read loop, and what the loop raised (kept here, out of the task group).
+
+    Invariant: ``error`` is what the loop raised past the per-request scope (never wrapped in an ExceptionGroup);
+    when neither timer is armed there is no task group, no timer task and no scope (W1: a passthrough).
+    """
+
+    __slots__ = ("clock", "error", "idle_s", "lifetime_deadline", "watch")
+
+    def __init__(self, watch: _Watch, clock: Callable[[], float], idle_s: float, lifetime_deadline: float) -> None:
+        self.watch = watch
+        self.clock = clock
+        self.idle_s = idle_s
+        self.lifetime_deadline = lifetime_deadline
+        self.error: BaseException | None = None
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """The read loop's block: under the timer when one is armed; whatever it raises is kept in ``error``."""
+        watch = self.watch
+        if self.idle_s == math.inf and self.lifetime_deadline == math.inf:  # W1: passthrough
+            try:
+                yield
+            except BaseException as exc:
+                self.error = exc
+            return
+        async with anyio.create_task_group() as tg:
+            try:
+                with anyio.CancelScope() as request_scope:  # W5: the per-request scope, child of the caller's
+                    tg.start_soon(_timer, watch, request_scope, self.clock, self.idle_s, self.lifetime_deadline)
+                    yield
+            except BaseException as exc:  # kept out of the task group: never wrapped in an ExceptionGroup
+                self.error = exc
+            watch.ended.set()  # the timer returns (on its own: a cancel would cost more than the whole timer)
+
+
 async def guarded_stream(
     open_stream: Callable[[], Awaitable[ChunkStream[T]]],
     *,
@@ -233,80 +251,52 @@ async def guarded_stream(
     lifetime_s = max_lifetime_ms / 1000 if max_lifetime_ms > 0 else math.inf
     grace = _Grace(max(finish_grace_ms, 0) / 1000)
     stream: ChunkStream[T] | None = None
-
-    if idle_s == math.inf and lifetime_s == math.inf:  # W1: passthrough
-        try:
-            stream = await open_stream()
-            read = _reader_of(stream)
-            while True:
-                if complete():
-                    got = await _grace_read(read, grace.started(anyio.current_time()))
-                    if got is _ENDED:
-                        break
-                    yield cast("T", got)
-                    continue
-                try:
-                    chunk = await read()
-                except StopAsyncIteration:
-                    break
-                yield chunk
-        finally:
-            if stream is not None:
-                await close_stream(stream, close_timeout_s)
-        return
-
     clock = loop_clock()
     started = clock()
     lifetime_deadline = started + lifetime_s
     watch = _Watch(started)
+    watching = _Watching(watch, clock, idle_s, lifetime_deadline)
     chunks = 0
     finishing = False  # the answer is complete: what is left are the grace reads
-    error: BaseException | None = None
     try:
-        async with anyio.create_task_group() as tg:
-            try:
-                with anyio.CancelScope() as request_scope:  # W5: the per-request scope, child of the caller's
-                    tg.start_soon(_timer, watch, request_scope, clock, idle_s, lifetime_deadline)
-                    stream = await open_stream()
-                    read = _reader_of(stream)
-                    while True:
-                        now = clock()
-                        finishing = finishing or complete()
-                        if finishing:
-                            if now >= lifetime_deadline:
-                                break
-                            watch.kick = now
-                            try:
-                                got = await _grace_read(read, grace.started(now))
-                            finally:
-                                watch.kick = _NO_READ
-                            if got is _ENDED or watch.fired is not None:
-                                break
-                            chunks += 1
-                            yield cast("T", got)
-                            continue
-                        if now >= lifetime_deadline:
-                            watch.fired = "lifetime"
-                            break
-                        watch.kick = now
-                        try:
-                            chunk = await read()
-                        except StopAsyncIteration:
-                            break
-                        finally:
-                            watch.kick = _NO_READ
-                        if watch.fired is not None:  # a chunk raced the timer: the timeout wins
-                            break
-                        chunks += 1
-                        yield chunk
-            except BaseException as exc:  # kept out of the task group: never wrapped in an ExceptionGroup
-                error = exc
-            watch.ended.set()  # the timer returns (on its own: a cancel would cost more than the whole timer)
+        async with watching.reading():
+            stream = await open_stream()
+            read = aiter(stream).__anext__
+            while True:  # the one read loop: with no timer armed, no deadline passes and nothing fires
+                now = clock()
+                finishing = finishing or complete()
+                if finishing:
+                    if now >= lifetime_deadline:
+                        break
+                    watch.kick = now
+                    try:
+                        got = await _grace_read(read, grace.started(now))
+                    finally:
+                        watch.kick = _NO_READ
+                    if got is _ENDED or watch.fired is not None:
+                        break
+                    chunks += 1
+                    yield cast("T", got)
+                    continue
+                if now >= lifetime_deadline:
+                    watch.fired = "lifetime"
+                    break
+                watch.kick = now
+                try:
+                    chunk = await read()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    watch.kick = _NO_READ
+                if watch.fired is not None:  # a chunk raced the timer: the timeout wins
+                    break
+                chunks += 1
+                yield chunk
     finally:
         if stream is not None:
             await close_stream(stream, close_timeout_s)
     if watch.fired is not None:
-        error = None  # W6: whatever the aborted read raised (cancellation, a transport error) is dropped
+        # W6: whatever the aborted read raised (cancellation, a transport error) is dropped
         await checkpoint_if_cancelled()  # W4: a cancelled caller gets its cancellation, not ETIMEDOUT
         if finishing:
             return  # the timer fired during the grace reads: the answer was complete all the same
@@ -314,5 +304,5 @@ async def guarded_stream(
         if watch.fired == "idle":
             raise StreamInactivityTimeoutError(idle_timeout_ms, chunks, lifetime_ms)
         raise StreamLifetimeExceededError(max_lifetime_ms, chunks, lifetime_ms)
-    if error is not None:
-        raise error
+    if watching.error is not None:
+        raise watching.error
