@@ -61,7 +61,7 @@ import contextlib
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -69,10 +69,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from ..acp import AcpAgent, AgentOptions, bind
+from ..acp import AgentOptions
 from ..bridge import SessionBridge
 from ..errors import ServerError
-from ..rpc import Channel, RoutedConnection, RpcError, check_envelope, decode_line, encode_json, is_response
+from ..rpc import Channel, RpcError, check_envelope, decode_line, encode_json, is_response
+from ._acp_connection import ATTACHING_METHODS, AcpConnection
 from ._events import encode_frame
 from ._sse import HEARTBEAT
 
@@ -95,10 +96,6 @@ _CONNECTION_METHODS = frozenset(
     {"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/fork", "session/list"}
 )
 """Requests answered on the connection stream even when their params name a session."""
-_ATTACHING_METHODS = frozenset({"session/load", "session/resume"})
-"""Requests that make their ``params.sessionId`` known to the connection."""
-_OPENING_METHODS = frozenset({"session/new", "session/fork"})
-"""Requests whose answer (``result.sessionId``) makes a session known to the connection."""
 
 
 def _json(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
@@ -114,155 +111,6 @@ def _params_session(message: dict[str, Any]) -> str | None:
     params = message.get("params")
     session_id = params.get("sessionId") if isinstance(params, dict) else None
     return session_id if isinstance(session_id, str) else None
-
-
-def _result_session(message: dict[str, Any]) -> str | None:
-    result = message.get("result")
-    session_id = result.get("sessionId") if isinstance(result, dict) else None
-    return session_id if isinstance(session_id, str) else None
-
-
-class _Connection:
-    """One ``/acp`` connection: its dispatcher and agent, its channels, and (HTTP) the timers of unread channels.
-
-    Invariants: ``channels[None]`` is the connection stream; ``channels[sid]`` exists exactly while ``sid`` is
-    known to the connection; a timer runs for a channel exactly while it has no reader and (it holds messages, or it
-    is the connection stream of an HTTP connection).
-    """
-
-    def __init__(self, owner: AcpOverHttp, connection_id: str, *, websocket: bool) -> None:
-        self.owner = owner
-        self.id = connection_id
-        self.websocket = websocket
-        self.closed = False
-        self._timers: dict[Channel, asyncio.TimerHandle] = {}
-        stream = self._channel("connection")
-        self.channels: dict[str | None, Channel] = {None: stream}
-        self._pending: dict[Any, tuple[str, str | None, bool]] = {}  # id → (method, session, created by it)
-        self.routed = RoutedConnection(stream, on_answer=self._answered)
-        self.agent = AcpAgent(owner.bridge, owner.agent_options, self._announce)
-        self.routed.dispatcher.register(*bind(self.agent))
-        if not websocket:
-            self._arm(stream)
-
-    # -- channels and their timers --------------------------------------------------------------------------
-
-    def _channel(self, name: str) -> Channel:
-        return Channel(
-            f"{self.id[:8]}/{name}",
-            capacity=self.owner.capacity,
-            on_queued=None if self.websocket else self._arm,
-            on_overflow=self._overflowed,
-        )
-
-    def _arm(self, channel: Channel) -> None:
-        if channel in self._timers or channel.attached or self.closed:
-            return
-        loop = asyncio.get_running_loop()
-        self._timers[channel] = loop.call_later(self.owner.stream_timeout_s, self._expired, channel)
-
-    def attach(self, channel: Channel) -> None:
-        channel.attached = True
-        timer = self._timers.pop(channel, None)
-        if timer is not None:
-            timer.cancel()
-
-    def detach(self, channel: Channel) -> None:
-        channel.attached = False
-        if not channel.closed and (len(channel) or channel is self.channels[None]):
-            self._arm(channel)
-
-    def _expired(self, channel: Channel) -> None:
-        self._timers.pop(channel, None)
-        if channel.attached or self.closed:
-            return
-        logger.warning(
-            "/acp connection %s dropped: stream %s had no reader for %.0fs",
-            self.id,
-            channel.name,
-            self.owner.stream_timeout_s,
-        )
-        self.owner.drop(self)
-
-    def _overflowed(self, channel: Channel) -> None:
-        logger.warning(
-            "/acp connection %s dropped: stream %s fell %d messages behind", self.id, channel.name, channel.hard_limit
-        )
-        self.owner.drop(self)
-
-    def _announce(self, session_id: str, method: str, params: Mapping[str, Any]) -> None:
-        """A notification about a session on behalf of no request (another face changed its settings), queued at
-        once: on the session's stream while it has a reader, else on the connection stream (which an HTTP
-        connection keeps read; a WebSocket's one stream): news nobody asked for never waits on a stream the client
-        may never open (a client that resumed a session has no reason to)."""
-        channel = self.channels.get(session_id)
-        if self.websocket or channel is None or not channel.attached:
-            channel = self.channels[None]
-        channel.put({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def add_session(self, session_id: str) -> bool:
-        """Make ``session_id`` known (its stream exists); False when it already was."""
-        if session_id in self.channels:
-            return False
-        self.channels[session_id] = self._channel(session_id)
-        return True
-
-    def _forget_session(self, session_id: str) -> None:
-        channel = self.channels.pop(session_id, None)
-        if channel is not None:
-            channel.close()
-            timer = self._timers.pop(channel, None)
-            if timer is not None:
-                timer.cancel()
-
-    # -- messages in and out --------------------------------------------------------------------------------
-
-    def submit(self, message: dict[str, Any], channel: Channel, session_id: str | None = None) -> None:
-        """Dispatch a checked message; a request's answer and notifications go to ``channel``."""
-        method = message.get("method")
-        if method is not None and "id" in message:
-            created = False
-            if method in _ATTACHING_METHODS and session_id is not None:
-                created = self.add_session(session_id)
-            self._pending[message["id"]] = (method, session_id, created)
-        self.routed.submit(message, channel)
-
-    def _answered(self, msg_id: Any, message: dict[str, Any]) -> None:
-        """Keep the known sessions in step with the answers (runs before the answer is queued)."""
-        pending = self._pending.pop(msg_id, None) if isinstance(msg_id, (str, int)) else None
-        if pending is None:
-            return
-        method, session_id, created = pending
-        ok = "result" in message
-        if method in _OPENING_METHODS and ok:
-            opened = _result_session(message)
-            if opened is not None:
-                self.add_session(opened)
-        elif method in _ATTACHING_METHODS and not ok and created and session_id is not None:
-            self._forget_session(session_id)
-        elif method == "session/close" and ok and session_id is not None:
-            channel = self.channels.pop(session_id, None)
-            if channel is not None:  # the answer still goes out on it, then the stream ends
-                asyncio.get_running_loop().call_soon(channel.close)
-
-    async def aclose(self, *, deliver: bool) -> None:
-        """End the connection: cancel its prompts, let handlers answer (``deliver``: on the streams, else nowhere),
-        then end every stream."""
-        if self.closed:
-            return
-        self.closed = True
-        self.agent.close()
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        channels = list(self.channels.values())
-        if not deliver:
-            for channel in channels:
-                channel.close()
-        self.agent.cancel_all()
-        await self.routed.dispatcher.aclose()
-        for channel in channels:
-            channel.close()
 
 
 class AcpOverHttp:
@@ -285,15 +133,15 @@ class AcpOverHttp:
         self.stream_timeout_s = stream_timeout_s
         self.capacity = capacity
         self.max_connections = max_connections
-        self._connections: dict[str, _Connection] = {}
+        self._connections: dict[str, AcpConnection] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
-    def _open(self, *, websocket: bool) -> _Connection:
-        connection = _Connection(self, uuid.uuid4().hex, websocket=websocket)
+    def _open(self, *, websocket: bool) -> AcpConnection:
+        connection = AcpConnection(self, uuid.uuid4().hex, websocket=websocket)
         self._connections[connection.id] = connection
         return connection
 
-    def drop(self, connection: _Connection) -> None:
+    def drop(self, connection: AcpConnection) -> None:
         """End a connection from a callback (a timer, an overflow): nothing more is delivered on it."""
         if self._connections.get(connection.id) is connection:
             del self._connections[connection.id]
@@ -326,7 +174,7 @@ class AcpOverHttp:
         retry_after = str(max(1, math.ceil(self.stream_timeout_s)))  # an abandoned connection is gone by then
         return _json({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()}, 503, {"Retry-After": retry_after})
 
-    def _http_connection(self, request: Request, msg_id: Any = None) -> _Connection | Response:
+    def _http_connection(self, request: Request, msg_id: Any = None) -> AcpConnection | Response:
         header = request.headers.get(CONNECTION_HEADER)
         if header is None:
             return _refusal(400, RpcError.invalid_request(f"missing {CONNECTION_HEADER} header"), msg_id)
@@ -384,7 +232,7 @@ class AcpOverHttp:
             connection.submit(checked, channel, session_id)
             return Response(status_code=202)
         if session_header is not None:
-            if method in _ATTACHING_METHODS:
+            if method in ATTACHING_METHODS:
                 if session_header != session_id:
                     return _refusal(
                         400, RpcError.invalid_request(f"{SESSION_HEADER} differs from params.sessionId"), reply_id
@@ -461,7 +309,7 @@ class AcpOverHttp:
         except ServerError:
             return False
 
-    async def _stream(self, connection: _Connection, channel: Channel, request: Request) -> AsyncIterator[bytes]:
+    async def _stream(self, connection: AcpConnection, channel: Channel, request: Request) -> AsyncIterator[bytes]:
         """Yield the channel's messages as SSE (a comment when idle) until it ends or the reader leaves."""
         heartbeat_s = self.heartbeat_s
         try:
@@ -513,7 +361,7 @@ class AcpOverHttp:
                 with contextlib.suppress(Exception):
                     await websocket.close(1001 if self.closing else close_code, reason)
 
-    async def _read_frames(self, connection: _Connection, websocket: WebSocket) -> tuple[int, str | None]:
+    async def _read_frames(self, connection: AcpConnection, websocket: WebSocket) -> tuple[int, str | None]:
         """Submit each text frame until the client leaves (then the close code and reason to send): ``initialize``
         must come first, within ``stream_timeout_s``."""
         stream = connection.channels[None]
