@@ -21,6 +21,21 @@ from ._client import (
     TOKEN_ENV,
     DaemonClient,
 )
+from ._events import (
+    ConfigChangedEvent,
+    DaemonEvent,
+    ModeChangedEvent,
+    PermissionOption,
+    PermissionRequestEvent,
+    PromptAcceptedEvent,
+    ResyncRequiredEvent,
+    SessionClosedEvent,
+    SessionUpdateEvent,
+    ToolCallEvent,
+    TurnCompleteEvent,
+    TurnErrorEvent,
+    UnknownEvent,
+)
 from ._exceptions import (
     DaemonClientClosedError,
     DaemonClientError,
@@ -49,27 +64,7 @@ from ._exceptions import (
     DaemonUnsupportedMediaTypeError,
 )
 from ._limits import validate_limit
-from ._models import (
-    Capabilities,
-    ConfigChangedEvent,
-    ConfigOption,
-    DaemonEvent,
-    ModeChangedEvent,
-    ModeInfo,
-    PermissionOption,
-    PermissionRequestEvent,
-    PromptAcceptedEvent,
-    PromptInput,
-    PromptResult,
-    ResyncRequiredEvent,
-    SessionClosedEvent,
-    SessionConfig,
-    SessionUpdateEvent,
-    ToolCallEvent,
-    TurnCompleteEvent,
-    TurnErrorEvent,
-    UnknownEvent,
-)
+from ._models import Capabilities, ConfigOption, ModeInfo, PromptInput, PromptResult, SessionConfig
 from ._session import INHERIT, DaemonSessionClient, Inherit
 from ._stream import EventStream
 from ._turn import OnPermission, OnUpdate
