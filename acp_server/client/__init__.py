@@ -5,7 +5,8 @@ long-lived event subscription. Both keep a local per-session count of prompts in
 the limit *before sending anything* (:class:`DaemonPendingPromptLimitError`); the daemon stays the authority and
 answers 503 (:class:`DaemonPromptQueueFullError`) past its own limit. Errors: one tree, in ``_exceptions.py``.
 The ids Q1–Q14 cited in its comments are the queue requirements written out in ``docs/requirements.md``.
-Tool calls arrive as :class:`ToolCallEvent` (also given to ``on_update``); a prompt's permission requests
+Tool calls arrive as :class:`ToolCallEvent`, the model's plan as :class:`PlanEvent` (both also given to
+``on_update``); a prompt's permission requests
 (:class:`PermissionRequestEvent`) are answered by its ``on_permission`` callback — without one, rejected.
 
     async with DaemonClient("http://127.0.0.1:4170") as client:
@@ -27,6 +28,8 @@ from ._events import (
     ModeChangedEvent,
     PermissionOption,
     PermissionRequestEvent,
+    PlanEntry,
+    PlanEvent,
     PromptAcceptedEvent,
     ResyncRequiredEvent,
     SessionClosedEvent,
@@ -115,6 +118,8 @@ __all__ = [
     "OnUpdate",
     "PermissionOption",
     "PermissionRequestEvent",
+    "PlanEntry",
+    "PlanEvent",
     "PromptAcceptedEvent",
     "PromptInput",
     "PromptResult",

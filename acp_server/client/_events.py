@@ -20,6 +20,8 @@ __all__ = [
     "ModeChangedEvent",
     "PermissionOption",
     "PermissionRequestEvent",
+    "PlanEntry",
+    "PlanEvent",
     "PromptAcceptedEvent",
     "ResyncRequiredEvent",
     "SessionClosedEvent",
@@ -109,6 +111,38 @@ class ToolCallEvent(SessionUpdateEvent):
     def title(self) -> str | None:
         value = self.update.get("title")
         return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    """One step of the model's plan: ``status`` is ``pending``, ``in_progress`` or ``completed``, ``priority``
+    ``high``, ``medium`` or ``low`` (ACP's values, kept as sent)."""
+
+    content: str
+    status: str
+    priority: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanEvent(SessionUpdateEvent):
+    """The model's plan changed: ``entries`` is the whole plan, in order (replace what you show). ``update`` is
+    ACP's ``plan`` session update. A :class:`SessionUpdateEvent`, so ``on_update`` gets these too."""
+
+    EVENT: ClassVar[str] = "plan"
+
+    entries: tuple[PlanEntry, ...]
+
+
+def _plan_entries(update: Mapping[str, Any]) -> tuple[PlanEntry, ...]:
+    entries = update.get("entries")
+    if not isinstance(entries, list):
+        raise ValueError(f"'update.entries' must be a list; got {entries!r}")
+    parsed: list[PlanEntry] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"a plan entry must be an object; got {entry!r}")
+        parsed.append(PlanEntry(_str(entry, "content"), _str(entry, "status"), _str(entry, "priority")))
+    return tuple(parsed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +289,9 @@ def parse_event(sse: httpx2.ServerSentEvent, session_id: str) -> DaemonEvent:
             return SessionUpdateEvent(**base, prompt_id=_str(payload, "promptId"), update=_object(payload, "update"))
         case "tool_call":
             return ToolCallEvent(**base, prompt_id=_str(payload, "promptId"), update=_object(payload, "update"))
+        case "plan":
+            update = _object(payload, "update")
+            return PlanEvent(**base, prompt_id=_str(payload, "promptId"), update=update, entries=_plan_entries(update))
         case "permission_request":
             return PermissionRequestEvent(
                 **base,
