@@ -24,6 +24,10 @@ __all__ = [
     "Message",
     "ModelStep",
     "Outcome",
+    "PlanEntry",
+    "PlanPriority",
+    "PlanStatus",
+    "PlanUpdated",
     "Prompt",
     "PromptEnded",
     "PromptEvent",
@@ -197,6 +201,27 @@ class ToolCallUpdated:
     raw_input: object = None
 
 
+PlanStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+PlanPriority: TypeAlias = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    """One step of the model's plan: what it is, where it stands, how much it matters (ACP's ``PlanEntry``)."""
+
+    content: str
+    status: PlanStatus
+    priority: PlanPriority = "medium"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The model replaced its plan (an ``update_plan`` call that completed): ``entries`` is the whole plan, in
+    order, as ACP wants every ``plan`` update to carry it."""
+
+    entries: tuple[PlanEntry, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class UsageReported:
     """What one model request of a turn used, as the endpoint reported it (sent after the request ends).
@@ -241,7 +266,15 @@ class Compacted:
 
 
 TurnEvent: TypeAlias = (
-    TextChunk | ThoughtChunk | UserChunk | ToolCallStarted | ToolCallUpdated | UsageReported | Compacting | Compacted
+    TextChunk
+    | ThoughtChunk
+    | UserChunk
+    | ToolCallStarted
+    | ToolCallUpdated
+    | PlanUpdated
+    | UsageReported
+    | Compacting
+    | Compacted
 )
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""
@@ -274,7 +307,8 @@ mid-turn reads ``interrupted``, one still being streamed by another process ``ru
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
     """One tool call of a turn as it ended: what the model asked (``name``, raw JSON ``arguments``), what it got
-    back (``output``, the ``tool`` message), and what the editor was shown (title, kind, locations, content)."""
+    back (``output``, the ``tool`` message), and what the editor was shown (title, kind, locations, content;
+    ``plan``: the whole plan an ``update_plan`` call set, None for every other call)."""
 
     call_id: str
     name: str
@@ -286,6 +320,7 @@ class ToolCallRecord:
     locations: tuple[ToolLocation, ...] = ()
     content: tuple[ToolContent, ...] = ()
     raw_output: object = None
+    plan: tuple[PlanEntry, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

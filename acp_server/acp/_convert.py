@@ -12,6 +12,8 @@ from ..domain import (
     Compaction,
     DiffContent,
     ImagePart,
+    PlanEntry,
+    PlanUpdated,
     Prompt,
     PromptPart,
     ResourceLinkPart,
@@ -35,6 +37,7 @@ from ..store import StoredMessage
 
 __all__ = [
     "compaction_note",
+    "plan_update",
     "prompt_from_blocks",
     "replay_updates",
     "tool_call_fields",
@@ -170,6 +173,12 @@ def usage_update(event: UsageReported) -> dict[str, Any]:
     return update
 
 
+def plan_update(entries: tuple[PlanEntry, ...]) -> dict[str, Any]:
+    """The ``plan`` update of a whole plan (ACP: every update carries every entry, the client replaces its list)."""
+    wire = [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries]
+    return {"sessionUpdate": "plan", "entries": wire}
+
+
 _COMPACTING = {
     "threshold": "The conversation is nearing the model's context window: compacting it",
     "refused": "The model refused the request as too long for its context window: compacting the conversation",
@@ -201,6 +210,8 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, _progress(event))
     if isinstance(event, UsageReported):
         return _tool_update(session_id, usage_update(event))
+    if isinstance(event, PlanUpdated):
+        return _tool_update(session_id, plan_update(event.entries))
     if isinstance(event, Compacting | Compacted):
         return _notification(session_id, "agent_thought_chunk", _text(compaction_note(event)))
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
@@ -244,6 +255,8 @@ def replay_updates(
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
     one ``tool_call`` and its final ``tool_call_update``), then its ``agent_thought_chunk`` and ``agent_message_chunk``.
+    The last plan an answer set (its last ``update_plan`` call that completed) is replayed as one ``plan`` update
+    right after that call: the plan as that turn left it, not every intermediate one.
 
     Every chunk carries ``messageId`` (``<sessionId>/<seq>``). An answer that did not complete is marked on each of
     its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``, ``interrupted``, ``running``) and
@@ -274,6 +287,7 @@ def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any
         if message.stop_reason is not None:
             mark["stopReason"] = message.stop_reason
         meta = {"acpServer": mark}
+    last_plan = next((c for s in reversed(message.steps) for c in reversed(s.calls) if c.plan is not None), None)
     for step in message.steps:
         if step.reasoning:
             yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), message_id, meta)
@@ -281,6 +295,8 @@ def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any
             yield _notification(session_id, "agent_message_chunk", _text(step.text), message_id, meta)
         for call in step.calls:
             yield from _replayed_call(session_id, call)
+            if call is last_plan and call.plan is not None:
+                yield _tool_update(session_id, plan_update(call.plan))
     chunks: list[tuple[str, str]] = []
     if message.reasoning:
         chunks.append(("agent_thought_chunk", message.reasoning))

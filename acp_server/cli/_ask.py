@@ -1,5 +1,5 @@
 """``acp-server ask TEXT``: a thin ACP client for the shell. It spawns ``acp-server`` over real pipes and prints
-the streamed answer on stdout (reasoning and tool calls on stderr, dimmed on a terminal).
+the streamed answer on stdout (reasoning, tool calls and the model's plan on stderr, dimmed on a terminal).
 
 Invariants: stdout carries the answer only, ended by a newline as soon as the turn ends (before anything else
 can print); a turn that fails before any answer text leaves stdout empty; the error goes to stderr, exit 1. The
@@ -94,6 +94,9 @@ class _Client:
         raise _AskError("acp-server exited before answering (see its log above)")
 
 
+_PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
 class _Display:
     """Where the streamed text went: answer to stdout, reasoning to stderr (dimmed on a terminal)."""
 
@@ -135,10 +138,23 @@ class _Display:
             ]
             self._note(f"  failed: {' '.join(t for t in texts if t) or 'see the log'}")
 
+    def _plan(self, update: dict[str, Any]) -> None:
+        """The whole plan as a checklist, each time it changes: ``[x]`` completed, ``[>]`` in progress, ``[ ]``
+        pending."""
+        lines = ["Plan:"]
+        for entry in update.get("entries") or []:
+            if isinstance(entry, dict):
+                mark = _PLAN_MARKS.get(str(entry.get("status")), "[ ]")
+                lines.append(f"  {mark} {entry.get('content', '')}")
+        self._note("\n".join(lines))
+
     def show(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
         if kind in ("tool_call", "tool_call_update"):
             self._tool_call(update)
+            return
+        if kind == "plan":
+            self._plan(update)
             return
         content = update.get("content") or {}
         text = content.get("text", "") if isinstance(content, dict) else ""

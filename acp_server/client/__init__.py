@@ -5,7 +5,8 @@ long-lived event subscription. Both keep a local per-session count of prompts in
 the limit *before sending anything* (:class:`DaemonPendingPromptLimitError`); the daemon stays the authority and
 answers 503 (:class:`DaemonPromptQueueFullError`) past its own limit. Errors: one tree, in ``_exceptions.py``.
 The ids Q1–Q14 cited in its comments are the queue requirements written out in ``docs/requirements.md``.
-Tool calls arrive as :class:`ToolCallEvent` (also given to ``on_update``); a prompt's permission requests
+Tool calls arrive as :class:`ToolCallEvent`, the model's plan as :class:`PlanEvent` (both also given to
+``on_update``); a prompt's permission requests
 (:class:`PermissionRequestEvent`) are answered by its ``on_permission`` callback — without one, rejected.
 
     async with DaemonClient("http://127.0.0.1:4170") as client:
@@ -20,6 +21,23 @@ from ._client import (
     EVENTS_READ_TIMEOUT_S,
     TOKEN_ENV,
     DaemonClient,
+)
+from ._events import (
+    ConfigChangedEvent,
+    DaemonEvent,
+    ModeChangedEvent,
+    PermissionOption,
+    PermissionRequestEvent,
+    PlanEntry,
+    PlanEvent,
+    PromptAcceptedEvent,
+    ResyncRequiredEvent,
+    SessionClosedEvent,
+    SessionUpdateEvent,
+    ToolCallEvent,
+    TurnCompleteEvent,
+    TurnErrorEvent,
+    UnknownEvent,
 )
 from ._exceptions import (
     DaemonClientClosedError,
@@ -49,27 +67,7 @@ from ._exceptions import (
     DaemonUnsupportedMediaTypeError,
 )
 from ._limits import validate_limit
-from ._models import (
-    Capabilities,
-    ConfigChangedEvent,
-    ConfigOption,
-    DaemonEvent,
-    ModeChangedEvent,
-    ModeInfo,
-    PermissionOption,
-    PermissionRequestEvent,
-    PromptAcceptedEvent,
-    PromptInput,
-    PromptResult,
-    ResyncRequiredEvent,
-    SessionClosedEvent,
-    SessionConfig,
-    SessionUpdateEvent,
-    ToolCallEvent,
-    TurnCompleteEvent,
-    TurnErrorEvent,
-    UnknownEvent,
-)
+from ._models import Capabilities, ConfigOption, ModeInfo, PromptInput, PromptResult, SessionConfig
 from ._session import INHERIT, DaemonSessionClient, Inherit
 from ._stream import EventStream
 from ._turn import OnPermission, OnUpdate
@@ -120,6 +118,8 @@ __all__ = [
     "OnUpdate",
     "PermissionOption",
     "PermissionRequestEvent",
+    "PlanEntry",
+    "PlanEvent",
     "PromptAcceptedEvent",
     "PromptInput",
     "PromptResult",

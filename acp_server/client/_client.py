@@ -24,6 +24,7 @@ from urllib.parse import quote
 import anyio
 import httpx2
 
+from ._events import PermissionRequestEvent, SessionUpdateEvent
 from ._exceptions import (
     DaemonClientClosedError,
     DaemonClientError,
@@ -38,11 +39,9 @@ from ._http import error_from_response, json_object, map_httpx_errors
 from ._limits import PromptReservations, PromptSlot, validate_limit
 from ._models import (
     Capabilities,
-    PermissionRequestEvent,
     PromptInput,
     PromptResult,
     SessionConfig,
-    SessionUpdateEvent,
     parse_capabilities,
     parse_config,
     prompt_blocks,

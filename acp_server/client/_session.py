@@ -27,16 +27,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ._client import Accepted, DaemonClient, _prompt_body
+from ._events import DaemonEvent, PermissionRequestEvent, SessionUpdateEvent
 from ._exceptions import DaemonClientClosedError, DaemonClientError, DaemonEventStreamEndedError
 from ._limits import PromptSlot, validate_limit
-from ._models import (
-    DaemonEvent,
-    PermissionRequestEvent,
-    PromptInput,
-    PromptResult,
-    SessionConfig,
-    SessionUpdateEvent,
-)
+from ._models import PromptInput, PromptResult, SessionConfig
 from ._stream import EventStream
 from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker
 

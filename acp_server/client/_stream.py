@@ -20,6 +20,7 @@ from typing import Protocol
 import anyio
 import httpx2
 
+from ._events import DaemonEvent, SessionClosedEvent, parse_event
 from ._exceptions import (
     DaemonClientClosedError,
     DaemonClientError,
@@ -28,7 +29,6 @@ from ._exceptions import (
     DaemonTransportError,
 )
 from ._http import map_httpx_errors
-from ._models import DaemonEvent, SessionClosedEvent, parse_event
 
 __all__ = ["EventStream"]
 

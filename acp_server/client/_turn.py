@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ._exceptions import DaemonClientError, DaemonEventsLostError, DaemonEventStreamEndedError, DaemonTurnError
-from ._models import (
+from ._events import (
     DaemonEvent,
     PermissionRequestEvent,
-    PromptResult,
     ResyncRequiredEvent,
     SessionClosedEvent,
     SessionUpdateEvent,
     TurnCompleteEvent,
     TurnErrorEvent,
 )
+from ._exceptions import DaemonClientError, DaemonEventsLostError, DaemonEventStreamEndedError, DaemonTurnError
+from ._models import PromptResult
 
 __all__ = ["OnPermission", "OnUpdate", "TurnItem", "TurnTracker", "result_of"]
 

@@ -58,8 +58,6 @@ from ..domain import (
     PromptEvent,
     TextChunk,
     ThoughtChunk,
-    ToolCallStarted,
-    ToolCallUpdated,
 )
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
@@ -67,7 +65,7 @@ from ..tools.builtin import BUILTIN
 from ..tools.mcp_servers import McpServerConfig
 from ._acp_http import AcpOverHttp
 from ._errors import turn_error_payload
-from ._events import EventLog, RingBudget, Subscription
+from ._events import EventLog, RingBudget, Subscription, update_event_name
 from ._exceptions import InvalidRequestError, PromptNotFoundError
 from ._options import MAX_EVENT_ID, DaemonOptions
 from ._permissions import DaemonToolClient, PermissionDesk
@@ -152,7 +150,7 @@ class _Channel:
             self.log.publish_text("session_update", texts.thought_key, event.text, texts.thought)
         elif not isinstance(event, PromptEnded):
             update = update_from_event(self.session_id, event)
-            name = "tool_call" if isinstance(event, ToolCallStarted | ToolCallUpdated) else "session_update"
+            name = update_event_name(event)
             self.log.publish(name, {"promptId": handle.prompt_id, **update})
             if isinstance(event, Compacted):  # after its note: subscribers are told a compaction happened
                 self.log.publish("context_compacted", _compacted(self.session_id, handle.prompt_id, event))

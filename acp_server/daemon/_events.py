@@ -31,6 +31,8 @@ from typing import TypeAlias
 
 import anyio
 
+from ..domain import PlanUpdated, ToolCallStarted, ToolCallUpdated, TurnEvent
+
 __all__ = [
     "DEFAULT_COALESCE_CHARS",
     "DEFAULT_QUEUE_BYTES",
@@ -40,6 +42,7 @@ __all__ = [
     "Subscription",
     "TextData",
     "encode_frame",
+    "update_event_name",
 ]
 
 DEFAULT_COALESCE_CHARS = 8192
@@ -71,6 +74,14 @@ def encode_frame(event: str, data: Mapping[str, object], event_id: int | None = 
         payload = _ASCII_ENCODER.encode(data).encode()
     head = b"" if event_id is None else b"id: %d\n" % event_id
     return head + b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+
+
+def update_event_name(event: TurnEvent) -> str:
+    """The SSE event a turn event's ``session/update`` is published as: ``tool_call`` for a call's updates,
+    ``plan`` for the whole plan, ``session_update`` for the rest (the data is the same ACP update either way)."""
+    if isinstance(event, ToolCallStarted | ToolCallUpdated):
+        return "tool_call"
+    return "plan" if isinstance(event, PlanUpdated) else "session_update"
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)

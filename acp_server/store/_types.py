@@ -33,6 +33,9 @@ from ..domain import (
     Message,
     ModelStep,
     Outcome,
+    PlanEntry,
+    PlanPriority,
+    PlanStatus,
     PromptPart,
     ResourceLinkPart,
     ResourcePart,
@@ -241,6 +244,8 @@ def usage_from_json(text: str | None) -> ContextUsage | None:
 # -- tool steps ----------------------------------------------------------------------------------------------
 
 _TOOL_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
+_PLAN_STATUSES: frozenset[object] = frozenset(get_args(PlanStatus))
+_PLAN_PRIORITIES: frozenset[object] = frozenset(get_args(PlanPriority))
 
 
 def _dumps(value: object) -> str:
@@ -273,6 +278,8 @@ def _call_to_json(call: ToolCallRecord) -> dict[str, Any]:
         out["content"] = [_content_to_json(c) for c in call.content]
     if call.raw_output is not None:
         out["rawOutput"] = call.raw_output
+    if call.plan is not None:
+        out["plan"] = [{"content": e.content, "status": e.status, "priority": e.priority} for e in call.plan]
     return out
 
 
@@ -362,7 +369,28 @@ def _call_from_json(item: dict[str, Any]) -> ToolCallRecord:
         locations=locations,
         content=tuple(c for c in contents if c is not None),
         raw_output=item.get("rawOutput"),
+        plan=_plan_from_json(item.get("plan")),
     )
+
+
+def _plan_from_json(items: object) -> tuple[PlanEntry, ...] | None:
+    """A stored call's plan; None when it has none. An entry a newer version wrote with values this one does not
+    know keeps its text (an unknown status reads ``pending``, an unknown priority ``medium``)."""
+    if not isinstance(items, list):
+        return None
+    plan: list[PlanEntry] = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(content := item.get("content"), str):
+            continue
+        status, priority = item.get("status"), item.get("priority")
+        plan.append(
+            PlanEntry(
+                content,
+                cast(PlanStatus, status) if status in _PLAN_STATUSES else "pending",
+                cast(PlanPriority, priority) if priority in _PLAN_PRIORITIES else "medium",
+            )
+        )
+    return tuple(plan)
 
 
 def steps_from_json(text: str | None) -> tuple[ModelStep, ...]:

@@ -1,8 +1,9 @@
 """Tools the model calls in the user's project: confined to the session's cwd, run locally or through the client.
 
-The seven tools (a contract: names and parameters are fixed) are ``read_file``, ``list_directory``, ``glob``,
-``grep`` (:data:`READ_ONLY_TOOLS`), ``write_file``, ``edit_file`` and ``run_command``; :func:`openai_tools` gives
-their OpenAI function-calling entries. A call is made in two steps:
+The eight tools (a contract: names and parameters are fixed) are ``read_file``, ``list_directory``, ``glob``,
+``grep``, ``update_plan`` (:data:`READ_ONLY_TOOLS`: they change nothing), ``write_file``, ``edit_file`` and
+``run_command``; :func:`openai_tools` gives their OpenAI function-calling entries. ``update_plan`` (``_plan``)
+touches no file: its result carries the model's whole plan for the turn to report. A call is made in two steps:
 
 - ``await prepare_call(name, arguments, cwd=..., client=..., offered=...)`` validates the call (tool known and
   offered, arguments JSON within 1 MiB matching the schema), confines its paths and computes its announcement

@@ -8,6 +8,7 @@ Every ``output`` is capped at 64 KiB.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -44,9 +45,7 @@ def _guarded(run: Run) -> Run:
             logger.debug("tool call failed with an OS error", exc_info=True)
             return failure(f"the tool failed: {exc.strerror or exc}")
         if len(result.output) > OUTPUT_LIMIT_BYTES // 4 and utf8_len(result.output) > OUTPUT_LIMIT_BYTES:
-            return ToolResult(
-                cap_text(result.output, "the rest was cut"), result.content, result.raw_output, result.failed
-            )
+            return dataclasses.replace(result, output=cap_text(result.output, "the rest was cut"))
         return result
 
     return guarded

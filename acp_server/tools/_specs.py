@@ -1,4 +1,4 @@
-"""The seven tools as the model sees them: names, descriptions, argument models and their JSON Schemas.
+"""The eight tools as the model sees them: names, descriptions, argument models and their JSON Schemas.
 
 This is a contract (the model, the tests and users' prompts rely on it): the names and parameters never change
 silently. Each tool's argument model (pydantic, ``extra="forbid"``) is the one validator of its arguments; its
@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..domain import ToolKind
 
@@ -27,15 +27,19 @@ __all__ = [
     "GlobArgs",
     "GrepArgs",
     "ListDirectoryArgs",
+    "PlanEntryArgs",
     "ReadFileArgs",
     "RunCommandArgs",
     "ToolSpec",
+    "UpdatePlanArgs",
     "WriteFileArgs",
     "schema_text",
 ]
 
 DEFAULT_COMMAND_TIMEOUT_MS = 120_000
 MAX_COMMAND_TIMEOUT_MS = 600_000
+MAX_PLAN_ENTRIES = 50
+MAX_PLAN_ENTRY_CHARS = 2_000
 
 _PATH = "Relative to the project directory, or absolute inside it."
 
@@ -127,11 +131,46 @@ class RunCommandArgs(_Args):
     )
 
 
+class PlanEntryArgs(_Args):
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_PLAN_ENTRY_CHARS,
+        description="What this step does, in a short imperative sentence.",
+    )
+    status: Literal["pending", "in_progress", "completed"] = Field(
+        description="pending (not started), in_progress (the step being worked on now) or completed."
+    )
+    priority: Literal["high", "medium", "low"] = Field(
+        default="medium", description="How much the step matters: high, medium or low (default: medium)."
+    )
+
+
+class UpdatePlanArgs(_Args):
+    """The whole plan, every time (it replaces the previous one); at most one entry is ``in_progress``."""
+
+    entries: tuple[PlanEntryArgs, ...] = Field(
+        max_length=MAX_PLAN_ENTRIES,
+        description=(
+            f"Every step of the plan, in order (at most {MAX_PLAN_ENTRIES}); this list replaces the previous plan. "
+            "At most one step may be in_progress. An empty list clears the plan."
+        ),
+    )
+
+    @field_validator("entries")
+    @classmethod
+    def _one_in_progress(cls, entries: tuple[PlanEntryArgs, ...]) -> tuple[PlanEntryArgs, ...]:
+        working = [str(n) for n, entry in enumerate(entries) if entry.status == "in_progress"]
+        if len(working) > 1:
+            raise ValueError(f"at most one entry may be in_progress; entries {', '.join(working)} are")
+        return entries
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One built-in tool's spec: what the model is told (``description``, ``parameters``), how its arguments are
     validated (``args``), and its nature (ACP ``kind``; ``needs_permission``: it changes the project or runs code;
-    the others change nothing: read-only). :mod:`acp_server.tools.builtin` makes each a registry ``Tool``."""
+    the others change nothing: read-only). ``title``: what a call is shown as before its arguments are known (None:
+    the verb of its name). :mod:`acp_server.tools.builtin` makes each a registry ``Tool``."""
 
     name: str
     description: str
@@ -139,11 +178,13 @@ class ToolSpec:
     kind: ToolKind
     needs_permission: bool
     parameters: Mapping[str, Any]
+    title: str | None = None
 
 
-def _clean(schema: dict[str, Any]) -> dict[str, Any]:
+def _clean(schema: dict[str, Any], defs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A pydantic model's JSON Schema as a plain object schema: no titles, ``X | None`` as ``X``, no null default,
-    keys in a readable order."""
+    nested models inlined (no ``$defs``/``$ref``, each closed), keys in a readable order."""
+    defs = schema.get("$defs", {}) if defs is None else defs
     properties: dict[str, Any] = {}
     for name, prop in schema["properties"].items():
         prop = dict(prop)
@@ -154,6 +195,9 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
             prop = {**kept, **prop}
         if "default" in prop and prop["default"] is None:
             del prop["default"]
+        items = prop.get("items")
+        if isinstance(items, dict) and "$ref" in items:
+            prop["items"] = _clean(defs[items["$ref"].rsplit("/", 1)[-1]], defs)
         order = ("type", "description", "minimum", "maximum", "minLength", "default")
         properties[name] = {key: prop[key] for key in order if key in prop} | {
             key: value for key, value in prop.items() if key not in order
@@ -166,8 +210,10 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _spec(name: str, args: type[_Args], kind: ToolKind, needs_permission: bool, description: str) -> ToolSpec:
-    return ToolSpec(name, description, args, kind, needs_permission, _clean(args.model_json_schema()))
+def _spec(
+    name: str, args: type[_Args], kind: ToolKind, needs_permission: bool, description: str, title: str | None = None
+) -> ToolSpec:
+    return ToolSpec(name, description, args, kind, needs_permission, _clean(args.model_json_schema()), title)
 
 
 _SPECS: tuple[ToolSpec, ...] = (
@@ -230,6 +276,16 @@ _SPECS: tuple[ToolSpec, ...] = (
         "Run a shell command in the project directory (non-interactive: no input) and return its exit code and "
         "its output (stdout and stderr together; capped at 64 KiB, keeping the beginning and the end). Processes "
         "it leaves in the background are killed when it ends. The user may be asked to approve it.",
+    ),
+    _spec(
+        "update_plan",
+        UpdatePlanArgs,
+        "think",
+        False,
+        "Keep a visible plan for multi-step work: send the whole list of steps each time (it replaces the previous "
+        "plan), with exactly one step in_progress while you work, and update it as each step is completed. Skip it "
+        "for a simple one-step request. Changes nothing in the project; the user is never asked.",
+        "Update plan",
     ),
 )
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
-from ..domain import ToolCallStarted, ToolContent, ToolKind, ToolLocation
+from ..domain import PlanEntry, ToolCallStarted, ToolContent, ToolKind, ToolLocation
 
 __all__ = [
     "PERMISSION_OPTIONS",
@@ -103,12 +103,14 @@ ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """How a call ended: ``output`` is what the model gets (capped), ``content`` what the editor shows,
-    ``raw_output`` a JSON value for ``rawOutput``, ``failed`` whether the call ends ``failed``."""
+    ``raw_output`` a JSON value for ``rawOutput``, ``failed`` whether the call ends ``failed``; ``plan`` the whole
+    plan a call set (``update_plan``; None for every other tool), which the turn reports after the call."""
 
     output: str
     content: tuple[ToolContent, ...] = ()
     raw_output: object = None
     failed: bool = False
+    plan: tuple[PlanEntry, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

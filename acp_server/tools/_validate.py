@@ -108,18 +108,14 @@ def parse_arguments(
     if not isinstance(value, dict):
         kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
         raise ToolCallError(f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(parameters)}")
+    _check_strings(value, "arguments")
     if args is not None:
-        for key, item in value.items():
-            check_unicode(key, "a parameter name")
-            if isinstance(item, str):
-                check_unicode(item, key)
         try:
             return args.model_validate(value)
         except ValidationError as exc:
             raise ToolCallError(
                 f"arguments do not match the schema: {_issues(exc)} ({name} takes: {_signature(parameters)})"
             ) from None
-    _check_strings(value, "arguments")
     problems = check(value) if check is not None else []
     if problems:
         raise ToolCallError(

@@ -1,4 +1,4 @@
-"""The seven built-in tools as registry :class:`~acp_server.tools.registry.Tool` values (specs from ``_specs``,
+"""The eight built-in tools as registry :class:`~acp_server.tools.registry.Tool` values (specs from ``_specs``,
 preparers from the tool modules), and what the rest of the server reads of them.
 
 Names and parameters are a contract (see ``_specs``); they are offered in this order, before any other source's.
@@ -12,6 +12,7 @@ from typing import Any
 from ._command import prepare_run_command
 from ._exec_config import guard_exec_config
 from ._files import prepare_edit_file, prepare_list_directory, prepare_read_file, prepare_write_file
+from ._plan import prepare_update_plan
 from ._search import prepare_glob, prepare_grep
 from ._specs import SPECS
 from ._types import PreparedCall, ToolClient
@@ -28,8 +29,8 @@ _PREPARERS: dict[str, Preparer] = {
     "write_file": prepare_write_file,
     "edit_file": prepare_edit_file,
     "run_command": prepare_run_command,
+    "update_plan": prepare_update_plan,
 }
-
 
 
 def _guarded(prepare: Preparer) -> Preparer:
@@ -51,7 +52,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = tuple(
         needs_permission=spec.needs_permission,
         prepare=_guarded(_PREPARERS[spec.name]) if spec.kind == "edit" else _PREPARERS[spec.name],
         args=spec.args,
-        title=spec.name.split("_", 1)[0].capitalize(),  # the verb: Read, List, Glob, Grep, Write, Edit, Run
+        title=spec.title or spec.name.split("_", 1)[0].capitalize(),  # the verb: Read, List, ..., Edit, Run
     )
     for spec in SPECS.values()
 )

@@ -3,7 +3,8 @@
 Invariants: every call the turn starts is announced once (``ToolCallStarted``, status pending) and ends with exactly
 one final ``ToolCallUpdated`` (``completed`` or ``failed``), also when the prompt is cancelled mid-call (then before
 the prompt answers); the model gets one ``tool`` message per call it made, whatever happened; a call that changes
-something runs only when the mode, a session rule or the user allows it.
+something runs only when the mode, a session rule or the user allows it; a call that set the plan
+(``update_plan``) is followed by one ``PlanUpdated`` carrying the whole plan, and its record keeps it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import anyio
 
 from ..domain import (
     Emit,
+    PlanEntry,
+    PlanUpdated,
     TextContent,
     ToolCallRecord,
     ToolCallStarted,
@@ -331,8 +334,10 @@ async def run_call(
         await _end(
             emit,
             ToolCallUpdated(call_id, status, content=final_content, raw_output=result.raw_output),
-            partial(record.end, result.output, status, final_content, result.raw_output),
+            partial(record.end, result.output, status, final_content, result.raw_output, result.plan),
         )
+        if result.plan is not None and not result.failed:  # the whole plan, after the call that set it
+            await emit(PlanUpdated(result.plan))
     except BaseException as exc:
         if not record.ended:
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
@@ -361,6 +366,7 @@ class _Recorder:
         status: Literal["completed", "failed"],
         content: tuple[ToolContent, ...],
         raw_output: object = None,
+        plan: tuple[PlanEntry, ...] | None = None,
     ) -> None:
         self.ended = True
         p = self._prepared
@@ -376,5 +382,6 @@ class _Recorder:
                 p.locations,
                 content,
                 raw_output,
+                plan,
             )
         )

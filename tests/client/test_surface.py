@@ -87,6 +87,8 @@ EXPORTED = [
     "OnUpdate",
     "PermissionOption",
     "PermissionRequestEvent",
+    "PlanEntry",
+    "PlanEvent",
     "PromptAcceptedEvent",
     "PromptInput",
     "PromptResult",

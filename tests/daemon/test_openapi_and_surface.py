@@ -81,6 +81,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas() -> None:
         "resync_required",
         "session_closed",
         "tool_call",
+        "plan",
         "permission_request",
         "permission_request_ended",
         "mode_changed",

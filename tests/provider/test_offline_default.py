@@ -176,3 +176,21 @@ def test_the_default_calls_read_file_only_when_offered_and_the_user_spoke_last()
     after_read = [*asked, assistant_calls(("c", "read_file", {"path": "README.md"})), tool("c", CAT_N)]
     expected = Answer(text="README.md has 3 lines. Its first line is: “# acp-server”.")
     assert default_behaviour({"messages": after_read, "tools": [READ_FILE_TOOL]}) == expected
+
+
+def test_a_plan_prompt_calls_update_plan_when_offered_with_the_first_step_in_progress() -> None:
+    plan_tool = {"type": "function", "function": {"name": "update_plan", "parameters": {"type": "object"}}}
+    asked = [user("Plan: read notes.txt;  fix it ;; test")]
+    entries = [
+        {"content": "read notes.txt", "status": "in_progress"},
+        {"content": "fix it", "status": "pending"},
+        {"content": "test", "status": "pending"},
+    ]
+    tools = [READ_FILE_TOOL, plan_tool]
+    assert default_behaviour({"messages": asked, "tools": tools}) == ToolCalls(
+        (ScriptedCall("update_plan", {"entries": entries}),)
+    )  # before the path it names: the keyword says what is asked
+    read = ToolCalls((ScriptedCall("read_file", {"path": "notes.txt"}),))
+    assert default_behaviour({"messages": asked, "tools": [READ_FILE_TOOL]}) == read  # not offered: as before
+    after = [*asked, assistant_calls(("p", "update_plan", {"entries": entries})), tool("p", "Plan updated: 3 entries")]
+    assert default_behaviour({"messages": after, "tools": tools}) == Answer()  # the loop ends: the prompt echoed

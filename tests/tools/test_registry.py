@@ -28,7 +28,7 @@ def tool(name: str, *, read_only: bool, source: str = "srv") -> Tool:
     )
 
 
-def test_the_built_ins_are_seven_tools_with_their_nature() -> None:
+def test_the_built_ins_are_eight_tools_with_their_nature() -> None:
     assert tuple(t.name for t in BUILTIN_TOOLS) == TOOL_NAMES
     assert {t.name for t in BUILTIN_TOOLS if t.read_only} == READ_ONLY_TOOLS
     assert all(t.needs_permission != t.read_only and t.args is not None for t in BUILTIN_TOOLS)

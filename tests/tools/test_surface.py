@@ -1,4 +1,4 @@
-"""The tools' contract: the exported surface, the seven tools and their schemas (pinned to schemas/tools), and
+"""The tools' contract: the exported surface, the eight tools and their schemas (pinned to schemas/tools), and
 how bad arguments from the model are refused (with a message the model can act on)."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ CONTRACT = {
     "write_file": ({"path", "content"}, set(), "edit", True),
     "edit_file": ({"path", "old_text", "new_text"}, {"replace_all"}, "edit", True),
     "run_command": ({"command"}, {"timeout_ms"}, "execute", True),
+    "update_plan": ({"entries"}, set(), "think", False),
 }
 
 
@@ -71,9 +72,9 @@ def test_errors_derive_from_the_server_root() -> None:
     assert ToolCallError("x").error_kind == "tool_error"
 
 
-def test_the_seven_tools_their_parameters_kinds_and_permission() -> None:
+def test_the_eight_tools_their_parameters_kinds_and_permission() -> None:
     assert tuple(CONTRACT) == TOOL_NAMES
-    assert frozenset({"read_file", "list_directory", "glob", "grep"}) == READ_ONLY_TOOLS
+    assert frozenset({"read_file", "list_directory", "glob", "grep", "update_plan"}) == READ_ONLY_TOOLS
     for name, (required, optional, kind, permission) in CONTRACT.items():
         spec = SPECS[name]
         assert set(spec.parameters["required"]) == required, name
@@ -93,13 +94,14 @@ def test_openai_entries_in_canonical_order_whatever_the_order_asked() -> None:
             "parameters": SPECS["read_file"].parameters,
         },
     }
-    assert [entry["function"]["name"] for entry in openai_tools(READ_ONLY_TOOLS)] == list(TOOL_NAMES[:4])
-    assert len(openai_tools(TOOL_NAMES)) == 7
+    assert [entry["function"]["name"] for entry in openai_tools(READ_ONLY_TOOLS)] == [*TOOL_NAMES[:4], "update_plan"]
+    assert len(openai_tools(TOOL_NAMES)) == 8
     assert [BUILTIN.kind(name) for name in (*TOOL_NAMES, "nope")] == [
         *["read"] * 2,
         *["search"] * 2,
         *["edit"] * 2,
         "execute",
+        "think",
         "other",
     ]
     with pytest.raises(ValueError, match="unknown tools: nope"):
@@ -128,7 +130,7 @@ def test_the_generator_writes_the_pinned_files(tmp_path: Path, capsys: pytest.Ca
     assert write_schemas([str(tmp_path)]) == 0
     for name in TOOL_NAMES:
         assert (tmp_path / f"{name}.json").read_text() == (SCHEMAS / f"{name}.json").read_text()
-    assert capsys.readouterr().out.count(".json") == 7
+    assert capsys.readouterr().out.count(".json") == 8
 
 
 def test_the_schemas_and_the_models_agree_on_examples() -> None:
@@ -143,6 +145,13 @@ def test_the_schemas_and_the_models_agree_on_examples() -> None:
         ("edit_file", {"path": "a", "old_text": "x", "new_text": "y", "replace_all": True}, True),
         ("grep", {"pattern": "x", "path": "src", "include": "*.py"}, True),
         ("glob", {}, False),
+        ("update_plan", {"entries": []}, True),
+        ("update_plan", {"entries": [{"content": "a", "status": "completed", "priority": "low"}]}, True),
+        ("update_plan", {"entries": [{"content": "a", "status": "done"}]}, False),
+        ("update_plan", {"entries": [{"content": "", "status": "pending"}]}, False),
+        ("update_plan", {"entries": [{"content": "a" * 2001, "status": "pending"}]}, False),
+        ("update_plan", {"entries": [{"content": "a", "status": "pending", "extra": 1}]}, False),
+        ("update_plan", {"entries": [{"content": "a", "status": "pending"}] * 51}, False),
     ]
     for name, value, valid in cases:
         by_schema = jsonschema.Draft202012Validator(SPECS[name].parameters).is_valid(value)
@@ -158,12 +167,14 @@ async def test_unknown_and_not_offered_tools_name_the_offered_ones(tmp_path: Pat
     with pytest.raises(ToolCallError) as caught:
         await prepare(tmp_path, "foo")
     assert str(caught.value) == (
-        "unknown tool 'foo'; available: read_file, list_directory, glob, grep, write_file, edit_file, run_command"
+        "unknown tool 'foo'; available: read_file, list_directory, glob, grep, write_file, edit_file, run_command, "
+        "update_plan"
     )
     with pytest.raises(ToolCallError) as caught:
         await prepare(tmp_path, "write_file", offered=READ_ONLY_TOOLS, path="a", content="")
     assert str(caught.value) == (
-        "tool 'write_file' is not available in this session; available: read_file, list_directory, glob, grep"
+        "tool 'write_file' is not available in this session; available: read_file, list_directory, glob, grep, "
+        "update_plan"
     )
 
 

@@ -1,9 +1,11 @@
 """The unscripted answer, as a behaviour chosen from the request alone (pure, deterministic).
 
-When the request offers a ``read_file`` tool and the last message is the user's and names a relative file path,
-the answer is one ``read_file`` call for it; when the last messages are the results of ``read_file`` calls, the
-answer quotes each file's first line and line count (or the failure); otherwise it echoes the prompt. So the
-loop ends after one round: a call only ever answers a user message.
+When the request offers ``update_plan`` and the last message is the user's and starts with ``plan:``, the answer is
+one ``update_plan`` call whose entries are the ``;``-separated steps after it (the first ``in_progress``, the others
+``pending``). When the request offers a ``read_file`` tool and the last message is the user's and names a relative
+file path, the answer is one ``read_file`` call for it; when the last messages are the results of ``read_file``
+calls, the answer quotes each file's first line and line count (or the failure); otherwise it echoes the prompt.
+So the loop ends after one round: a call only ever answers a user message.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from ._behaviours import Answer, Behaviour, ScriptedCall, ToolCalls
 from ._read_output import FileLines, ReadFailure, parse_read_output
 
 READ_FILE = "read_file"
+UPDATE_PLAN = "update_plan"
+PLAN_KEYWORD = "plan:"
 
 _STRIP = "\"'`“”‘’«»()[]{}<>*"
 _TRAILING = _STRIP + ",;:!?."
@@ -118,6 +122,15 @@ def answer_from_reads(messages: Sequence[object]) -> str | None:
     return " ".join(sentences) or None
 
 
+def plan_in_prompt(text: str) -> list[dict[str, str]] | None:
+    """The plan a ``plan: step one; step two`` prompt asks for (the first step in progress); None for another
+    prompt."""
+    if not text.lower().startswith(PLAN_KEYWORD):
+        return None
+    steps = [step.strip() for step in text[len(PLAN_KEYWORD) :].split(";") if step.strip()]
+    return [{"content": step, "status": "in_progress" if n == 0 else "pending"} for n, step in enumerate(steps)]
+
+
 def default_behaviour(body: Mapping[str, Any]) -> Behaviour:
     """What the model does with a chat request nothing was scripted for (``body["messages"]`` is a list)."""
     messages = body.get("messages")
@@ -125,6 +138,10 @@ def default_behaviour(body: Mapping[str, Any]) -> Behaviour:
     if (answer := answer_from_reads(messages)) is not None:
         return Answer(text=answer)
     last = messages[-1] if messages else None
+    if offers_tool(body, UPDATE_PLAN) and isinstance(last, Mapping) and last.get("role") == "user":
+        entries = plan_in_prompt(_wire.text_of(last.get("content")))
+        if entries is not None:
+            return ToolCalls((ScriptedCall(UPDATE_PLAN, {"entries": entries}),))
     if offers_tool(body, READ_FILE) and isinstance(last, Mapping) and last.get("role") == "user":
         path = path_in_prompt(_wire.text_of(last.get("content")))
         if path is not None:

@@ -45,8 +45,8 @@ def _parse_json(body: bytes) -> Any:
 
 class LoopbackModel:
     """An OpenAI-compatible chat endpoint that plays scripted behaviours, FIFO, then the default answer
-    (``_default.py``: a ``read_file`` call for a file the prompt names when the request offers that tool, an
-    answer from its result, else the prompt echoed).
+    (``_default.py``: an ``update_plan`` call for a ``plan: a; b`` prompt, a ``read_file`` call for a file the
+    prompt names when the request offers that tool, an answer from its result, else the prompt echoed).
 
     Open it once with ``async with``: it listens on an ephemeral port and owns one task group holding the
     accept loop and one task per connection; leaving the block cancels them all and closes every socket.
