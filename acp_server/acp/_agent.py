@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         CancelNotification,
         CancelRequestNotification,
         CloseSessionRequest,
+        DeleteSessionRequest,
         ForkSessionRequest,
         ListSessionsRequest,
         LoadSessionRequest,
@@ -158,7 +159,7 @@ class AcpAgent:
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}},
             "_meta": {
                 "acpServer": {
                     "promptQueue": {
@@ -241,12 +242,24 @@ class AcpAgent:
         Answers after this connection's prompts of the session have been answered: their answers come first.
         """
         await self._bridge.close_session(request.session_id)
-        self._told.pop(request.session_id, None)
-        for handle in list(self._prompts.values()):
-            if handle.session_id == request.session_id:
-                await handle.events.wait_released()
+        await self._answered_first(request.session_id)
         logger.info("session %s closed", request.session_id)
         return {}
+
+    async def delete_session(self, request: DeleteSessionRequest, peer: Peer) -> dict[str, Any]:
+        """``session/delete``: cancel the session's work, free it, then remove it and its stored history for good
+        (unknown: ``session_not_found``). Its prompts here are answered first, as for ``session/close``."""
+        await self._bridge.delete_session(request.session_id)
+        await self._answered_first(request.session_id)
+        logger.info("session %s deleted", request.session_id)
+        return {}
+
+    async def _answered_first(self, session_id: str) -> None:
+        """The session was detached: forget it and wait until this connection's prompts of it have been answered."""
+        self._told.pop(session_id, None)
+        for handle in list(self._prompts.values()):
+            if handle.session_id == session_id:
+                await handle.events.wait_released()
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         servers = mcp_servers_of(request.mcp_servers)

@@ -26,7 +26,7 @@ first, then its response), ``session/fork``, ``session/list`` — goes on the co
 known to the connection when ``session/new`` / ``session/fork`` answer with it, when ``session/load`` /
 ``session/resume`` for it is accepted (forgotten again if that fails), or when the client opens its stream and the
 session exists (open in the bridge, or stored: clients open a session's stream before they load it);
-``session/close`` ends its stream after its answer. A change of an attached session's mode, model or title made
+``session/close`` and ``session/delete`` end its stream after their answer. A change of an attached session's mode, model or title made
 elsewhere (another connection, REST, stdio) is sent, on behalf of no request, on the session's stream while it has a
 reader, else on the connection stream.
 
@@ -240,7 +240,7 @@ class _Connection:
                 self.add_session(opened)
         elif method in _ATTACHING_METHODS and not ok and created and session_id is not None:
             self._forget_session(session_id)
-        elif method == "session/close" and ok and session_id is not None:
+        elif method in ("session/close", "session/delete") and ok and session_id is not None:
             channel = self.channels.pop(session_id, None)
             if channel is not None:  # the answer still goes out on it, then the stream ends
                 asyncio.get_running_loop().call_soon(channel.close)
