@@ -20,6 +20,7 @@ import heapq
 import math
 import os
 import uuid
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from types import TracebackType
@@ -140,7 +141,7 @@ class SessionBridge:
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
         self._close_listeners: list[Callable[[str], None]] = []
-        self._deleting: set[str] = set()  # sessions a delete_session is removing: a load of them finds nothing
+        self._deleting: Counter[str] = Counter()  # delete_session calls in progress by session: a load finds nothing
         self._settings_listeners: list[SettingsListener] = []
 
     @property
@@ -344,7 +345,7 @@ class SessionBridge:
         self.check_mcp_servers(mcp_servers)
         snapshot = await self._store.read_session(session_id)
         self._check_open()
-        if snapshot is None or session_id in self._deleting:
+        if snapshot is None or self._deleting[session_id]:
             raise SessionNotFoundError(session_id)
         entry = self._sessions.get(session_id)
         if entry is None:
@@ -446,7 +447,7 @@ class SessionBridge:
         a memory-only session has none). Unknown here and in the store: ``SessionNotFoundError``. Meanwhile a
         load or resume of it finds nothing, so it never comes back half deleted."""
         entry = self._sessions.get(session_id)
-        self._deleting.add(session_id)
+        self._deleting[session_id] += 1
         try:
             await self.close_session(session_id)
             if entry is None or entry.journaled:
@@ -454,7 +455,7 @@ class SessionBridge:
         except StoredSessionNotFoundError:
             raise SessionNotFoundError(session_id) from None  # deleted meanwhile by another face or process
         finally:
-            self._deleting.discard(session_id)
+            self._deleting -= Counter({session_id: 1})  # drops the key at zero
 
     # -- prompts ---------------------------------------------------------------------------------------------
 
