@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..bridge import PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
-from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS, MAX_DEADLINE_MS
+from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
@@ -30,6 +30,7 @@ from ._commands import commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._mcp import mcp_meta, mcp_servers_of
+from ._params import MAX_TITLE_CHARS, SET_TITLE_METHOD, check_initialize, check_set_title, deadline_from_meta
 from ._peer import Peer
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         CancelNotification,
         CancelRequestNotification,
         CloseSessionRequest,
+        DeleteSessionRequest,
         ForkSessionRequest,
         ListSessionsRequest,
         LoadSessionRequest,
@@ -62,11 +64,6 @@ logger = logging.getLogger("acp_server.acp")
 
 PROTOCOL_VERSION = 1
 
-SET_TITLE_METHOD = "_acp-server/set_title"
-"""The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
-
-MAX_TITLE_CHARS = 200
-
 Announce = Callable[[str, str, Mapping[str, Any]], None]
 """``announce(session_id, method, params)``: queue one notification about a session for the client now, on behalf of
 no request (never waits: the transport bounds what it holds, as for replies)."""
@@ -79,32 +76,6 @@ class AgentOptions:
     name: str = "acp-server"
     version: str = "0"
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
-
-
-def _check_initialize(params: Any) -> int:
-    """Validate ``initialize`` params without the schema models (they cost ~0.7 s to import; this reply must not)."""
-    if not isinstance(params, dict):
-        raise InvalidInputError(
-            "Invalid params for initialize: expected an object", [{"field": "(root)", "message": "expected object"}]
-        )
-    if "protocolVersion" not in params:
-        raise InvalidInputError(
-            "Invalid params for initialize: protocolVersion: Field required",
-            [{"field": "protocolVersion", "message": "Field required"}],
-        )
-    version = params["protocolVersion"]
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise InvalidInputError(
-            "Invalid params for initialize: protocolVersion: must be an integer from 0 to 65535",
-            [{"field": "protocolVersion", "message": "must be an integer from 0 to 65535"}],
-        )
-    for key in ("clientCapabilities", "clientInfo", "_meta"):
-        if key in params and params[key] is not None and not isinstance(params[key], dict):
-            raise InvalidInputError(
-                f"Invalid params for initialize: {key}: must be an object",
-                [{"field": key, "message": "must be an object"}],
-            )
-    return version
 
 
 def _iso(moment: datetime) -> str:
@@ -136,45 +107,6 @@ class _Totals:
     def meta(self) -> dict[str, Any]:
         usage = {"inputTokens": self.input, "outputTokens": self.output, "totalTokens": self.input + self.output}
         return {"acpServer": {"usage": {**usage, "requests": self.requests}}}
-
-
-def _check_set_title(params: Any) -> tuple[str, str]:
-    """``{sessionId, title}`` of :data:`SET_TITLE_METHOD`: a session id and a title of at most
-    :data:`MAX_TITLE_CHARS` characters on one line (``""`` clears it)."""
-    method = SET_TITLE_METHOD
-
-    def refuse(field: str, problem: str) -> InvalidInputError:
-        return InvalidInputError(
-            f"Invalid params for {method}: {field}: {problem}", [{"field": field, "message": problem}]
-        )
-
-    if not isinstance(params, dict):
-        raise refuse("(root)", "expected an object")
-    session_id, title = params.get("sessionId"), params.get("title")
-    if not isinstance(session_id, str) or not session_id:
-        raise refuse("sessionId", "must be a non-empty string")
-    if not isinstance(title, str):
-        raise refuse("title", "must be a string")
-    title = title.strip()
-    if len(title) > MAX_TITLE_CHARS or "\n" in title or "\r" in title:
-        raise refuse("title", f"must be one line of at most {MAX_TITLE_CHARS} characters")
-    return session_id, title
-
-
-def _deadline_from_meta(meta: Any) -> int | None:
-    """``_meta.acpServer.promptDeadlineMs``: a positive integer that can only shorten the server's deadline."""
-    if not isinstance(meta, dict) or not isinstance(meta.get("acpServer"), dict):
-        return None
-    value = meta["acpServer"].get("promptDeadlineMs")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_DEADLINE_MS:
-        problem = f"must be a positive integer of at most {MAX_DEADLINE_MS}"
-        raise InvalidInputError(
-            f"Invalid params for session/prompt: _meta.acpServer.promptDeadlineMs {problem}",
-            [{"field": "_meta.acpServer.promptDeadlineMs", "message": problem}],
-        )
-    return value
 
 
 class _Told:
@@ -227,7 +159,7 @@ class AcpAgent:
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}},
             "_meta": {
                 "acpServer": {
                     "promptQueue": {
@@ -250,7 +182,7 @@ class AcpAgent:
     # -- requests -----------------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any, peer: Peer) -> dict[str, Any]:
-        _check_initialize(params)
+        check_initialize(params)
         self._client_caps = ClientCapabilities(params.get("clientCapabilities"))
         return {
             "protocolVersion": PROTOCOL_VERSION,
@@ -310,12 +242,24 @@ class AcpAgent:
         Answers after this connection's prompts of the session have been answered: their answers come first.
         """
         await self._bridge.close_session(request.session_id)
-        self._told.pop(request.session_id, None)
-        for handle in list(self._prompts.values()):
-            if handle.session_id == request.session_id:
-                await handle.events.wait_released()
+        await self._answered_first(request.session_id)
         logger.info("session %s closed", request.session_id)
         return {}
+
+    async def delete_session(self, request: DeleteSessionRequest, peer: Peer) -> dict[str, Any]:
+        """``session/delete``: cancel the session's work, free it, then remove it and its stored history for good
+        (unknown: ``session_not_found``). Its prompts here are answered first, as for ``session/close``."""
+        await self._bridge.delete_session(request.session_id)
+        await self._answered_first(request.session_id)
+        logger.info("session %s deleted", request.session_id)
+        return {}
+
+    async def _answered_first(self, session_id: str) -> None:
+        """The session was detached: forget it and wait until this connection's prompts of it have been answered."""
+        self._told.pop(session_id, None)
+        for handle in list(self._prompts.values()):
+            if handle.session_id == session_id:
+                await handle.events.wait_released()
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         servers = mcp_servers_of(request.mcp_servers)
@@ -326,7 +270,7 @@ class AcpAgent:
 
     async def set_title(self, params: Any, peer: Peer) -> dict[str, Any]:
         """:data:`SET_TITLE_METHOD`: store the session's title and announce it (``session_info_update``)."""
-        session_id, title = _check_set_title(params)
+        session_id, title = check_set_title(params)
         entry = self._bridge.get(session_id)
         self._told_of(entry)
         await entry.set_title(title, origin=self)
@@ -337,7 +281,7 @@ class AcpAgent:
     async def prompt(self, request: PromptRequest, peer: Peer) -> dict[str, Any]:
         """Admit the prompt (a refusal is this request's error), relay its events in order, answer its outcome."""
         prompt = prompt_from_blocks(request.prompt)
-        deadline_ms = _deadline_from_meta(request.field_meta)
+        deadline_ms = deadline_from_meta(request.field_meta)
         session_id = request.session_id
         client = AcpToolClient(peer, self._client_caps, session_id, fs_timeout_ms=self._options.fs_request_timeout_ms)
         handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client, origin=self)

@@ -47,6 +47,7 @@ METHODS: Mapping[str, Method] = {
     "session/resume": Method("ResumeSessionRequest", AcpAgent.resume_session),
     "session/list": Method("ListSessionsRequest", AcpAgent.list_sessions, params_optional=True),
     "session/close": Method("CloseSessionRequest", AcpAgent.close_session),
+    "session/delete": Method("DeleteSessionRequest", AcpAgent.delete_session),
     "session/prompt": Method("PromptRequest", AcpAgent.prompt),
     "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session),
     "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),

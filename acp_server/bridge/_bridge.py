@@ -20,6 +20,7 @@ import heapq
 import math
 import os
 import uuid
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from types import TracebackType
@@ -31,7 +32,14 @@ from anyio.abc import TaskGroup
 
 from ..domain import Conversation, Emit, Prompt, StopReason
 from ..errors import ServerError
-from ..store import DEFAULT_PAGE_SIZE, MemorySessionStore, SessionPage, SessionStore, StoredMessage
+from ..store import (
+    DEFAULT_PAGE_SIZE,
+    MemorySessionStore,
+    SessionPage,
+    SessionStore,
+    StoredMessage,
+    StoredSessionNotFoundError,
+)
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._commands import Command, SlashCommands
@@ -133,6 +141,7 @@ class SessionBridge:
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
         self._close_listeners: list[Callable[[str], None]] = []
+        self._deleting: Counter[str] = Counter()  # delete_session calls in progress by session: a load finds nothing
         self._settings_listeners: list[SettingsListener] = []
 
     @property
@@ -336,7 +345,7 @@ class SessionBridge:
         self.check_mcp_servers(mcp_servers)
         snapshot = await self._store.read_session(session_id)
         self._check_open()
-        if snapshot is None:
+        if snapshot is None or self._deleting[session_id]:
             raise SessionNotFoundError(session_id)
         entry = self._sessions.get(session_id)
         if entry is None:
@@ -431,6 +440,22 @@ class SessionBridge:
             await running.wait()
         if session.mcp is not None:
             await session.mcp.aclose()  # its servers have stopped (processes reaped)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove the session for good: closed first as by :meth:`close_session` (its running prompt cancelled
+        and unwound, its waiting ones settled), then its stored history deleted (``SessionStore.delete_session``;
+        a memory-only session has none). Unknown here and in the store: ``SessionNotFoundError``. Meanwhile a
+        load or resume of it finds nothing, so it never comes back half deleted."""
+        entry = self._sessions.get(session_id)
+        self._deleting[session_id] += 1
+        try:
+            await self.close_session(session_id)
+            if entry is None or entry.journaled:
+                await self._store.delete_session(session_id)
+        except StoredSessionNotFoundError:
+            raise SessionNotFoundError(session_id) from None  # deleted meanwhile by another face or process
+        finally:
+            self._deleting -= Counter({session_id: 1})  # drops the key at zero
 
     # -- prompts ---------------------------------------------------------------------------------------------
 

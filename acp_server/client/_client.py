@@ -378,6 +378,16 @@ class DaemonClient:
         """``DELETE /session/{id}``: its prompts end (``session_closed``), its event streams end."""
         await self._send("DELETE", self._session_path(session_id), expect=(204, 200))
 
+    async def delete_session(self, session_id: str) -> None:
+        """``POST /session/{id}/delete`` (ACP ``session/delete``): closed as by :meth:`close_session` (its running
+        prompt cancelled first), then removed with its stored history for good. :class:`DaemonSessionNotFoundError`
+        when unknown; :class:`DaemonFeatureUnavailableError` when the daemon does not serve it (``session.remove``)."""
+        path = self._session_path(session_id, "/delete")
+        try:
+            await self._send("POST", path, expect=(204, 200))
+        except DaemonNotFoundError as exc:  # no such route (an unknown session is DaemonSessionNotFoundError)
+            raise DaemonFeatureUnavailableError("session.remove", exc) from exc
+
     async def cancel(self, session_id: str) -> None:
         """``POST /session/{id}/cancel``: stop the session's *running* prompt, whoever sent it."""
         await self._send("POST", self._session_path(session_id, "/cancel"), expect=(204, 200))

@@ -161,7 +161,7 @@ class AcpConnection:
                 self.add_session(opened)
         elif method in ATTACHING_METHODS and not ok and created and session_id is not None:
             self._forget_session(session_id)
-        elif method == "session/close" and ok and session_id is not None:
+        elif method in ("session/close", "session/delete") and ok and session_id is not None:
             channel = self.channels.pop(session_id, None)
             if channel is not None:  # the answer still goes out on it, then the stream ends
                 asyncio.get_running_loop().call_soon(channel.close)

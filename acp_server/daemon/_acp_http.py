@@ -26,9 +26,9 @@ first, then its response), ``session/fork``, ``session/list`` — goes on the co
 known to the connection when ``session/new`` / ``session/fork`` answer with it, when ``session/load`` /
 ``session/resume`` for it is accepted (forgotten again if that fails), or when the client opens its stream and the
 session exists (open in the bridge, or stored: clients open a session's stream before they load it);
-``session/close`` ends its stream after its answer. A change of an attached session's mode, model or title made
-elsewhere (another connection, REST, stdio) is sent, on behalf of no request, on the session's stream while it has a
-reader, else on the connection stream.
+``session/close`` and ``session/delete`` end its stream after their answer. A change of an attached session's mode,
+model or title made elsewhere (another connection, REST, stdio) is sent, on behalf of no request, on the session's
+stream while it has a reader, else on the connection stream.
 
 Statuses: ``415`` POST not ``application/json``; ``406`` GET without ``text/event-stream`` in ``Accept``; ``501``
 a batch; ``400`` not a JSON-RPC message, a missing ``Acp-Connection-Id``, a session-scoped message without (or with

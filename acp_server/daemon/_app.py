@@ -8,6 +8,8 @@ Routes (every one but ``/health`` needs the bearer token when one is set):
                                        the mode (absent or null: the daemon's default) is stored with the session
     POST   /session/{id}/resume        {cwd?} → 200 {sessionId, modeId, modelId}: attach a stored session, no replay
     DELETE /session/{id}               204: detach (history stays stored); its streams end with ``session_closed``
+    POST   /session/{id}/delete        204: as DELETE, then the session and its stored history are removed for good
+                                       (ACP ``session/delete``; DELETE already means detach)
     POST   /session/{id}/mode          {modeId} → 200 {sessionId, modeId, modelId}; a change publishes
                                        ``mode_changed`` then ``config_changed``
     POST   /session/{id}/config        {configId, value} → 200 {sessionId, modeId, modelId, configOptions}: set the
@@ -228,6 +230,10 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         await daemon.close_session(request.path_params["session_id"])
         return Response(status_code=204)
 
+    async def remove_session(request: Request) -> Response:
+        await daemon.close_session(request.path_params["session_id"], delete=True)
+        return Response(status_code=204)
+
     async def prompt(request: Request) -> Response:
         session_id: str = request.path_params["session_id"]
         wait = _flag(request, "wait")
@@ -291,6 +297,7 @@ def _routes(daemon: Daemon) -> list[BaseRoute]:
         Route("/session", create_session, methods=["POST"]),
         Route("/session/{session_id}", delete_session, methods=["DELETE"]),
         Route("/session/{session_id}/resume", resume_session, methods=["POST"]),
+        Route("/session/{session_id}/delete", remove_session, methods=["POST"]),
         Route("/session/{session_id}/mode", set_mode, methods=["POST"]),
         Route("/session/{session_id}/config", set_config, methods=["POST"]),
         Route("/session/{session_id}/permission/{requestId}", answer_permission, methods=["POST"]),

@@ -87,6 +87,7 @@ FEATURES: tuple[str, ...] = (
     "session.permission",
     "session.prompt",
     "session.prompt.wait",
+    "session.remove",
     "session.resume",
 )
 """What ``/capabilities`` advertises; ``session.load`` (history replayed on the event stream) is not served yet."""
@@ -358,12 +359,14 @@ class Daemon:
         logger.info("session %s resumed", session_id)
         return entry.session_id
 
-    async def close_session(self, session_id: str) -> None:
+    async def close_session(self, session_id: str, *, delete: bool = False) -> None:
         """Detach the session from the bridge (its prompts end ``session_closed``; its stored history stays, it can be
-        resumed), publish their terminal events and a ``session_closed`` event, then end its streams."""
+        resumed), publish their terminal events and a ``session_closed`` event, then end its streams. ``delete``:
+        then remove it and its stored history for good (``SessionBridge.delete_session``)."""
         self._check_open()
         channel = self._channels.get(session_id)
-        await self.bridge.close_session(session_id)  # tells _detached, which finishes the channel
+        detach = self.bridge.delete_session if delete else self.bridge.close_session
+        await detach(session_id)  # tells _detached, which finishes the channel
         finished = self._finishing.get(channel) if channel is not None else None
         if finished is not None:
             await finished.wait()

@@ -15,8 +15,8 @@ from typing import ClassVar, Self
 
 from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ..tasks import Lifecycle
-from ._exceptions import StoreClosedError, StoreUnavailableError
-from ._owner import make_owner, owner_alive
+from ._exceptions import SessionBusyError, StoreClosedError, StoreUnavailableError
+from ._owner import make_owner, owner_alive, owner_pid
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
@@ -115,6 +115,13 @@ class SessionStore(abc.ABC):
             return "running" if (session_id, seq) in self._live else "interrupted"
         return "running" if owner_alive(owner) else "interrupted"
 
+    def _refuse_running(self, session_id: str, pending: list[tuple[int, str | None]]) -> None:
+        """Raise :class:`SessionBusyError` if one of the session's pending answers (``(seq, owner)``) still runs,
+        here or in another live process: a running turn's history is never rewritten under it."""
+        for seq, owner in pending:
+            if self._pending_outcome(owner, session_id, seq) == "running":
+                raise SessionBusyError(session_id, owner_pid(owner))
+
     @abc.abstractmethod
     async def _open(self) -> StoreUnavailableError | None: ...
 
@@ -147,6 +154,12 @@ class SessionStore(abc.ABC):
     ) -> SessionRecord:
         """A new session with a copy of the source's history (steps included), title, mode and model; a pending
         answer is copied as ``interrupted``. ``mode``: the new session's mode (None: the source's stored one)."""
+
+    @abc.abstractmethod
+    async def delete_session(self, session_id: str) -> None:
+        """One transaction: remove the session with its whole history (messages, steps, compactions); a fork of
+        it keeps its own copy. An unknown session raises :class:`StoredSessionNotFoundError`; one whose turn still
+        runs (here or in another live process) raises :class:`SessionBusyError`; either way nothing is removed."""
 
     @abc.abstractmethod
     async def set_mode(self, session_id: str, mode: str) -> None:

@@ -12,8 +12,7 @@ import anyio.lowlevel
 
 from ..domain import Compaction, ContextUsage, ModelStep, PromptPart, StopReason
 from ._base import SessionStore
-from ._exceptions import SessionBusyError, StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
-from ._owner import owner_pid
+from ._exceptions import StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
@@ -34,6 +33,11 @@ __all__ = ["MemorySessionStore"]
 class _Row:
     message: StoredMessage  # outcome "running" stands for "pending" here; owner says whose
     owner: str | None = None
+
+
+def _pending(rows: list[_Row]) -> list[tuple[int, str | None]]:
+    """``(seq, owner)`` of the pending answers among ``rows``."""
+    return [(row.message.seq, row.owner) for row in rows if row.message.outcome == "running"]
 
 
 class MemorySessionStore(SessionStore):
@@ -133,6 +137,15 @@ class MemorySessionStore(SessionStore):
             self._compactions[session_id] = self._compactions[source_id]
         return record
 
+    async def delete_session(self, session_id: str) -> None:
+        await self._enter()
+        rows = self._rows.get(session_id)
+        if rows is None:
+            raise StoredSessionNotFoundError(session_id)
+        self._refuse_running(session_id, _pending(rows))
+        del self._sessions[session_id], self._rows[session_id]
+        self._compactions.pop(session_id, None)
+
     async def set_mode(self, session_id: str, mode: str) -> None:
         await self._enter()
         record = self._sessions.get(session_id)
@@ -163,12 +176,10 @@ class MemorySessionStore(SessionStore):
         rows = self._rows.get(session_id)
         if rows is None:
             raise StoredSessionNotFoundError(session_id)
+        self._refuse_running(session_id, _pending(rows))
         for row in rows:
-            message = row.message
-            if message.outcome == "running":
-                if self._pending_outcome(row.owner, session_id, message.seq) == "running":
-                    raise SessionBusyError(session_id, owner_pid(row.owner))
-                row.message, row.owner = replace(message, outcome="interrupted"), None
+            if row.message.outcome == "running":
+                row.message, row.owner = replace(row.message, outcome="interrupted"), None
         last = len(rows)
         since = known if known <= last else 0
         catch_up = tuple(row.message for row in rows[since:])

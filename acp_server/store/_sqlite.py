@@ -31,7 +31,6 @@ import anyio.to_thread
 from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ._base import SessionStore
 from ._exceptions import (
-    SessionBusyError,
     StoreBusyError,
     StoreClosedError,
     StoredSessionNotFoundError,
@@ -40,7 +39,6 @@ from ._exceptions import (
     StoreUnavailableError,
     UnavailableReason,
 )
-from ._owner import owner_pid
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, connect
 from ._schema import read as _read
 from ._schema import write as _write
@@ -83,6 +81,12 @@ def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str
         "SELECT step, head, call FROM answer_calls WHERE session_id = ? AND seq = ? ORDER BY n", (session_id, seq)
     ).fetchall()
     return steps_json_from_journal(rows)
+
+
+def _pending(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str | None]]:
+    """``(seq, owner)`` of the session's pending answers (running, or of a dead process)."""
+    rows = conn.execute("SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'", (session_id,))
+    return [(seq, owner) for seq, owner in rows.fetchall()]
 
 
 def _latest_compaction(conn: sqlite3.Connection, session_id: str) -> Compaction | None:
@@ -294,6 +298,18 @@ class SqliteSessionStore(SessionStore):
 
         return await self._call(fork)
 
+    async def delete_session(self, session_id: str) -> None:
+        def delete(conn: sqlite3.Connection) -> None:
+            with _write(conn):
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                    raise StoredSessionNotFoundError(session_id)
+                self._refuse_running(session_id, _pending(conn, session_id))
+                for table in ("answer_calls", "compactions", "messages"):  # children first: no cascade relied on
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+        await self._call(delete)
+
     async def set_mode(self, session_id: str, mode: str) -> None:
         await self._set_column(session_id, "mode", mode)
 
@@ -326,12 +342,9 @@ class SqliteSessionStore(SessionStore):
             with _write(conn):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
-                pending = conn.execute(
-                    "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'", (session_id,)
-                ).fetchall()
-                for seq, owner in pending:
-                    if self._pending_outcome(owner, session_id, seq) == "running":
-                        raise SessionBusyError(session_id, owner_pid(owner))
+                pending = _pending(conn, session_id)
+                self._refuse_running(session_id, pending)
+                for seq, _owner in pending:
                     conn.execute(  # its journal folded into its steps, as its end_turn would have
                         "UPDATE messages SET outcome = 'interrupted', owner = NULL, updated_us = ?, "
                         "steps = coalesce(?, steps) WHERE session_id = ? AND seq = ?",

@@ -257,3 +257,16 @@ async def test_close_session_detaches_it_and_closes_the_session_client() -> None
             await client.prompt(session.session_id, "hello")
         with pytest.raises(DaemonSessionNotFoundError):
             await client.close_session("nope")
+
+
+async def test_delete_session_removes_it_for_good() -> None:
+    async with running_daemon(None) as served, DaemonClient(served.url) as client:
+        assert (await client.capabilities()).supports("session.remove")
+        session_id = await client.create_session("/tmp")
+        await client.delete_session(session_id)
+        assert await served.bridge.store.get_session(session_id) is None
+        with pytest.raises(DaemonSessionNotFoundError):  # not merely detached: it cannot be resumed
+            await client.resume_session(session_id)
+        with pytest.raises(DaemonSessionNotFoundError) as missing:
+            await client.delete_session(session_id)
+        assert missing.value.session_id == session_id

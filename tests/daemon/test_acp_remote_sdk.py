@@ -11,12 +11,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from acp import connect_to_agent, text_block
+from acp import connect_to_agent
 from acp.http import create_http_stream
 from acp.schema import AgentMessageChunk, UserMessageChunk
 from acp.ws import create_websocket_stream
 
 from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
+from tests.acp_blocks import text_block
 
 from ._support import Served, running_daemon
 

@@ -228,7 +228,8 @@ async def test_event_ids_never_repeat_across_a_daemon_restart(tmp_path: Path) ->
                 assert (await events.next()).event == "resync_required"
 
 
-async def test_a_session_closed_through_acp_ends_its_rest_streams_with_session_closed() -> None:
+@pytest.mark.parametrize("method", ["session/close", "session/delete"])
+async def test_a_session_closed_through_acp_ends_its_rest_streams_with_session_closed(method: str) -> None:
     async with LoopbackModel() as model:
         model.enqueue(HangAfterHeaders())
         async with running_daemon(model) as served:
@@ -241,16 +242,21 @@ async def test_a_session_closed_through_acp_ends_its_rest_streams_with_session_c
                 headers = {"Acp-Connection-Id": connection, "Acp-Session-Id": session_id}
                 params = {"sessionId": session_id, "cwd": "/tmp"}
                 resume = {"jsonrpc": "2.0", "id": 2, "method": "session/resume", "params": params}
-                close = {"jsonrpc": "2.0", "id": 3, "method": "session/close", "params": {"sessionId": session_id}}
+                close = {"jsonrpc": "2.0", "id": 3, "method": method, "params": {"sessionId": session_id}}
                 # the session becomes known to the connection (resume), then /acp closes it: 202, answer on its stream
                 assert (await served.client.post("/acp", json=resume, headers=headers)).status_code == 202
                 async with served.client.stream(
                     "GET", "/acp", headers={**headers, "accept": "text/event-stream"}
                 ) as stream:
                     assert (await served.client.post("/acp", json=close, headers=headers)).status_code == 202
-                    answer = json.loads((await httpx2.EventSource(stream).__aiter__().__anext__()).data)
+                    sse = httpx2.EventSource(stream).__aiter__()
+                    answer = json.loads((await sse.__anext__()).data)
                     assert answer == {"jsonrpc": "2.0", "id": 3, "result": {}}, answer
+                    with pytest.raises(StopAsyncIteration):  # the session's stream ends after the answer
+                        await sse.__anext__()
                 seen = await events.until_ended()
+            stored = await served.bridge.store.get_session(session_id)
+            assert (stored is None) == (method == "session/delete")  # only a delete removes the history
         assert [e.event for e in seen[-2:]] == ["turn_error", "session_closed"]
         assert seen[-2].data["promptId"] == running and seen[-2].data["code"] == "session_closed"
 

@@ -11,13 +11,14 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import connect_to_agent, text_block
+from acp import connect_to_agent
 from acp.http import create_http_stream
 from acp.schema import ConfigOptionUpdate, CurrentModeUpdate, SessionInfoUpdate
 from acp.ws import create_websocket_stream
 
 from acp_server.config import Settings
 from acp_server.provider.offline import Answer, LoopbackModel
+from tests.acp_blocks import text_block
 
 from ._support import EventReader, Served, running_daemon
 

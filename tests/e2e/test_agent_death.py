@@ -9,9 +9,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import spawn_agent_process
 
 from acp_server.provider.offline import LoopbackModel, ScriptedCall, ToolCalls
+from tests.acp_blocks import text_block
 
 from ._hardening import BYPASS, Editor, capabilities, eventually, exited, kill_quietly
 

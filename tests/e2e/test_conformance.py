@@ -12,10 +12,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import spawn_agent_process
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, SessionNotification
 
 from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
+from tests.acp_blocks import text_block
 
 pytestmark = pytest.mark.anyio
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import text_block
 from acp.schema import CreateTerminalResponse, ReadTextFileResponse, RequestPermissionResponse
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from tests.acp_blocks import text_block
 
 from .test_tools import Editor, _agent, _session, _tool_messages
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import spawn_agent_process
 from acp.schema import EnvVariable, McpServerStdio, ToolCallStart
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from tests.acp_blocks import text_block
 
 from .test_tools import Editor, _alive, _capabilities, _eventually, _exited, _tool_messages
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, spawn_agent_process
 from acp.schema import ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, UserMessageChunk
 
 from acp_server.provider.offline import Answer, LoopbackModel
+from tests.acp_blocks import text_block
 
 pytestmark = pytest.mark.anyio
 

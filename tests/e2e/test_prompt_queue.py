@@ -12,10 +12,11 @@ import anyio
 import anyio.lowlevel
 import jsonschema
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, spawn_agent_process
 from acp.schema import AgentMessageChunk
 
 from acp_server.provider.offline import Answer, LoopbackModel
+from tests.acp_blocks import text_block
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,11 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import spawn_agent_process
 
 from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from tests.acp_blocks import text_block
 
 from ._hardening import BYPASS, Editor, capabilities
 

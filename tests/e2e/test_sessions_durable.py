@@ -17,10 +17,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import resource_link_block, spawn_agent_process, text_block
+from acp import spawn_agent_process
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, SessionNotification, UserMessageChunk
 
 from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
+from tests.acp_blocks import resource_link_block, text_block
 
 from ._agent import AgentProcess, spawn_agent
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, spawn_agent_process
 from acp.schema import (
     AgentMessageChunk,
     AllowedOutcome,
@@ -39,6 +39,7 @@ from acp.schema import (
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 from acp_server.tools import READ_ONLY_TOOLS
+from tests.acp_blocks import text_block
 
 pytestmark = pytest.mark.anyio
 
@@ -72,6 +73,7 @@ class Editor:
         self.terminals: dict[str, _Terminal] = {}
         self.terminal_calls: list[str] = []
         self.created = anyio.Event()
+        self.exit_awaited = anyio.Event()  # the agent has a terminal's id: it asked to wait for its exit
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -136,6 +138,7 @@ class Editor:
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> WaitForTerminalExitResponse:
         self.terminal_calls.append("wait_for_exit")
+        self.exit_awaited.set()
         terminal = self.terminals[terminal_id]
         code = await terminal.process.wait()
         await terminal.reader
@@ -613,8 +616,8 @@ async def test_cancel_during_an_editor_terminal_kills_and_releases_it(project: P
                     result["r"] = await conn.prompt(session_id=session_id, prompt=[text_block("sleep")])
 
                 tg.start_soon(prompt)
-                with anyio.fail_after(10):
-                    await editor.created.wait()
+                with anyio.fail_after(10):  # the create's answer reached the agent (the 1.0 SDK may send a
+                    await editor.exit_awaited.wait()  # cancel before it, and the agent never learns the id)
                 await conn.cancel(session_id=session_id)
     assert result["r"].stop_reason == "cancelled"
     assert editor.terminal_calls[0] == "create"

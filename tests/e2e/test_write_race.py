@@ -10,10 +10,11 @@ from pathlib import Path
 
 import anyio
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import spawn_agent_process
 from acp.schema import ToolCallProgress
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from tests.acp_blocks import text_block
 
 from ._hardening import Editor, capabilities
 

@@ -1,5 +1,5 @@
-"""The store contract, for both stores (SQLite and memory) on both backends: sessions, turns, outcomes, catch-up,
-listing with keyset cursors, fork, lifecycle."""
+"""The store contract, for every store (SQLite, memory, PostgreSQL) on both backends: sessions, turns, outcomes,
+catch-up, listing with keyset cursors, fork, delete, lifecycle."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from acp_server.domain import ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
+from acp_server.domain import Compaction, ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
 from acp_server.store import (
     InvalidCursorError,
     MemorySessionStore,
+    SessionBusyError,
     SessionStore,
     SqliteSessionStore,
     StoreClosedError,
@@ -18,6 +19,8 @@ from acp_server.store import (
     StoredSessionNotFoundError,
     TurnTicket,
 )
+
+from ._support import FIRST
 
 pytestmark = pytest.mark.anyio
 
@@ -212,6 +215,64 @@ async def test_fork_copies_the_history_and_marks_a_pending_answer_interrupted(st
     assert source is not None and source.messages[3].content == "2"
     child_again = await store.read_session("child")
     assert child_again is not None and child_again.messages[3].content == ""
+
+
+async def test_delete_removes_the_session_and_its_whole_history_and_nothing_else(store: SessionStore) -> None:
+    await store.create_session("gone", "/w")
+    await _turn(store, "gone", "one", "1")
+    await store.record_compaction("gone", Compaction(2, "summary"))
+    dead = await store.begin_turn("gone", known=2, content="two", parts=(TextPart("two"),), title="")
+    await store.record_steps(dead, (FIRST,))  # a journal row of a turn that then died (as after a crash)
+    store._live.discard(("gone", dead.answer_seq))
+    await store.create_session("kept", "/w")
+    await _turn(store, "kept", "k", "K")
+    await store.fork_session("gone", "child", cwd="/w")
+
+    await store.delete_session("gone")
+
+    assert await store.get_session("gone") is None and await store.read_session("gone") is None
+    assert sorted(r.session_id for r in (await store.list_sessions()).sessions) == ["child", "kept"]
+    kept = await store.read_session("kept")
+    assert kept is not None and _summary(kept.messages) == [
+        (1, "user", "k", "complete"),
+        (2, "assistant", "K", "complete"),
+    ]
+    child = await store.read_session("child")  # a fork owns its copy
+    assert child is not None and len(child.messages) == 4 and child.compaction == Compaction(2, "summary")
+    # Nothing of it is left behind: the same id starts empty, with no compaction and no journaled steps.
+    await store.create_session("gone", "/w")
+    await _turn(store, "gone", "a", "b")
+    again = await store.begin_turn("gone", known=2, content="c", parts=(), title="")
+    fresh = await store.read_session("gone")
+    assert fresh is not None and fresh.compaction is None and again.compaction is None
+    assert [(m.seq, m.content, m.steps) for m in fresh.messages] == [
+        (1, "a", ()),
+        (2, "b", ()),
+        (3, "c", ()),
+        (4, "", ()),
+    ]
+
+
+async def test_delete_of_an_unknown_session_is_refused(store: SessionStore) -> None:
+    with pytest.raises(StoredSessionNotFoundError):
+        await store.delete_session("nope")
+    await store.create_session("s", "/w")
+    await store.delete_session("s")
+    with pytest.raises(StoredSessionNotFoundError):
+        await store.delete_session("s")  # a second delete finds nothing
+
+
+async def test_delete_of_a_session_whose_turn_runs_is_refused_and_removes_nothing(store: SessionStore) -> None:
+    await store.create_session("s", "/w")
+    await _turn(store, "s", "one", "1")
+    running = await store.begin_turn("s", known=2, content="two", parts=(TextPart("two"),), title="")
+    with pytest.raises(SessionBusyError):
+        await store.delete_session("s")
+    snapshot = await store.read_session("s")
+    assert snapshot is not None and len(snapshot.messages) == 4
+    await store.end_turn(running, content="2", reasoning="", stop_reason="end_turn", outcome="complete")
+    await store.delete_session("s")  # the turn ended: nothing holds it
+    assert await store.get_session("s") is None
 
 
 async def test_lifecycle(tmp_path: Path) -> None:

@@ -280,3 +280,17 @@ async def test_sqlite_errors_are_mapped_once(tmp_path: Path) -> None:
         assert store.problem is mapped  # for good: every later call fails fast
         with pytest.raises(StoreUnavailableError):
             await store.list_sessions()
+
+
+async def test_a_delete_that_fails_half_way_removes_nothing(tmp_path: Path) -> None:
+    async with SqliteSessionStore(_db(tmp_path)) as store:
+        await store.create_session("s", "/w")
+        ticket = await store.begin_turn("s", known=0, content="q", parts=(TextPart("q"),), title="q")
+        await store.end_turn(ticket, content="a", reasoning="", stop_reason="end_turn", outcome="complete")
+        conn = store._conn
+        assert conn is not None  # the messages go first, then the session row refuses: one transaction
+        conn.execute("CREATE TEMP TRIGGER refuse BEFORE DELETE ON sessions BEGIN SELECT RAISE(ABORT, 'no'); END")
+        with pytest.raises(StoreIOError):
+            await store.delete_session("s")
+        snapshot = await store.read_session("s")
+        assert snapshot is not None and [m.content for m in snapshot.messages] == ["q", "a"]

@@ -1,0 +1,82 @@
+"""The params checked by hand: ``initialize`` (its reply must not wait for the ~0.7 s schema import), the
+:data:`SET_TITLE_METHOD` extension (no schema model) and ``_meta.acpServer.promptDeadlineMs`` of a prompt. Each
+refusal is an :class:`InvalidInputError` naming the field, before any handler does anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidInputError
+from ..limits import MAX_DEADLINE_MS
+
+__all__ = ["MAX_TITLE_CHARS", "SET_TITLE_METHOD", "check_initialize", "check_set_title", "deadline_from_meta"]
+
+SET_TITLE_METHOD = "_acp-server/set_title"
+"""The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
+
+MAX_TITLE_CHARS = 200
+
+
+def check_initialize(params: Any) -> int:
+    """Validate ``initialize`` params without the schema models (they cost ~0.7 s to import; this reply must not)."""
+    if not isinstance(params, dict):
+        raise InvalidInputError(
+            "Invalid params for initialize: expected an object", [{"field": "(root)", "message": "expected object"}]
+        )
+    if "protocolVersion" not in params:
+        raise InvalidInputError(
+            "Invalid params for initialize: protocolVersion: Field required",
+            [{"field": "protocolVersion", "message": "Field required"}],
+        )
+    version = params["protocolVersion"]
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
+        raise InvalidInputError(
+            "Invalid params for initialize: protocolVersion: must be an integer from 0 to 65535",
+            [{"field": "protocolVersion", "message": "must be an integer from 0 to 65535"}],
+        )
+    for key in ("clientCapabilities", "clientInfo", "_meta"):
+        if key in params and params[key] is not None and not isinstance(params[key], dict):
+            raise InvalidInputError(
+                f"Invalid params for initialize: {key}: must be an object",
+                [{"field": key, "message": "must be an object"}],
+            )
+    return version
+
+
+def check_set_title(params: Any) -> tuple[str, str]:
+    """``{sessionId, title}`` of :data:`SET_TITLE_METHOD`: a session id and a title of at most
+    :data:`MAX_TITLE_CHARS` characters on one line (``""`` clears it)."""
+    method = SET_TITLE_METHOD
+
+    def refuse(field: str, problem: str) -> InvalidInputError:
+        return InvalidInputError(
+            f"Invalid params for {method}: {field}: {problem}", [{"field": field, "message": problem}]
+        )
+
+    if not isinstance(params, dict):
+        raise refuse("(root)", "expected an object")
+    session_id, title = params.get("sessionId"), params.get("title")
+    if not isinstance(session_id, str) or not session_id:
+        raise refuse("sessionId", "must be a non-empty string")
+    if not isinstance(title, str):
+        raise refuse("title", "must be a string")
+    title = title.strip()
+    if len(title) > MAX_TITLE_CHARS or "\n" in title or "\r" in title:
+        raise refuse("title", f"must be one line of at most {MAX_TITLE_CHARS} characters")
+    return session_id, title
+
+
+def deadline_from_meta(meta: Any) -> int | None:
+    """``_meta.acpServer.promptDeadlineMs``: a positive integer that can only shorten the server's deadline."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("acpServer"), dict):
+        return None
+    value = meta["acpServer"].get("promptDeadlineMs")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_DEADLINE_MS:
+        problem = f"must be a positive integer of at most {MAX_DEADLINE_MS}"
+        raise InvalidInputError(
+            f"Invalid params for session/prompt: _meta.acpServer.promptDeadlineMs {problem}",
+            [{"field": "_meta.acpServer.promptDeadlineMs", "message": problem}],
+        )
+    return value
