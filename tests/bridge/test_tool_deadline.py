@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+import trio.lowlevel
 import trio.testing
 
 from acp_server.bridge import PromptDeadlineExceededError, PromptHandle, SessionBridge, SessionEntry
@@ -21,6 +22,7 @@ from acp_server.domain import (
     ToolCallUpdated,
     UsageReported,
 )
+from acp_server.provider import import_client_modules
 from acp_server.provider.offline import LoopbackModel, ScriptedCall, ToolCalls
 from acp_server.tools import ToolClient
 from acp_server.turn import ModelSettings, ModelTurn
@@ -38,7 +40,19 @@ DEADLINE_MS = 30_000
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
+    # Virtual time must not jump while the turn waits on real work: the first import of the model client (done in
+    # a worker thread: over a second on a loaded machine when this test runs alone; imported up front below), the
+    # store's thread, the loopback model's answer. The clock jumps at once only from the permission wait on (see
+    # ``jump_once_asked``); before that, only a real second with every task idle would make it jump.
+    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=1.0)})
+
+
+async def jump_once_asked(hold: Hold) -> None:
+    """From the moment the permission is asked, idle virtual time passes at once."""
+    await hold.asked.wait()
+    clock = trio.lowlevel.current_clock()
+    assert isinstance(clock, trio.testing.MockClock)
+    clock.autojump_threshold = 0.0
 
 
 class LateEmits:
@@ -62,6 +76,7 @@ class LateEmits:
 
 
 async def test_the_deadline_ends_a_prompt_stuck_in_a_permission_wait_at_the_deadline(tmp_path: Path) -> None:
+    import_client_modules()  # as the warm-up does before a real first prompt
     write = ScriptedCall("write_file", {"path": "new.txt", "content": "x\n"}, id="w1")
     async with LoopbackModel() as model:
         model.enqueue(ToolCalls((write,)))
@@ -73,7 +88,10 @@ async def test_the_deadline_ends_a_prompt_stuck_in_a_permission_wait_at_the_dead
                 hold = Hold()  # the user never answers
                 start = anyio.current_time()
                 handle = runner.handle = bridge.send_prompt(entry.session_id, text_prompt("write"), client=Editor(hold))
-                events = await read_all(handle.events)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(jump_once_asked, hold)
+                    events = await read_all(handle.events)
+                    tg.cancel_scope.cancel()
                 ended_at = anyio.current_time()
                 with pytest.raises(PromptDeadlineExceededError) as caught:
                     await handle.result()
