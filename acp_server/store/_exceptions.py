@@ -55,8 +55,8 @@ class StoreUnavailableError(StoreError):
 
     error_kind: ClassVar[str] = "store_unavailable"
 
-    def __init__(self, path: str, reason: UnavailableReason, detail: str) -> None:
-        super().__init__(f"Session store unavailable: {path}: {detail}. {_HINT}")
+    def __init__(self, path: str, reason: UnavailableReason, detail: str, *, hint: str = _HINT) -> None:
+        super().__init__(f"Session store unavailable: {path}: {detail}. {hint}")
         self.path = path
         self.reason: UnavailableReason = reason
         self.detail = detail

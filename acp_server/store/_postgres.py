@@ -24,6 +24,7 @@ __all__ = ["PG_SCHEMA_VERSION", "PostgresSessionStore"]
 
 T = TypeVar("T")
 _WRITE_LOCK = 0x41435053  # "ACPS": the advisory lock every write transaction holds (SQLite's write lock)
+_HINT = "Check that the PostgreSQL server is up and that --store (ACP_SERVER_STORE) names it and its database."
 
 # MIGRATIONS[i] takes a database from version i to i + 1; never edit a released step, append one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -160,9 +161,11 @@ class PostgresSessionStore(SqliteSessionStore):
         try:
             self._pg = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
         except ValueError as exc:
-            return StoreUnavailableError(self.location, "schema_too_new", str(exc))
+            return StoreUnavailableError(self.location, "schema_too_new", str(exc), hint=_HINT)
         except psycopg.Error as exc:
-            return StoreUnavailableError(self.location, "cannot_open", f"cannot connect ({type(exc).__name__})")
+            return StoreUnavailableError(
+                self.location, "cannot_open", f"cannot connect ({type(exc).__name__})", hint=_HINT
+            )
         return None
 
     async def _close(self) -> None:
