@@ -12,10 +12,13 @@ Invariants:
   prompt of its session starts.
 - Every task belongs to the bridge's task group; nothing is started before ``__aenter__``.
 - ``create_session`` makes an unjournaled, memory-only session (tests, embedding); every other way in is journaled.
+- A journaled session is attached only once the store has let this bridge claim it (``SessionStore.claim``: one live
+  owner per session with PostgreSQL), and released when it is detached or the bridge closes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import os
@@ -132,6 +135,7 @@ class SessionBridge:
         self._deadline_wakeup: anyio.Event | None = None
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
+        self._unclaim: list[str] = []  # journaled sessions detached by the close, released as the bridge exits
         self._close_listeners: list[Callable[[str], None]] = []
         self._settings_listeners: list[SettingsListener] = []
 
@@ -206,6 +210,7 @@ class SessionBridge:
         try:
             return await self._tasks.exit(exc_type, exc, tb)
         finally:
+            await self._release_all()
             if self._own_store:
                 await self._store.aclose()
 
@@ -220,6 +225,16 @@ class SessionBridge:
         for servers in self._closing_mcp:
             await servers.aclose()
 
+    async def _release_all(self) -> None:
+        """Release every journaled session the close detached (their prompts have unwound); a store error is logged
+        by the store and ends nothing: its connection closes with it, and the locks with the connection."""
+        unclaim, self._unclaim = self._unclaim, []
+        for session_id in unclaim:
+            try:
+                await self._store.release(session_id)
+            except ServerError:
+                break
+
     def _begin_close(self) -> None:
         if self._life is Lifecycle.CLOSED:
             return
@@ -229,6 +244,7 @@ class SessionBridge:
             return
         sessions = list(self._sessions.values())
         self._sessions.clear()
+        self._unclaim = [session.session_id for session in sessions if session.journal is not None]
         self._closing_mcp = [session.mcp for session in sessions if session.mcp is not None]
         for session in sessions:
             running = session.shutdown(Cause.BRIDGE_CLOSED)
@@ -304,6 +320,9 @@ class SessionBridge:
             raise ValueError(f"mode {mode!r} is not allowed here")
         session_id = uuid.uuid4().hex
         record = await self._store.create_session(session_id, cwd, mode=mode)
+        await self._store.claim(session_id)
+        if self._life is not Lifecycle.OPEN:
+            await self._store.release(session_id)
         self._check_open()
         entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
@@ -334,10 +353,17 @@ class SessionBridge:
         self._check_open()
         _check_cwd(cwd)
         self.check_mcp_servers(mcp_servers)
-        snapshot = await self._store.read_session(session_id)
-        self._check_open()
-        if snapshot is None:
-            raise SessionNotFoundError(session_id)
+        if session_id not in self._sessions:
+            await self._store.claim(session_id)  # first: the history read below is then the last owner's final one
+        try:
+            snapshot = await self._store.read_session(session_id)
+            self._check_open()
+            if snapshot is None:
+                raise SessionNotFoundError(session_id)
+        except BaseException:
+            if session_id not in self._sessions:
+                await self._store.release(session_id)
+            raise
         entry = self._sessions.get(session_id)
         if entry is None:
             messages = snapshot.messages
@@ -429,6 +455,9 @@ class SessionBridge:
             listener(session_id)
         if running is not None:
             await running.wait()
+        if session.journal is not None:
+            with contextlib.suppress(ServerError):  # a broken store connection took its locks with it
+                await session.journal.release(session_id)  # its answer is recorded: another process may take it now
         if session.mcp is not None:
             await session.mcp.aclose()  # its servers have stopped (processes reaped)
 
@@ -565,6 +594,7 @@ class SessionBridge:
             if journal is not None:
                 try:
                     await journal.fork_session(session.session_id, child_id, cwd=cwd, mode=mode)
+                    await journal.claim(child_id)  # new: nobody else can hold it
                 except ServerError as exc:
                     item.fail(exc)
                     return
