@@ -4,10 +4,12 @@ close, or the holder's connection dying lets the other take it at once. SQLite a
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import jsonschema
 import psycopg
 import pytest
 
@@ -20,6 +22,7 @@ from acp_server.store._postgres import MIGRATIONS, PG_SCHEMA_VERSION, PostgresSe
 
 pytestmark = pytest.mark.anyio
 
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "session_busy.json").read_text())
 INSTANCE = re.compile(r"^[A-Za-z0-9.-]+-\d+-[0-9a-f]{8}$")
 
 
@@ -53,6 +56,7 @@ async def test_the_second_claim_is_busy_with_the_holders_instance_until_it_relea
         "instance": first.instance,
         "retryable": True,
     }
+    jsonschema.Draft202012Validator(SCHEMA).validate(wire.data)
     assert first.instance in str(busy.value)
     await second.claim("s2")  # another session is free
     await first.release("s1")
