@@ -93,3 +93,11 @@ def test_an_unreachable_postgresql_fails_the_start_with_one_line_and_exit_1(
     assert "host=127.0.0.1" in lines[0] and "dbname=sessions" in lines[0] and "password" not in lines[0]
     assert done.stdout == ""
     assert not (tmp_path / "acp-server" / "sessions.db").exists()  # the SQLite default was not opened instead
+
+
+def test_ask_hands_the_url_to_its_agent_in_the_environment_never_on_its_command_line() -> None:
+    from acp_server.cli._main import _child_args, _parser
+
+    args = _parser().parse_args(["ask", "--store", URL, "--persist", "--offline", "hi"])
+    forwarded = _child_args(args)
+    assert "--store" not in forwarded and URL not in forwarded and "--offline" in forwarded
