@@ -225,6 +225,12 @@ class SessionBridge:
         for servers in self._closing_mcp:
             await servers.aclose()
 
+    async def _drop_claim(self, session_id: str) -> None:
+        """Release a session claimed for an attach that did not happen (shielded; a store error is not this caller's:
+        the lock then goes with the store's connection)."""
+        with anyio.CancelScope(shield=True), contextlib.suppress(ServerError):
+            await self._store.release(session_id)
+
     async def _release_all(self) -> None:
         """Release every journaled session the close detached (their prompts have unwound); a store error is logged
         by the store and ends nothing: its connection closes with it, and the locks with the connection."""
@@ -532,6 +538,7 @@ class SessionBridge:
             if request.child is not None and self._sessions.get(request.child.session_id) is request.child:
                 del self._sessions[request.child.session_id]
                 request.child.closed_event.set()
+                await self._drop_claim(request.child.session_id)
             raise
         if request.error is not None:
             raise request.error
@@ -598,10 +605,11 @@ class SessionBridge:
                 except ServerError as exc:
                     item.fail(exc)
                     return
-            if self._life is not Lifecycle.OPEN or item.abandoned:
-                item.fail(BridgeClosedError())
-            elif session.closed:
-                item.fail(SessionClosedError(session.session_id))
+            gone = self._life is not Lifecycle.OPEN or item.abandoned
+            if gone or session.closed:
+                item.fail(BridgeClosedError() if gone else SessionClosedError(session.session_id))
+                if journal is not None:
+                    await self._drop_claim(child_id)
             else:
                 item.child = self._add_session(
                     cwd,

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import psycopg
@@ -158,3 +159,45 @@ def test_lock_keys_are_stable_signed_64_bit() -> None:
     key = session_lock_key("0123456789abcdef")
     assert key == session_lock_key("0123456789abcdef") and -(2**63) <= key < 2**63
     assert key != session_lock_key("0123456789abcdeg")
+
+
+class _SlowFork(PostgresSessionStore):
+    """A real store whose ``fork_session`` waits for the test (to close the source while a fork is being stored)."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        import anyio
+
+        self.forking, self.go_on = anyio.Event(), anyio.Event()
+
+    async def fork_session(self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None) -> Any:
+        record = await super().fork_session(source_id, session_id, cwd=cwd, mode=mode)
+        self.forking.set()
+        await self.go_on.wait()
+        return record
+
+
+async def test_a_fork_whose_source_closes_meanwhile_leaves_nothing_claimed(pg_dsn: str) -> None:
+    import anyio
+
+    from acp_server.bridge import SessionClosedError
+
+    async with _SlowFork(pg_dsn) as store, SessionBridge(_answer, store=store) as bridge:
+        entry = await bridge.open_session("/w")
+        failed: list[BaseException] = []
+
+        async def fork() -> None:
+            try:
+                await bridge.fork(entry.session_id)
+            except SessionClosedError as exc:
+                failed.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fork)
+            await store.forking.wait()
+            await bridge.close_session(entry.session_id)
+            store.go_on.set()
+        assert len(failed) == 1
+        assert store._owners.held == frozenset()  # the child was stored and claimed, then let go: never attached
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM session_owners").fetchone() == (0,)
