@@ -232,8 +232,8 @@ class SessionBridge:
             await self._store.release(session_id)
 
     async def _release_all(self) -> None:
-        """Release every journaled session the close detached (their prompts have unwound); a store error is logged
-        by the store and ends nothing: its connection closes with it, and the locks with the connection."""
+        """Release every journaled session the close detached (their prompts have unwound). A store error stops it,
+        quietly: the store's connection is then broken or closing, and its locks go with it."""
         unclaim, self._unclaim = self._unclaim, []
         for session_id in unclaim:
             try:
@@ -328,7 +328,7 @@ class SessionBridge:
         record = await self._store.create_session(session_id, cwd, mode=mode)
         await self._store.claim(session_id)
         if self._life is not Lifecycle.OPEN:
-            await self._store.release(session_id)
+            await self._drop_claim(session_id)
         self._check_open()
         entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
@@ -368,7 +368,7 @@ class SessionBridge:
                 raise SessionNotFoundError(session_id)
         except BaseException:
             if session_id not in self._sessions:
-                await self._store.release(session_id)
+                await self._drop_claim(session_id)
             raise
         entry = self._sessions.get(session_id)
         if entry is None:
