@@ -47,12 +47,18 @@ class Owners:
         self.instance = instance
         self._conn: psycopg.Connection[Any] | None = None
         self._held: set[str] = set()
-        self._limiter = anyio.CapacityLimiter(1)
+        self._one: anyio.CapacityLimiter | None = None  # made in the event loop, at first use (as SQLite's)
 
     @property
     def held(self) -> frozenset[str]:
         """The sessions this store owns now."""
         return frozenset(self._held)
+
+    @property
+    def _limiter(self) -> anyio.CapacityLimiter:
+        if self._one is None:
+            self._one = anyio.CapacityLimiter(1)
+        return self._one
 
     def open(self, dsn: str) -> None:
         """Connect (in the caller's worker thread, at the store's open)."""
