@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from .modes import BYPASS_MODE, MODES
+from .store import check_store_url
 
 __all__ = [
     "LOG_LEVELS",
@@ -26,6 +28,7 @@ __all__ = [
     "add_serve_options",
     "serve_settings_from_args",
     "settings_from_args",
+    "store_password",
 ]
 
 T = TypeVar("T")
@@ -50,6 +53,7 @@ class Settings:
     log_level: str = "INFO"
     log_file: str | None = None
     state_dir: str | None = None
+    store: str | None = field(default=None, repr=False)  # a postgresql:// URL: may carry a password
     no_persist: bool = False
     max_turn_requests: int = 50
     default_mode: str = "default"
@@ -318,7 +322,22 @@ OPTIONS: tuple[Option, ...] = (
         "directory of sessions.db, the session database (default $XDG_STATE_HOME/acp-server)",
         "DIR",
     ),
-    Option("no_persist", "--no-persist", None, None, "keep sessions in memory only: nothing is read or written"),
+    Option(
+        "store",
+        "--store",
+        "ACP_SERVER_STORE",
+        check_store_url,
+        "keep sessions in this PostgreSQL database (postgresql://USER:PASSWORD@HOST:PORT/DB) instead of SQLite's "
+        "sessions.db; each live session is owned by one process (never logged; default: SQLite)",
+        "URL",
+    ),
+    Option(
+        "no_persist",
+        "--no-persist",
+        None,
+        None,
+        "keep sessions in memory only: nothing is read or written (wins over --store)",
+    ),
     Option(
         "max_turn_requests",
         "--max-turn-requests",
@@ -489,10 +508,23 @@ def add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool = Fa
     )
 
 
-_SECRETS = frozenset({"api_key", "token"})
+_SECRETS = frozenset({"api_key", "token", "store"})
 
 SECRET_OPTIONS: tuple[Option, ...] = tuple(o for o in (*OPTIONS, *SERVE_OPTIONS) if o.dest in _SECRETS)
 """The options that carry a secret: never logged nor echoed, and hidden from ``/proc`` at start-up."""
+
+
+def store_password(url: str | None) -> str:
+    """The password a ``--store`` URL carries (in its user part or as ``?password=``), '' if none: redacted from
+    every log line like the other secrets."""
+    if not url:
+        return ""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        query = urllib.parse.parse_qs(parts.query).get("password", [""])
+        return urllib.parse.unquote(parts.password or "") or query[-1]
+    except ValueError:
+        return ""
 
 
 def _resolve(

@@ -1,8 +1,9 @@
 """Session store costs: the per-turn write overhead, and ``session/load`` of a 1,000-message history.
 
-Run: ``python bench/bench_store.py [--turns 500] [--runs 5] [--calls 200]``. Targets on this machine: ≤ 2 ms of store
-writes per turn (median), ≤ 200 ms from sending ``session/load`` to the last replayed update (median), and a tool
-call's journal write that does not grow with the calls before it (the last call's within 2× the first's).
+Run: ``python bench/bench_store.py [--turns 500] [--runs 5] [--calls 200] [--postgres URL]``. Targets on this
+machine: ≤ 2 ms of store writes per turn (median), ≤ 200 ms from sending ``session/load`` to the last replayed update
+(median), a tool call's journal write that does not grow with the calls before it (the last call's within 2× the
+first's), and PostgreSQL's figures at a 400-message history within 2× of SQLite's.
 
 1. Per turn, a journaled session records the prompt (``begin_turn``: one transaction with a pending answer) and the
    answer (``end_turn``: one transaction), each in a worker thread. Measured through ``SessionEntry`` exactly as
@@ -17,6 +18,12 @@ call's journal write that does not grow with the calls before it (the last call'
 3. One turn of ``--calls`` tool calls (10 per model request, each with a 16 KiB output and its text content): the
    store time of ``record_steps`` after each call, exactly as ``ModelTurn`` calls it (all the steps so far), then
    the ``end_turn`` with every step.
+4. The 400-message history (200 turns), SQLite on disk beside PostgreSQL: ``read_session`` of it (what attaching a
+   session reads) and one more turn's writes (``begin_turn`` reads the history's tail, then ``end_turn``), median of
+   ``--samples`` (each sample's turn stays: the history grows from 400 messages by two a sample). PostgreSQL is
+   ``--postgres URL`` (an empty database: it is written to), else a throwaway cluster started like the tests'
+   (Debian's initdb/pg_ctl, a unix socket, ``fsync=off`` as SQLite's ``synchronous=NORMAL`` does not sync each commit
+   either); skipped with the reason when neither is available.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ import anyio
 
 from acp_server.bridge import SessionBridge
 from acp_server.domain import Message, ModelStep, Prompt, TextContent, TextPart, ToolCallRecord
-from acp_server.store import SqliteSessionStore
+from acp_server.store import SessionStore, SqliteSessionStore
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 ANSWER = ("The quick brown fox jumps over the lazy dog. " * 23)[:1000]
 
@@ -166,17 +175,75 @@ def bench_load(state_dir: Path, session_id: str, settle_s: float) -> tuple[int, 
         server.close()
 
 
+HISTORY_TURNS = 200  # 400 messages
+
+
+async def bench_history(store: SessionStore, samples: int) -> tuple[float, float]:
+    """Median seconds of ``read_session`` of a 400-message history, and of one more turn's two writes at it."""
+    async with store:
+        if store.problem is not None:
+            raise SystemExit(f"cannot open {store.location}: {store.problem.detail}")
+        session_id = "bench-history"
+        await store.create_session(session_id, "/bench")
+        for i in range(HISTORY_TURNS):
+            text = f"Question number {i}: please explain the code in module_{i}.py line by line."
+            ticket = await store.begin_turn(session_id, known=2 * i, content=text, parts=(TextPart(text),), title=text)
+            await store.end_turn(
+                ticket, content=ANSWER[:600], reasoning="Looking.", stop_reason="end_turn", outcome="complete"
+            )
+        reads: list[float] = []
+        writes: list[float] = []
+        for i in range(samples):
+            known = 2 * (HISTORY_TURNS + i)
+            start = time.perf_counter()
+            snapshot = await store.read_session(session_id)
+            reads.append(time.perf_counter() - start)
+            assert snapshot is not None and len(snapshot.messages) == known
+            start = time.perf_counter()
+            ticket = await store.begin_turn(session_id, known=known, content="q", parts=(TextPart("q"),), title="q")
+            await store.end_turn(ticket, content=ANSWER, reasoning="", stop_reason="end_turn", outcome="complete")
+            writes.append(time.perf_counter() - start)
+        return statistics.median(reads), statistics.median(writes)
+
+
+def _postgres_store(url: str | None) -> tuple[SessionStore, object] | str:
+    """The PostgreSQL store to measure and what keeps its cluster running, or why there is none."""
+    from acp_server.store._postgres import PostgresSessionStore
+
+    if url:
+        return PostgresSessionStore(url), None
+    from tests.store._postgres import find_bindir, throwaway_cluster
+
+    bindir = find_bindir()
+    if bindir is None:
+        return "no --postgres URL and no Debian PostgreSQL (/usr/lib/postgresql/*/bin/initdb)"
+    cluster = throwaway_cluster(bindir)
+    return PostgresSessionStore(cluster.__enter__().dsn), cluster
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=500, help="turns written in the write benchmark")
     parser.add_argument("--runs", type=int, default=5, help="server processes in the load benchmark")
     parser.add_argument("--settle", type=float, default=2.5, help="seconds between initialize and the timed load")
     parser.add_argument("--calls", type=int, default=200, help="tool calls in the journal benchmark's turn")
+    parser.add_argument("--samples", type=int, default=20, help="samples of the 400-message history benchmark")
+    parser.add_argument("--postgres", metavar="URL", help="an empty PostgreSQL database (default: a throwaway cluster)")
+    parser.add_argument("--only-history", action="store_true", help="run only the 400-message history benchmark")
     args = parser.parse_args()
     print(
         f"command: python bench/bench_store.py --turns {args.turns} --runs {args.runs} --settle {args.settle} "
-        f"--calls {args.calls}"
+        f"--calls {args.calls} --samples {args.samples}"
+        + (" --postgres URL" if args.postgres else "")
+        + (" --only-history" if args.only_history else "")
     )
+    print(
+        "targets: per-turn writes median <= 2 ms; session/load <= 200 ms; journal last call within 2x the first; "
+        "PostgreSQL within 2x of SQLite at a 400-message history"
+    )
+    bench_stores(args.postgres, args.samples)
+    if args.only_history:
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         samples = anyio.run(bench_turn_writes, Path(tmp), args.turns)
@@ -210,6 +277,28 @@ def main() -> None:
                 f"last update {first_last:.0f} ms, reply {first_reply:.0f} ms; second load {again_last:.0f} ms"
                 + ("  (target <= 200 ms)" if settle else "")
             )
+
+
+def bench_stores(url: str | None, samples: int) -> None:
+    """Part 4: SQLite and PostgreSQL at a 400-message history, and the ratio against the 2x target."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite = anyio.run(bench_history, SqliteSessionStore(Path(tmp) / "sessions.db"), samples)
+    found = _postgres_store(url)
+    if isinstance(found, str):
+        print(f"400-message history: PostgreSQL skipped ({found})")
+        return
+    store, cluster = found
+    try:
+        postgres = anyio.run(bench_history, store, samples)
+    finally:
+        if cluster is not None:
+            cluster.__exit__(None, None, None)  # type: ignore[attr-defined]
+    for label, lite, pg in (("read_session", sqlite[0], postgres[0]), ("one turn's writes", sqlite[1], postgres[1])):
+        ratio = pg / lite
+        print(
+            f"400-message history, {label}, median of {samples}: SQLite {lite * 1000:.2f} ms, PostgreSQL "
+            f"{pg * 1000:.2f} ms ({ratio:.2f}x; target <= 2x: {'met' if ratio <= 2 else 'MISSED'})"
+        )
 
 
 if __name__ == "__main__":

@@ -10,16 +10,22 @@
    the instant this script writes the ``session/prompt`` line to the instant the endpoint has the whole request
    (``CLOCK_MONOTONIC``, system-wide), and the agent's CPU time per turn is read from ``/proc``. Store read,
    conversion, request build, the SDK's send: all included. Target: at 400 messages within 5 ms of 0.
+   With ``--postgres URL`` (or ``--postgres auto``: a throwaway cluster as the tests start, see
+   ``bench/bench_store.py``) part 2 runs again on the PostgreSQL store, and the 400-message figures are compared
+   (target: PostgreSQL's within 2× of SQLite's).
 
-Run: ``python bench/bench_turn_cpu.py [--samples 15] [--repeat 2]``.
+Run: ``python bench/bench_turn_cpu.py [--samples 15] [--repeat 2] [--postgres URL|auto]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
+import sys
 import time
+from collections.abc import Iterator
 
 import anyio
 from _endpoint import ModelProcess, model_process
@@ -100,11 +106,11 @@ async def timed_prompt(agent: AgentPipe, model: ModelProcess, session_id: str, i
     return (arrived - sent) * 1000, (cpu_s(agent.process.pid) - cpu_before) * 1000, messages
 
 
-async def across_processes(samples: int) -> dict[int, float]:
+async def across_processes(samples: int, store: str | None = None) -> dict[int, float]:
     medians: dict[int, float] = {}
     async with (
         model_process("--words", str(ANSWER_WORDS)) as model,
-        spawn("--base-url", model.base_url, "--model", "m") as agent,
+        spawn("--base-url", model.base_url, "--model", "m", *(["--store", store] if store else [])) as agent,
     ):
         session_id = await agent.new_session()
         count = 0  # prompts so far: the request carries system + 2 * count + the new prompt
@@ -115,7 +121,8 @@ async def across_processes(samples: int) -> dict[int, float]:
         session_id = str(
             (await agent.call("fresh", "session/new", {"cwd": "/tmp", "mcpServers": []}))["result"]["sessionId"]
         )
-        print(f"2. prompt → request across processes (median of {samples}; agent CPU per turn from /proc):")
+        where = "PostgreSQL" if store else "SQLite"
+        print(f"2. prompt → request across processes, {where} store (median of {samples}; agent CPU per turn):")
         for n in SIZES:
             while 2 * count < n:  # build the history with real turns
                 await timed_prompt(agent, model, session_id, count)
@@ -138,18 +145,49 @@ async def across_processes(samples: int) -> dict[int, float]:
     return medians
 
 
-async def main(samples: int, repeat: int) -> None:
-    print(f"command: python bench/bench_turn_cpu.py --samples {samples} --repeat {repeat}")
-    print("targets: request build <= 1 ms at 400 messages; prompt → request at 400 messages within 5 ms of 0")
-    for round_ in range(1, repeat + 1):
-        print(f"round {round_}:")
-        request_build()
-        await across_processes(samples)
+@contextlib.contextmanager
+def postgres(url: str | None) -> Iterator[str | None]:
+    """The database to run part 2 on again: ``url``, a throwaway cluster for ``auto``, or None (SQLite only)."""
+    if url != "auto":
+        yield url
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from tests.store._postgres import find_bindir, throwaway_cluster
+
+    bindir = find_bindir()
+    if bindir is None:
+        print("--postgres auto: no Debian PostgreSQL (/usr/lib/postgresql/*/bin/initdb); SQLite only")
+        yield None
+        return
+    with throwaway_cluster(bindir) as cluster:
+        yield cluster.dsn
+
+
+async def main(samples: int, repeat: int, url: str | None) -> None:
+    shown = "" if url is None else (" --postgres auto" if url == "auto" else " --postgres URL")
+    print(f"command: python bench/bench_turn_cpu.py --samples {samples} --repeat {repeat}{shown}")
+    print(
+        "targets: request build <= 1 ms at 400 messages; prompt → request at 400 messages within 5 ms of 0"
+        + ("; PostgreSQL's 400-message figure within 2x of SQLite's" if url else "")
+    )
+    with postgres(url) as dsn:
+        for round_ in range(1, repeat + 1):
+            print(f"round {round_}:")
+            request_build()
+            lite = await across_processes(samples)
+            if dsn is not None:
+                pg = await across_processes(samples, dsn)
+                ratio = pg[400] / lite[400]
+                print(
+                    f"   PostgreSQL / SQLite at 400 messages: {pg[400]:.2f} / {lite[400]:.2f} ms = {ratio:.2f}x "
+                    f"(target <= 2x: {'met' if ratio <= 2 else 'MISSED'})"
+                )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=15)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--postgres", metavar="URL|auto", help="run part 2 on this PostgreSQL database too")
     args = parser.parse_args()
-    anyio.run(main, args.samples, args.repeat)
+    anyio.run(main, args.samples, args.repeat, args.postgres)

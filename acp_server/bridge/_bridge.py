@@ -12,10 +12,13 @@ Invariants:
   prompt of its session starts.
 - Every task belongs to the bridge's task group; nothing is started before ``__aenter__``.
 - ``create_session`` makes an unjournaled, memory-only session (tests, embedding); every other way in is journaled.
+- A journaled session is attached only once the store has let this bridge claim it (``SessionStore.claim``: one live
+  owner per session with PostgreSQL), and released when it is detached or the bridge closes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import os
@@ -140,6 +143,7 @@ class SessionBridge:
         self._deadline_wakeup: anyio.Event | None = None
         self._reaper_scope: anyio.CancelScope | None = None
         self._closing: list[PromptJob] = []
+        self._unclaim: list[str] = []  # journaled sessions detached by the close, released as the bridge exits
         self._close_listeners: list[Callable[[str], None]] = []
         self._deleting: Counter[str] = Counter()  # delete_session calls in progress by session: a load finds nothing
         self._settings_listeners: list[SettingsListener] = []
@@ -215,6 +219,7 @@ class SessionBridge:
         try:
             return await self._tasks.exit(exc_type, exc, tb)
         finally:
+            await self._release_all()
             if self._own_store:
                 await self._store.aclose()
 
@@ -229,6 +234,22 @@ class SessionBridge:
         for servers in self._closing_mcp:
             await servers.aclose()
 
+    async def _drop_claim(self, session_id: str) -> None:
+        """Release a session claimed for an attach that did not happen (shielded; a store error is not this caller's:
+        the lock then goes with the store's connection)."""
+        with anyio.CancelScope(shield=True), contextlib.suppress(ServerError):
+            await self._store.release(session_id)
+
+    async def _release_all(self) -> None:
+        """Release every journaled session the close detached (their prompts have unwound). A store error stops it,
+        quietly: the store's connection is then broken or closing, and its locks go with it."""
+        unclaim, self._unclaim = self._unclaim, []
+        for session_id in unclaim:
+            try:
+                await self._store.release(session_id)
+            except ServerError:
+                break
+
     def _begin_close(self) -> None:
         if self._life is Lifecycle.CLOSED:
             return
@@ -238,6 +259,7 @@ class SessionBridge:
             return
         sessions = list(self._sessions.values())
         self._sessions.clear()
+        self._unclaim = [session.session_id for session in sessions if session.journal is not None]
         self._closing_mcp = [session.mcp for session in sessions if session.mcp is not None]
         for session in sessions:
             running = session.shutdown(Cause.BRIDGE_CLOSED)
@@ -313,6 +335,9 @@ class SessionBridge:
             raise ValueError(f"mode {mode!r} is not allowed here")
         session_id = uuid.uuid4().hex
         record = await self._store.create_session(session_id, cwd, mode=mode)
+        await self._store.claim(session_id)
+        if self._life is not Lifecycle.OPEN:
+            await self._drop_claim(session_id)
         self._check_open()
         entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
@@ -343,10 +368,17 @@ class SessionBridge:
         self._check_open()
         _check_cwd(cwd)
         self.check_mcp_servers(mcp_servers)
-        snapshot = await self._store.read_session(session_id)
-        self._check_open()
-        if snapshot is None or self._deleting[session_id]:
-            raise SessionNotFoundError(session_id)
+        if session_id not in self._sessions:
+            await self._store.claim(session_id)  # first: the history read below is then the last owner's final one
+        try:
+            snapshot = await self._store.read_session(session_id)
+            self._check_open()
+            if snapshot is None or self._deleting[session_id]:
+                raise SessionNotFoundError(session_id)
+        except BaseException:
+            if session_id not in self._sessions:
+                await self._drop_claim(session_id)
+            raise
         entry = self._sessions.get(session_id)
         if entry is None:
             messages = snapshot.messages
@@ -438,6 +470,9 @@ class SessionBridge:
             listener(session_id)
         if running is not None:
             await running.wait()
+        if session.journal is not None:
+            with contextlib.suppress(ServerError):  # a broken store connection took its locks with it
+                await session.journal.release(session_id)  # its answer is recorded: another process may take it now
         if session.mcp is not None:
             await session.mcp.aclose()  # its servers have stopped (processes reaped)
 
@@ -451,7 +486,11 @@ class SessionBridge:
         try:
             await self.close_session(session_id)
             if entry is None or entry.journaled:
-                await self._store.delete_session(session_id)
+                await self._store.claim(session_id)  # held by another process: session_busy, nothing deleted
+                try:
+                    await self._store.delete_session(session_id)
+                finally:
+                    await self._drop_claim(session_id)
         except StoredSessionNotFoundError:
             raise SessionNotFoundError(session_id) from None  # deleted meanwhile by another face or process
         finally:
@@ -528,6 +567,7 @@ class SessionBridge:
             if request.child is not None and self._sessions.get(request.child.session_id) is request.child:
                 del self._sessions[request.child.session_id]
                 request.child.closed_event.set()
+                await self._drop_claim(request.child.session_id)
             raise
         if request.error is not None:
             raise request.error
@@ -590,13 +630,15 @@ class SessionBridge:
             if journal is not None:
                 try:
                     await journal.fork_session(session.session_id, child_id, cwd=cwd, mode=mode)
+                    await journal.claim(child_id)  # new: nobody else can hold it
                 except ServerError as exc:
                     item.fail(exc)
                     return
-            if self._life is not Lifecycle.OPEN or item.abandoned:
-                item.fail(BridgeClosedError())
-            elif session.closed:
-                item.fail(SessionClosedError(session.session_id))
+            gone = self._life is not Lifecycle.OPEN or item.abandoned
+            if gone or session.closed:
+                item.fail(BridgeClosedError() if gone else SessionClosedError(session.session_id))
+                if journal is not None:
+                    await self._drop_claim(child_id)
             else:
                 item.child = self._add_session(
                     cwd,

@@ -25,12 +25,17 @@ from ..tasks import OwnedTaskGroup
 from ..tools.mcp_servers import McpSettings
 from ..turn import DEFAULT_SYSTEM_PROMPT, ModelSettings, ModelTurn
 
-__all__ = ["ModelDiscovery", "describe_model", "open_bridge", "run_stdio"]
+__all__ = ["ModelDiscovery", "StoreStartError", "describe_model", "open_bridge", "run_stdio"]
 
 logger = logging.getLogger("acp_server")
 
 DEFAULT_MODEL = "gpt-4o-mini"
 OFFLINE_MODEL = "acp-server-offline"
+
+
+class StoreStartError(Exception):
+    """The ``--store`` database cannot be used at start: one line (its host and database, never its password) the
+    command prints before it exits 1. SQLite's problems do not stop the server (they are reported per request)."""
 
 
 class ModelDiscovery:
@@ -59,6 +64,13 @@ async def open_bridge(
     once its first reply is written and the warm-up is done, so it never delays ``initialize`` or ``session/new``).
     """
     async with AsyncExitStack() as stack:
+        # Entered first, so it closes last: in-flight turns can still record their cancelled answers; and a --store
+        # that cannot be reached fails the start before anything else is started.
+        store = await stack.enter_async_context(
+            open_store(settings.state_dir, persist=not settings.no_persist, url=settings.store)
+        )
+        if settings.store is not None and store.persistent and store.problem is not None:
+            raise StoreStartError(f"session store {store.location}: {store.problem.detail}")
         base_url, api_key, model = settings.base_url, settings.api_key, settings.model
         if settings.offline:
             from ..provider.offline import LoopbackModel
@@ -95,8 +107,6 @@ async def open_bridge(
                 discovery = ModelDiscovery()
                 discovery.start()
             tasks.start_soon(discovery.run_when_started, turn, name="model list")
-        # Entered before the bridge, so it closes after it: in-flight turns can still record their cancelled answers.
-        store = await stack.enter_async_context(open_store(settings.state_dir, persist=not settings.no_persist))
         bridge = SessionBridge(
             turn,
             store=store,

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..config import (
     add_serve_options,
     serve_settings_from_args,
     settings_from_args,
+    store_password,
 )
 from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
 from ._logging import configure_logging
@@ -67,12 +68,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _child_args(args: argparse.Namespace) -> list[str]:
-    """Flags to forward to the spawned agent; the API key travels in the environment, never on a command line."""
+    """Flags to forward to the spawned agent; the API key and the store URL travel in the environment, never on a
+    command line."""
     forwarded: list[str] = []
     for option in OPTIONS:
         value = getattr(args, option.dest, None)
-        if value is None or option.dest == "api_key":
-            continue
+        if value is None or option in SECRET_OPTIONS:
+            continue  # a secret travels in the environment (see main)
         forwarded += [option.flag] if option.parse is None else [option.flag, str(value)]
     if args.debug:
         forwarded.append("--debug")
@@ -130,7 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.persist and settings.no_persist:
             parser.error("ask: --persist and --no-persist contradict each other")
         settings, child_args = _ask_args(args, settings)
-    configure_logging(settings.log_level, settings.log_file, secrets=[settings.api_key or ""])
+    secrets = [settings.api_key or "", store_password(settings.store)]
+    configure_logging(settings.log_level, settings.log_file, secrets=secrets)
     if args.command == "ask":
         from ._ask import ask
 
@@ -139,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         env = dict(os.environ)
         if settings.api_key:
             env["OPENAI_API_KEY"] = settings.api_key
+        if settings.store:
+            env["ACP_SERVER_STORE"] = settings.store
         try:
             return anyio.run(ask, text, child_args, env, args.mode, servers)
         except KeyboardInterrupt:
@@ -150,10 +155,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdin.isatty():
         sys.stderr.write(TTY_HINT)
         sys.stderr.flush()
+    return _run_or_exit_1(run_stdio, settings)
+
+
+def _store_start_error(exc: BaseException) -> BaseException | None:
+    """The :class:`StoreStartError` that ended a run (task groups wrap it), or None."""
+    from ._agent import StoreStartError
+
+    if isinstance(exc, StoreStartError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _store_start_error(inner)) is not None:
+                return found
+    return None
+
+
+def _run_or_exit_1(run: Callable[..., Coroutine[Any, Any, int]], *args: Any) -> int:
+    """``anyio.run(run, *args)``: Ctrl-C is exit 0; a store that cannot be used at start is its one line on stderr
+    and exit 1 (no traceback)."""
     try:
-        return anyio.run(run_stdio, settings)
+        return anyio.run(run, *args)
     except KeyboardInterrupt:
         return 0
+    except BaseException as exc:
+        failure = _store_start_error(exc)
+        if failure is None:
+            raise
+        sys.stderr.write(f"acp-server: {failure}\n")
+        return 1
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: Settings) -> int:
@@ -195,7 +225,8 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
         )
     except ValueError as exc:
         parser.error(str(exc))
-    configure_logging(settings.log_level, settings.log_file, secrets=[settings.api_key or "", serve.token or ""])
+    secrets = [settings.api_key or "", serve.token or "", store_password(settings.store)]
+    configure_logging(settings.log_level, settings.log_file, secrets=secrets)
     try:
         sock = bind_socket(options.host, options.port)  # before the model starts: a busy port fails fast
     except ListenError as exc:
@@ -207,8 +238,6 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
             return await run_daemon(bridge, options, sock=sock)
 
     try:
-        return anyio.run(run)
-    except KeyboardInterrupt:
-        return 0
+        return _run_or_exit_1(run)
     finally:
         sock.close()

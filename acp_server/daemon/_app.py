@@ -2,7 +2,8 @@
 
 Routes (every one but ``/health`` needs the bearer token when one is set):
 
-    GET    /health                     {"status": "ok"}
+    GET    /health                     {"status": "ok", "instance"}: this process's instance id (the holder named
+                                       by ``session_busy``; never a secret)
     GET    /capabilities               {v, protocolVersions, features, modes, tools, limits}
     POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}, Location /session/{id};
                                        the mode (absent or null: the daemon's default) is stored with the session
@@ -175,7 +176,7 @@ def _last_event_id(request: Request) -> int | None:
 
 def _routes(daemon: Daemon) -> list[BaseRoute]:
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "ok", "instance": daemon.bridge.store.instance})
 
     async def capabilities(request: Request) -> Response:
         return JSONResponse(daemon.capabilities())

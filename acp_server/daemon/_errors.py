@@ -2,8 +2,9 @@
 
 Body of every error response: ``{"code": <errorKind>, "error": <message>, ...details}``; invalid input adds
 ``details: [{field, message}]``. A full prompt queue is **503** with ``Retry-After: 5`` and exactly
-``{code, error, sessionId, limit, pendingCount}`` (Q8). Anything that is not a :class:`ServerError` is a 500
-``internal`` whose traceback goes to the log, never to the client.
+``{code, error, sessionId, limit, pendingCount}`` (Q8); a ``session_busy`` (409) carries the same ``Retry-After``.
+Anything that is not a :class:`ServerError` is a 500 ``internal`` whose traceback goes to the log, never to the
+client.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.responses import JSONResponse
 from ..bridge import PromptQueueFullError
 from ..errors import InvalidInputError, ServerError
 from ..pipeline import PipelineError
+from ..store import SessionBusyError
 from ._exceptions import MethodNotAllowedError, RequestTimeoutError, TooManyConnectionsError
 
 __all__ = ["RETRY_AFTER_S", "error_body", "error_response", "http_status", "raw_error_response", "turn_error_payload"]
@@ -78,7 +80,7 @@ def error_body(exc: BaseException) -> dict[str, Any]:
 
 def _headers(exc: BaseException) -> dict[str, str]:
     headers: dict[str, str] = {}
-    if isinstance(exc, PromptQueueFullError | TooManyConnectionsError):
+    if isinstance(exc, PromptQueueFullError | TooManyConnectionsError | SessionBusyError):
         headers["Retry-After"] = str(RETRY_AFTER_S)
     elif isinstance(exc, RequestTimeoutError):
         headers["Connection"] = "close"  # the rest of the request may still come: the connection cannot be reused

@@ -16,7 +16,7 @@ from ._exceptions import (
     StoreUnavailableError,
 )
 from ._memory import MemorySessionStore
-from ._open import DATABASE_NAME, default_state_dir, open_store
+from ._open import DATABASE_NAME, check_store_url, default_state_dir, open_store
 from ._sqlite import SCHEMA_VERSION, SqliteSessionStore
 from ._types import (
     DEFAULT_PAGE_SIZE,
@@ -47,6 +47,7 @@ __all__ = [
     "StoredMessage",
     "StoredSessionNotFoundError",
     "TurnTicket",
+    "check_store_url",
     "default_state_dir",
     "open_store",
 ]

@@ -16,7 +16,7 @@ from typing import ClassVar, Self
 from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ..tasks import Lifecycle
 from ._exceptions import SessionBusyError, StoreClosedError, StoreUnavailableError
-from ._owner import make_owner, owner_alive, owner_pid
+from ._owner import make_instance, make_owner, owner_alive, owner_pid
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
@@ -47,6 +47,7 @@ class SessionStore(abc.ABC):
         self._life = Lifecycle.UNOPENED
         self._problem: StoreUnavailableError | None = None
         self.owner = make_owner()
+        self.instance = make_instance()  # public (``/health``, ``session_busy.instance``); never a secret
         self._live: set[tuple[str, int]] = set()  # (session, answer seq) of the turns this store is running
         self._last_us = 0
 
@@ -127,6 +128,18 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def _close(self) -> None: ...
+
+    # -- ownership -------------------------------------------------------------------------------------------
+
+    async def claim(self, session_id: str) -> None:
+        """Make this store the one live owner of the session before a face attaches it, or raise
+        :class:`SessionBusyError` naming the holder's :attr:`instance`. Idempotent. Here: nothing to claim (SQLite and
+        memory share a session between processes turn by turn, see :meth:`begin_turn`); PostgreSQL overrides it."""
+        self._check()
+
+    async def release(self, session_id: str) -> None:
+        """Give up what :meth:`claim` took (the session was detached); a no-op for a session not claimed here."""
+        del session_id  # nothing was taken here
 
     # -- sessions --------------------------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@
           ├── StoreClosedError             store_closed       used after ``aclose()``
           ├── StoreBusyError               store_busy         locked by another process past busy_timeout (retryable)
           ├── StoreIOError                 store_io_error     a read or write failed (disk full, I/O); rolled back
-          ├── SessionBusyError             session_busy       another live process runs a turn of this session
-          │                                                   (retryable)
+          ├── SessionBusyError             session_busy       another live process runs a turn of this session,
+          │                                                   or owns it (PostgreSQL; ``instance``) (retryable)
           ├── StoredSessionNotFoundError   session_not_found  a write for a session the store does not hold (-32002)
           └── InvalidCursorError           invalid_params     a ``session/list`` cursor we did not issue (-32602)
 
@@ -55,8 +55,8 @@ class StoreUnavailableError(StoreError):
 
     error_kind: ClassVar[str] = "store_unavailable"
 
-    def __init__(self, path: str, reason: UnavailableReason, detail: str) -> None:
-        super().__init__(f"Session store unavailable: {path}: {detail}. {_HINT}")
+    def __init__(self, path: str, reason: UnavailableReason, detail: str, *, hint: str = _HINT) -> None:
+        super().__init__(f"Session store unavailable: {path}: {detail}. {hint}")
         self.path = path
         self.reason: UnavailableReason = reason
         self.detail = detail
@@ -101,19 +101,31 @@ class StoreIOError(StoreError):
 
 
 class SessionBusyError(StoreError):
-    """A turn of this session is running in another live process; two turns of one session never interleave."""
+    """A turn of this session is running in another live process (two turns of one session never interleave), or,
+    with ``instance``, another live process owns the session (PostgreSQL: one owner per live session)."""
 
     error_kind: ClassVar[str] = "session_busy"
     retryable = True
 
-    def __init__(self, session_id: str, pid: int | None) -> None:
-        where = f"another acp-server process (pid {pid})" if pid is not None else "another acp-server process"
-        super().__init__(f'Session "{session_id}" is running a prompt in {where}; retry when it has finished')
+    def __init__(self, session_id: str, pid: int | None, *, instance: str | None = None) -> None:
+        if instance is not None:
+            message = (
+                f'Session "{session_id}" is attached to another acp-server process (instance {instance}); retry '
+                "when it has let it go, or send the request to that process"
+            )
+        else:
+            where = f"another acp-server process (pid {pid})" if pid is not None else "another acp-server process"
+            message = f'Session "{session_id}" is running a prompt in {where}; retry when it has finished'
+        super().__init__(message)
         self.session_id = session_id
         self.pid = pid
+        self.instance = instance
 
     def details(self) -> Mapping[str, object]:
-        return {"sessionId": self.session_id, "pid": self.pid}
+        details: dict[str, object] = {"sessionId": self.session_id, "pid": self.pid}
+        if self.instance is not None:
+            details["instance"] = self.instance
+        return details
 
 
 class StoredSessionNotFoundError(StoreError):

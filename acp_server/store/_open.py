@@ -10,9 +10,21 @@ from ._base import SessionStore
 from ._memory import MemorySessionStore
 from ._sqlite import SqliteSessionStore
 
-__all__ = ["DATABASE_NAME", "default_state_dir", "open_store"]
+__all__ = ["DATABASE_NAME", "STORE_URL_SCHEMES", "check_store_url", "default_state_dir", "open_store"]
 
 DATABASE_NAME = "sessions.db"
+
+STORE_URL_SCHEMES = ("postgresql://", "postgres://")
+"""The URLs ``--store`` takes: a PostgreSQL connection URI (libpq's two spellings)."""
+
+
+def check_store_url(url: str) -> str:
+    """``url`` stripped, if it names a store this server can open; else a ``ValueError`` that never repeats it
+    (it may hold a password)."""
+    url = url.strip()
+    if not url.lower().startswith(STORE_URL_SCHEMES):
+        raise ValueError("must be a postgresql:// URL (without --store, sessions are kept in SQLite)")
+    return url
 
 
 def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -24,15 +36,24 @@ def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def open_store(
-    state_dir: str | os.PathLike[str] | None, *, persist: bool = True, busy_timeout_ms: int = 5000
+    state_dir: str | os.PathLike[str] | None,
+    *,
+    persist: bool = True,
+    busy_timeout_ms: int = 5000,
+    url: str | None = None,
 ) -> SessionStore:
     """The session store for a face, not yet opened: use it as ``async with open_store(...) as store``.
 
-    ``persist=False`` (``--no-persist``) gives the in-memory store and ignores ``state_dir``; otherwise the database
-    is ``<state_dir or default_state_dir()>/sessions.db``. Nothing touches the disk before the store is entered, and
-    entering it never raises for a bad database (see ``SessionStore.problem``).
+    ``persist=False`` (``--no-persist``) gives the in-memory store and ignores ``state_dir`` and ``url``; a ``url``
+    (``--store postgresql://…``, see :func:`check_store_url`) gives the PostgreSQL store; otherwise the database is
+    ``<state_dir or default_state_dir()>/sessions.db``. Nothing touches the disk or the network before the store is
+    entered, and entering it never raises for a bad database (see ``SessionStore.problem``).
     """
     if not persist:
         return MemorySessionStore()
+    if url is not None:
+        from ._postgres import PostgresSessionStore  # psycopg is imported only by those who use it
+
+        return PostgresSessionStore(check_store_url(url))
     directory = Path(state_dir).expanduser() if state_dir is not None else default_state_dir()
     return SqliteSessionStore(directory / DATABASE_NAME, busy_timeout_ms=busy_timeout_ms)

@@ -10,7 +10,7 @@ import os
 import socket
 import uuid
 
-__all__ = ["make_owner", "owner_alive", "owner_pid"]
+__all__ = ["make_instance", "make_owner", "owner_alive", "owner_pid"]
 
 
 def _stat(pid: int) -> tuple[str, str]:
@@ -27,6 +27,12 @@ def _stat(pid: int) -> tuple[str, str]:
 def make_owner() -> str:
     pid = os.getpid()
     return f"{socket.gethostname()}|{pid}|{_stat(pid)[1]}|{uuid.uuid4().hex}"
+
+
+def make_instance() -> str:
+    """``host-pid-random8``: the public name of one store instance (one per process in the CLI), shown by ``/health``
+    and in ``session_busy`` as the holder of a session; never a secret."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def owner_pid(owner: str | None) -> int | None:

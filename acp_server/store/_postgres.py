@@ -18,12 +18,14 @@ import psycopg
 from psycopg import pq
 
 from ._exceptions import StoreClosedError, StoreError, StoreIOError, StoreUnavailableError
+from ._pg_owners import Owners
 from ._sqlite import SqliteSessionStore
 
 __all__ = ["PG_SCHEMA_VERSION", "PostgresSessionStore"]
 
 T = TypeVar("T")
 _WRITE_LOCK = 0x41435053  # "ACPS": the advisory lock every write transaction holds (SQLite's write lock)
+_HINT = "Check that the PostgreSQL server is up and that --store (ACP_SERVER_STORE) names it and its database."
 
 # MIGRATIONS[i] takes a database from version i to i + 1; never edit a released step, append one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -69,6 +71,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             through BIGINT NOT NULL CHECK (through > 0), summary TEXT NOT NULL, created_us BIGINT NOT NULL,
             PRIMARY KEY (session_id, through)
         )""",
+    ),
+    (  # 2: who owns a live session (the advisory lock decides; the row names the holder, see _pg_owners)
+        "CREATE TABLE session_owners (session_id TEXT PRIMARY KEY, instance TEXT NOT NULL, since_us BIGINT NOT NULL)",
     ),
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
@@ -128,12 +133,14 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
 
 
 class PostgresSessionStore(SqliteSessionStore):
-    """Sessions in a PostgreSQL database (``postgresql://…``); the same contract as the SQLite store."""
+    """Sessions in a PostgreSQL database (``postgresql://…``); the same contract as the SQLite store, and one owner
+    per live session across processes (:meth:`claim`, see ``_pg_owners``)."""
 
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
         self._dsn = dsn
         self._pg: psycopg.Connection[Any] | None = None
+        self._owners = Owners(self.instance)
 
     @property
     def location(self) -> str:
@@ -152,6 +159,7 @@ class PostgresSessionStore(SqliteSessionStore):
             conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
             try:
                 _migrate(conn)
+                self._owners.open(self._dsn)
             except BaseException:
                 conn.close()
                 raise
@@ -160,14 +168,34 @@ class PostgresSessionStore(SqliteSessionStore):
         try:
             self._pg = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
         except ValueError as exc:
-            return StoreUnavailableError(self.location, "schema_too_new", str(exc))
+            return StoreUnavailableError(self.location, "schema_too_new", str(exc), hint=_HINT)
         except psycopg.Error as exc:
-            return StoreUnavailableError(self.location, "cannot_open", f"cannot connect ({type(exc).__name__})")
+            return StoreUnavailableError(
+                self.location, "cannot_open", f"cannot connect ({type(exc).__name__})", hint=_HINT
+            )
         return None
+
+    async def claim(self, session_id: str) -> None:
+        """Take the session's advisory lock (see ``_pg_owners``); held by another store: ``SessionBusyError`` with its
+        instance id."""
+        self._check()
+        try:
+            await self._owners.claim(session_id)
+        except psycopg.Error as exc:
+            raise self._pg_error(exc) from exc
+
+    async def release(self, session_id: str) -> None:
+        if self._pg is None:
+            return  # closed: the connection that held the lock is gone, and the lock with it
+        try:
+            await self._owners.release(session_id)
+        except psycopg.Error as exc:
+            raise self._pg_error(exc) from exc
 
     async def _close(self) -> None:
         if self._limiter is None:
             return
+        await self._owners.close()
 
         def close() -> None:
             conn, self._pg = self._pg, None

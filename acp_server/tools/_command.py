@@ -126,9 +126,9 @@ async def _reap(process: Process) -> None:
         await process.wait()
 
 
-SECRET_ENV = frozenset({"OPENAI_API_KEY", "ACP_SERVER_TOKEN"})
-"""The agent's own secrets (its model key, its daemon token): never passed to the commands the model runs, whose
-output the model reads."""
+SECRET_ENV = frozenset({"OPENAI_API_KEY", "ACP_SERVER_TOKEN", "ACP_SERVER_STORE"})
+"""The agent's own secrets (its model key, its daemon token, its store URL with the database password): never passed
+to the commands the model runs, whose output the model reads, nor to stdio MCP servers."""
 
 
 def _command_env(cwd: str) -> dict[str, str]:

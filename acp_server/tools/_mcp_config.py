@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ..errors import InvalidInputError
+from ._command import SECRET_ENV
 
 __all__ = [
     "AGENT_SECRETS",
@@ -31,7 +32,7 @@ Transport: TypeAlias = Literal["stdio", "http", "sse"]
 MAX_MCP_SERVERS = 32
 """Servers one session may connect to."""
 
-AGENT_SECRETS = ("OPENAI_API_KEY", "ACP_SERVER_TOKEN")
+AGENT_SECRETS = tuple(sorted(SECRET_ENV))
 """The agent's own secrets: never in a stdio server's environment (unless the client passes them itself)."""
 
 _MAX_NAME = 64

@@ -22,16 +22,16 @@ def anyio_backend() -> tuple[str, dict[str, object]]:
 
 
 class HeldDelete(MemorySessionStore):
-    """A store whose delete waits for :attr:`release` (and records the order of events)."""
+    """A store whose delete waits for :attr:`proceed` (and records the order of events)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.release = anyio.Event()
+        self.proceed = anyio.Event()
         self.deleting = anyio.Event()
 
     async def delete_session(self, session_id: str) -> None:
         self.deleting.set()
-        await self.release.wait()
+        await self.proceed.wait()
         await super().delete_session(session_id)
 
 
@@ -99,7 +99,7 @@ async def test_a_load_while_the_delete_runs_finds_nothing() -> None:
                 await bridge.load_session(sid)
             with pytest.raises(SessionNotFoundError):
                 await bridge.resume_session(sid)
-            store.release.set()
+            store.proceed.set()
         assert await store.get_session(sid) is None
         with pytest.raises(SessionNotFoundError):
             bridge.get(sid)

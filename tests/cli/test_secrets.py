@@ -25,10 +25,11 @@ sys.stdin.read()
 """
 
 
-def test_the_secret_options_are_the_key_and_the_token() -> None:
+def test_the_secret_options_are_the_key_the_token_and_the_store_url() -> None:
     assert {(o.flag, o.env) for o in SECRET_OPTIONS} == {
         ("--api-key", "OPENAI_API_KEY"),
         ("--token", "ACP_SERVER_TOKEN"),
+        ("--store", "ACP_SERVER_STORE"),
     }
 
 

@@ -68,7 +68,7 @@ async def test_the_readme_permission_round_trip_runs_as_printed(tmp_path: Path) 
                 await process.aclose()
     lines = out.read_text().splitlines()
     assert status == 0, err.read_text()
-    assert lines[0] == '{"status":"ok"}'
+    assert re.fullmatch(r'\{"status":"ok","instance":"[^"]+-\d+-[0-9a-f]{8}"\}', lines[0]), lines[0]
     assert '"promptId"' in lines[1]  # the 202
     assert lines[-2:] == ["204", "hello"]  # the answer, then the file the allowed call wrote
     assert "Write NOTES.md" in err.read_text()  # the title the example shows

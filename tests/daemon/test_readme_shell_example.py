@@ -85,7 +85,8 @@ def test_the_readme_daemon_example_runs_as_printed(tmp_path: Path) -> None:
             os.killpg(shell.pid, signal.SIGKILL)
     stdout, stderr = out.decode(), err.decode()
     assert script_status == 0, stderr
-    assert '{"status":"ok"}' in stdout.splitlines()  # the health wait answered before anything else
+    health = re.compile(r'\{"status":"ok","instance":"[^"]+-\d+-[0-9a-f]{8}"\}')
+    assert any(health.fullmatch(line) for line in stdout.splitlines())  # the health wait answered before the rest
     # the ?wait=true reply; the event follower writes to the same stdout meanwhile, so it is found, not split by line
     replies = [json.loads(reply) for reply in re.findall(r'\{"promptId":"[0-9a-f]+","stopReason":"[a-z_]+"\}', stdout)]
     assert [r["stopReason"] for r in replies] == ["end_turn"]  # the ?wait=true reply (events are "data: ...")

@@ -19,7 +19,8 @@ TOKEN = "s3cret-token-0123456789"
 async def test_without_a_token_every_route_is_open_on_loopback() -> None:
     async with running_daemon(None) as served:
         assert (await served.client.get("/capabilities")).status_code == 200
-        assert (await served.client.get("/health")).json() == {"status": "ok"}
+        health = (await served.client.get("/health")).json()
+        assert health == {"status": "ok", "instance": served.daemon.bridge.store.instance}
 
 
 async def test_with_a_token_every_route_but_health_needs_the_bearer() -> None:

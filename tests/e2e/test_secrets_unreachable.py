@@ -1,7 +1,7 @@
 """No secret of the agent reaches the model through a command: a command the model runs reads ``/proc/$PPID`` and
 ``/proc/<agent pid>`` (``environ``, ``cmdline``), run locally and in an editor terminal (the official ACP SDK as the
 editor, running it as its own subprocess), over stdio and through ``acp-server serve``; what it printed, which the
-model gets, holds neither the key nor the token given in the environment or on the command line."""
+model gets, holds neither the key, the token nor the store password given in the environment or on the command line."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ ENV_KEY = "sk-env-key-0123456789abcdef"
 FLAG_KEY = "sk-flag-key-0123456789abcdef"
 ENV_TOKEN = "env-token-0123456789abcdef"
 FLAG_TOKEN = "flag-token-0123456789abcdef"
-SECRETS = (ENV_KEY, FLAG_KEY, ENV_TOKEN, FLAG_TOKEN)
+STORE_PASSWORD = "store-pw-0123456789abcdef"
+ENV_STORE = f"postgresql://acp:{STORE_PASSWORD}@127.0.0.1:9/acp"  # --no-persist wins: it is never connected to
+SECRETS = (ENV_KEY, FLAG_KEY, ENV_TOKEN, FLAG_TOKEN, STORE_PASSWORD)
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -64,7 +66,7 @@ def _tool_output(model: LoopbackModel) -> str:
 async def test_stdio_commands_cannot_read_the_agents_secrets(tmp_path: Path, terminal: bool) -> None:
     async with LoopbackModel() as model:
         args = ["-m", "acp_server", "--base-url", model.base_url, "--api-key", FLAG_KEY, "--model", "m"]
-        env = _clean_env(OPENAI_API_KEY=ENV_KEY, ACP_SERVER_TOKEN=ENV_TOKEN)
+        env = _clean_env(OPENAI_API_KEY=ENV_KEY, ACP_SERVER_TOKEN=ENV_TOKEN, ACP_SERVER_STORE=ENV_STORE)
         editor = Editor()
         async with spawn_agent_process(editor, sys.executable, *args, "--no-persist", *BYPASS, env=env) as (
             conn,
@@ -99,7 +101,7 @@ async def test_daemon_commands_cannot_read_the_agents_secrets(tmp_path: Path) ->
     async with LoopbackModel() as model:
         command = [sys.executable, "-m", "acp_server", "serve", "--port", "0", "--no-persist", *BYPASS]
         command += ["--base-url", model.base_url, "--model", "m", "--api-key", FLAG_KEY, "--token", FLAG_TOKEN]
-        env = _clean_env(OPENAI_API_KEY=ENV_KEY, ACP_SERVER_TOKEN=ENV_TOKEN)
+        env = _clean_env(OPENAI_API_KEY=ENV_KEY, ACP_SERVER_TOKEN=ENV_TOKEN, ACP_SERVER_STORE=ENV_STORE)
         process = await anyio.open_process(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         async with process:
             try:

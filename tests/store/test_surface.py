@@ -47,6 +47,7 @@ def test_exported_members() -> None:
         "StoredMessage",
         "StoredSessionNotFoundError",
         "TurnTicket",
+        "check_store_url",
         "default_state_dir",
         "open_store",
     }

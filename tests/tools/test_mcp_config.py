@@ -83,7 +83,7 @@ def test_a_stdio_servers_environment_has_the_given_env_on_top_and_never_the_agen
     server = McpServerConfig("s", "stdio", command="x", env=(("KEEP", "2"), ("NEW", "3")))
     env = server_environment(server, base)
     assert env == {"PATH": "/bin", "HOME": "/h", "KEEP": "2", "NEW": "3"}
-    assert set(AGENT_SECRETS) == {"OPENAI_API_KEY", "ACP_SERVER_TOKEN"}
+    assert set(AGENT_SECRETS) == {"OPENAI_API_KEY", "ACP_SERVER_TOKEN", "ACP_SERVER_STORE"}
     given = McpServerConfig("s", "stdio", command="x", env=(("OPENAI_API_KEY", "the user's own"),))
     assert server_environment(given, base)["OPENAI_API_KEY"] == "the user's own"  # passed by the client itself
 
