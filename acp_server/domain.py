@@ -169,7 +169,8 @@ def base64_size(data: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ImageContent:
-    """An image a tool returned, shown in the call (base64 ``data``). Never stored: the store keeps :attr:`note`."""
+    """An image a tool returned, shown in the call (base64 ``data``). Never stored: whoever makes one puts its
+    :attr:`note` in the call's text, and that text is what history keeps."""
 
     data: str
     mime_type: str
@@ -345,11 +346,11 @@ class ToolCallRecord:
     images: tuple[ImagePart, ...] = ()
 
     def without_images(self) -> ToolCallRecord:
-        """The call as history keeps it: no images for the model, each image shown to the editor as its note."""
+        """The call as history keeps it: no images, neither for the model nor in the editor's content (the text
+        holds their notes)."""
         if not self.images and not any(isinstance(c, ImageContent) for c in self.content):
             return self
-        content = tuple(TextContent(c.note) if isinstance(c, ImageContent) else c for c in self.content)
-        return replace(self, images=(), content=content)
+        return replace(self, images=(), content=tuple(c for c in self.content if not isinstance(c, ImageContent)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,5 +91,15 @@ def test_history_keeps_the_note_only() -> None:
     kept = ModelStep("", "", (_record((ImagePart(PNG, "image/png"),)),)).without_images()
     (call,) = kept.calls
     assert call.images == ()
-    assert call.content == (TextContent("[image (image/png, 70 bytes)]"), TextContent("[image (image/png, 70 bytes)]"))
+    assert call.content == (TextContent("[image (image/png, 70 bytes)]"),)  # the text holds the note
     assert [m["role"] for m in step_messages(kept)] == ["assistant", "tool"]
+
+
+def test_the_store_never_writes_an_image_even_if_one_is_given() -> None:
+    from acp_server.store._types import steps_from_json, steps_to_json
+
+    step = ModelStep("", "", (_record((ImagePart(PNG, "image/png"),)),))
+    text = steps_to_json((step,))
+    assert text is not None and PNG not in text
+    (call,) = steps_from_json(text)[0].calls
+    assert call.images == () and not any(isinstance(c, ImageContent) for c in call.content)
