@@ -9,7 +9,7 @@ the model. Nothing here imports another module of the package.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Conversation",
     "DiffContent",
     "Emit",
+    "ImageContent",
     "ImagePart",
     "Message",
     "ModelStep",
@@ -51,6 +52,7 @@ __all__ = [
     "TurnEvent",
     "UsageReported",
     "UserChunk",
+    "base64_size",
 ]
 
 StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -160,6 +162,25 @@ class DiffContent:
     new_text: str
 
 
+def base64_size(data: str) -> int:
+    """The bytes ``data`` (base64, padded) decodes to."""
+    return len(data) * 3 // 4 - data[-2:].count("=")
+
+
+@dataclass(frozen=True, slots=True)
+class ImageContent:
+    """An image a tool returned, shown in the call (base64 ``data``). Never stored: whoever makes one puts its
+    :attr:`note` in the call's text, and that text is what history keeps."""
+
+    data: str
+    mime_type: str
+
+    @property
+    def note(self) -> str:
+        """The text that stands for the image where it is not kept (stored history, replay): its decoded size."""
+        return f"[image ({self.mime_type}, {base64_size(self.data)} bytes)]"
+
+
 @dataclass(frozen=True, slots=True)
 class TerminalContent:
     """A terminal the client runs for the call (live output in the editor)."""
@@ -167,7 +188,7 @@ class TerminalContent:
     terminal_id: str
 
 
-ToolContent: TypeAlias = TextContent | DiffContent | TerminalContent
+ToolContent: TypeAlias = TextContent | DiffContent | ImageContent | TerminalContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,8 +328,9 @@ mid-turn reads ``interrupted``, one still being streamed by another process ``ru
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
     """One tool call of a turn as it ended: what the model asked (``name``, raw JSON ``arguments``), what it got
-    back (``output``, the ``tool`` message), and what the editor was shown (title, kind, locations, content;
-    ``plan``: the whole plan an ``update_plan`` call set, None for every other call)."""
+    back (``output``, the ``tool`` message; ``images``, shown to the model after the step's tool messages), and
+    what the editor was shown (title, kind, locations, content; ``plan``: the whole plan an ``update_plan`` call
+    set, None for every other call). Images live only while the turn runs: :meth:`without_images` is what is kept."""
 
     call_id: str
     name: str
@@ -321,6 +343,14 @@ class ToolCallRecord:
     content: tuple[ToolContent, ...] = ()
     raw_output: object = None
     plan: tuple[PlanEntry, ...] | None = None
+    images: tuple[ImagePart, ...] = ()
+
+    def without_images(self) -> ToolCallRecord:
+        """The call as history keeps it: no images, neither for the model nor in the editor's content (the text
+        holds their notes)."""
+        if not self.images and not any(isinstance(c, ImageContent) for c in self.content):
+            return self
+        return replace(self, images=(), content=tuple(c for c in self.content if not isinstance(c, ImageContent)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +363,11 @@ class ModelStep:
     text: str
     reasoning: str
     calls: tuple[ToolCallRecord, ...]
+
+    def without_images(self) -> ModelStep:
+        """The step as history keeps it (see :meth:`ToolCallRecord.without_images`)."""
+        calls = tuple(c.without_images() for c in self.calls)
+        return self if calls == self.calls else ModelStep(self.text, self.reasoning, calls)
 
 
 @dataclass(frozen=True, slots=True)

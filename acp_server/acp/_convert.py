@@ -11,6 +11,7 @@ from ..domain import (
     Compacting,
     Compaction,
     DiffContent,
+    ImageContent,
     ImagePart,
     PlanEntry,
     PlanUpdated,
@@ -119,6 +120,8 @@ def _tool_content(content: ToolContent, *, live: bool = True) -> dict[str, Any]:
     if isinstance(content, DiffContent):
         # "oldText": null said, not left out, for a new file: some clients (Toad) match on the key to show a diff
         return {"type": "diff", "path": content.path, "oldText": content.old_text, "newText": content.new_text}
+    if isinstance(content, ImageContent):
+        return {"type": "content", "content": {"type": "image", "data": content.data, "mimeType": content.mime_type}}
     if live:
         return {"type": "terminal", "terminalId": content.terminal_id}
     return {"type": "content", "content": {"type": "text", "text": "(ran in the editor's terminal)"}}

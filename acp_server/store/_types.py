@@ -29,6 +29,7 @@ from ..domain import (
     Compaction,
     ContextUsage,
     DiffContent,
+    ImageContent,
     ImagePart,
     Message,
     ModelStep,
@@ -257,6 +258,8 @@ def _content_to_json(content: ToolContent) -> dict[str, Any]:
         return {"type": "text", "text": content.text}
     if isinstance(content, DiffContent):
         return {"type": "diff", "path": content.path, "oldText": content.old_text, "newText": content.new_text}
+    if isinstance(content, ImageContent):  # never stored (the turn keeps none): were one given, its note
+        return {"type": "text", "text": content.note}
     return {"type": "terminal", "terminalId": content.terminal_id}
 
 

@@ -7,19 +7,22 @@
   any other is kind ``other`` and needs permission (the mode decides; an "always" answer is kept per tool).
   Annotations are the server's claims: trusted as far as the user trusts the server they configured.
 - Result: text parts (and embedded text resources) go to the model, joined by newlines; structured content with no
-  text goes as JSON; images, audio and binary resources as a one-line note (the tool message is text); capped
-  like every tool output. ``isError: true`` ends the call ``failed`` with the server's text.
+  text goes as JSON; capped like every tool output. Images go to the model and the editor as images (the text
+  gets a note where each was) — at most :data:`MAX_IMAGES` per result, :data:`MAX_IMAGE_DATA` characters of base64
+  in all, valid base64 of a type in :data:`IMAGE_TYPES`; any other image, audio and binary resources are a one-line
+  note "not shown to the model". ``isError: true`` ends the call ``failed`` with the server's text.
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from ..domain import TextContent, ToolKind
+from ..domain import ImageContent, ImagePart, TextContent, ToolContent, ToolKind, base64_size
 from ._call import _guarded, failure
 from ._exceptions import ToolCallError
 from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
@@ -32,11 +35,18 @@ if TYPE_CHECKING:
 
     from ._mcp_connection import McpConnection
 
-__all__ = ["MAX_TOOL_NAME", "mcp_tool_name", "mcp_tools", "result_of"]
+__all__ = ["IMAGE_TYPES", "MAX_IMAGES", "MAX_IMAGE_DATA", "MAX_TOOL_NAME", "mcp_tool_name", "mcp_tools", "result_of"]
 
 MAX_TOOL_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 _MAX_DESCRIPTION = 4096
+
+MAX_IMAGES = 4
+"""Images of one result the model and the editor are shown; the others are a note."""
+MAX_IMAGE_DATA = 5 * 1024 * 1024
+"""Characters of base64 the shown images of one result may hold together (an image past it is a note)."""
+IMAGE_TYPES: frozenset[str] = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types OpenAI's vision models take; an image of another type is a note."""
 
 
 def mcp_tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
@@ -62,17 +72,43 @@ def _parameters(tool: types.Tool) -> dict[str, Any]:
     return schema
 
 
+def _unshown(image: ImageContent, images: list[ImagePart], held: int) -> str | None:
+    """Why ``image`` is not shown beside ``images`` (``held`` characters of base64); None: it is."""
+    if image.mime_type not in IMAGE_TYPES:
+        return "unsupported type"
+    if len(images) >= MAX_IMAGES:
+        return f"more than {MAX_IMAGES} images"
+    if held + len(image.data) > MAX_IMAGE_DATA:
+        return f"more than {MAX_IMAGE_DATA // (1024 * 1024)} MiB of images"
+    try:
+        binascii.a2b_base64(image.data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return "not valid base64"
+    return None
+
+
 def result_of(result: types.CallToolResult, server: str) -> ToolResult:
-    """What the model and the editor get of an MCP call's result."""
+    """What the model and the editor get of an MCP call's result: the text (a note where each image, audio or
+    binary resource was), and the images shown, in order, within the bounds (the same images for both)."""
     from mcp import types
 
     parts: list[str] = []
+    images: list[ImagePart] = []
+    held = 0
     for block in result.content:
         if isinstance(block, types.TextContent):
             parts.append(block.text)
-        elif isinstance(block, types.ImageContent | types.AudioContent):
-            kind = "image" if isinstance(block, types.ImageContent) else "audio"
-            parts.append(f"[{kind} ({block.mimeType}, {len(block.data) * 3 // 4} bytes): not shown to the model]")
+        elif isinstance(block, types.ImageContent):
+            image = ImageContent(block.data, block.mimeType)
+            why = _unshown(image, images, held)
+            if why is None:
+                images.append(ImagePart(image.data, image.mime_type))
+                held += len(image.data)
+                parts.append(image.note)
+            else:
+                parts.append(f"{image.note[:-1]}: not shown to the model, {why}]")
+        elif isinstance(block, types.AudioContent):
+            parts.append(f"[audio ({block.mimeType}, {base64_size(block.data)} bytes): not shown to the model]")
         elif isinstance(block, types.EmbeddedResource):
             resource = block.resource
             if isinstance(resource, types.TextResourceContents):
@@ -87,7 +123,9 @@ def result_of(result: types.CallToolResult, server: str) -> ToolResult:
     if result.isError:
         return failure(text or f"the MCP server '{server}' reported an error without a message")
     raw: object = result.structuredContent
-    return ToolResult(output=text or "(no output)", content=(TextContent(text),) if text else (), raw_output=raw)
+    content: tuple[ToolContent, ...] = (TextContent(text),) if text else ()
+    content += tuple(ImageContent(i.data, i.mime_type) for i in images)
+    return ToolResult(output=text or "(no output)", content=content, raw_output=raw, images=tuple(images))
 
 
 def _preparer(

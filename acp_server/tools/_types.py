@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
-from ..domain import PlanEntry, ToolCallStarted, ToolContent, ToolKind, ToolLocation
+from ..domain import ImagePart, PlanEntry, ToolCallStarted, ToolContent, ToolKind, ToolLocation
 
 __all__ = [
     "PERMISSION_OPTIONS",
@@ -104,13 +104,15 @@ ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]
 class ToolResult:
     """How a call ended: ``output`` is what the model gets (capped), ``content`` what the editor shows,
     ``raw_output`` a JSON value for ``rawOutput``, ``failed`` whether the call ends ``failed``; ``plan`` the whole
-    plan a call set (``update_plan``; None for every other tool), which the turn reports after the call."""
+    plan a call set (``update_plan``; None for every other tool), which the turn reports after the call;
+    ``images`` what the model is shown besides ``output`` (an MCP tool's images; the turn's only, never stored)."""
 
     output: str
     content: tuple[ToolContent, ...] = ()
     raw_output: object = None
     failed: bool = False
     plan: tuple[PlanEntry, ...] | None = None
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ import anyio
 
 from ..domain import (
     Emit,
+    ImagePart,
     PlanEntry,
     PlanUpdated,
     TextContent,
@@ -334,7 +335,7 @@ async def run_call(
         await _end(
             emit,
             ToolCallUpdated(call_id, status, content=final_content, raw_output=result.raw_output),
-            partial(record.end, result.output, status, final_content, result.raw_output, result.plan),
+            partial(record.end, result.output, status, final_content, result.raw_output, result.plan, result.images),
         )
         if result.plan is not None and not result.failed:  # the whole plan, after the call that set it
             await emit(PlanUpdated(result.plan))
@@ -367,6 +368,7 @@ class _Recorder:
         content: tuple[ToolContent, ...],
         raw_output: object = None,
         plan: tuple[PlanEntry, ...] | None = None,
+        images: tuple[ImagePart, ...] = (),
     ) -> None:
         self.ended = True
         p = self._prepared
@@ -383,5 +385,6 @@ class _Recorder:
                 content,
                 raw_output,
                 plan,
+                images,
             )
         )

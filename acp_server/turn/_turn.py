@@ -179,10 +179,11 @@ class _Answer:
         self.text, self.reasoning, self.calls = [], [], None
 
     def message(self, stop_reason: StopReason | None, outcome: Outcome) -> Message:
-        """The answer to store: finished steps, the step cut short (if its calls had begun), the text streamed."""
-        steps = list(self.steps)
+        """The answer to store: finished steps, the step cut short (if its calls had begun), the text streamed —
+        without the images the calls returned (they lived for this turn only)."""
+        steps = [step.without_images() for step in self.steps]
         if self.calls is not None:
-            steps.append(self.step())
+            steps.append(self.step().without_images())
             content, reasoning = "", ""
         else:
             content, reasoning = "".join(self.text), "".join(self.reasoning)
@@ -442,7 +443,7 @@ class ModelTurn:
                         announced=announcer.take(call.call_id),
                     )
                     with anyio.CancelScope(shield=True):
-                        await session.record_steps((*answer.steps, answer.step()))
+                        await session.record_steps(tuple(s.without_images() for s in (*answer.steps, answer.step())))
                 if calls.dropped and ended:
                     note = (
                         f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "

@@ -29,7 +29,8 @@ async def test_post_session_connects_the_servers_and_events_carry_their_calls(tm
         assert created.status_code == 201, created.text
         assert_documented("POST", "/session", created)
         session_id = created.json()["sessionId"]
-        assert created.json()["mcpServers"] == [{"name": "py", "transport": "stdio", "status": "connected", "tools": 9}]
+        state = {"name": "py", "transport": "stdio", "status": "connected", "tools": 10}
+        assert created.json()["mcpServers"] == [state]
 
         model.enqueue(ToolCalls((ScriptedCall("mcp__py__env", {"name": "V"}, id="m1"),)), Answer(text="ok"))
         async with served.events(session_id) as events:

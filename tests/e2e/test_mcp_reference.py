@@ -92,6 +92,10 @@ async def test_everything_over_stdio_tools_env_image_and_list_changed(
     env = json.loads(messages["e2"])
     assert env["GIVEN_BY_EDITOR"] == "yes" and "OPENAI_API_KEY" not in env
     assert "[image (image/png" in messages["e3"]
+    shown = [m for m in model.requests[1].messages if m["role"] == "user" and isinstance(m["content"], list)]
+    assert shown[-1]["content"][0]["text"] == "Images returned by mcp__everything__get-tiny-image (call e3):"
+    assert shown[-1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert any(getattr(c.content, "type", None) == "image" for c in editor.final("e3").content)
     assert editor.final("e4").status == "failed" and "schema" in messages["e4"]  # refused before it was sent
     assert not editor.permission_requests  # every tool here is annotated readOnlyHint
 

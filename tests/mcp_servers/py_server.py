@@ -4,7 +4,7 @@
 Tools: ``echo`` and ``env`` (read-only), ``write_note`` (changes the project: needs permission), ``hang`` (writes
 ``started.txt`` in its cwd, waits until cancelled, then writes ``cancelled.txt``), ``fail`` (``isError``), ``pid``,
 ``big`` (a result of N bytes), ``grow`` (adds the tool ``late`` and sends ``tools/list_changed``), ``header`` (an
-HTTP request header).
+HTTP request header), ``image`` (a text and N copies of a 1×1 PNG, sent with the given mime type).
 """
 
 from __future__ import annotations
@@ -15,11 +15,16 @@ from pathlib import Path
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ToolAnnotations
+from mcp.types import ImageContent, TextContent, ToolAnnotations
 
 READ = ToolAnnotations(readOnlyHint=True)
 
 server = FastMCP("py-test", host="127.0.0.1")
+
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+"""A 1×1 PNG, base64."""
 
 
 @server.tool(annotations=READ)
@@ -88,6 +93,13 @@ def header(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
     """A header of the HTTP request that called this tool."""
     request = ctx.request_context.request
     return str(request.headers.get(name, "<none>")) if request is not None else "<no request>"
+
+
+@server.tool(annotations=READ)
+def image(count: int = 1, mime_type: str = "image/png") -> list[TextContent | ImageContent]:
+    """A text, then `count` images."""
+    images = [ImageContent(type="image", data=PNG, mimeType=mime_type) for _ in range(count)]
+    return [TextContent(type="text", text=f"{count} image(s)"), *images]
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ request's bounds."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from acp_server.domain import Compaction, ContextUsage, Conversation, Message, ModelStep, ToolCallRecord
+from acp_server.domain import Compaction, ContextUsage, Conversation, ImagePart, Message, ModelStep, ToolCallRecord
 from acp_server.pipeline import ModelHTTPError
 from acp_server.turn.context import (
     CONTEXT_REFUSALS,
@@ -98,6 +100,18 @@ def test_elision_keeps_every_call_and_the_latest_turns_whole() -> None:
     steps = [ModelStep("", "", (_call("n1", "y" * 1000),)), ModelStep("", "", (_call("n2", "z" * 1000),))]
     now = [m for m in view.messages(steps) if m["role"] == "tool"][-2:]
     assert now[0]["content"].startswith("[output elided") and now[1]["content"] == "z" * 1000
+
+
+def test_elision_drops_the_images_of_this_turn_s_older_steps_and_keeps_the_last_step_s() -> None:
+    image = ImagePart("iVBORw0KGgo=", "image/png")
+    shot = dataclasses.replace(_call("s1", "[image (image/png, 8 bytes)]"), images=(image,))
+    steps = [ModelStep("", "", (shot,)), ModelStep("", "", (dataclasses.replace(shot, call_id="s2"),))]
+    view = ContextView("sys", Conversation(), "now")  # no older output to elide: only the images
+    images = [m for m in view.messages(steps) if m["role"] == "user" and isinstance(m["content"], list)]
+    assert len(images) == 2 and view.has_elidable(steps)  # images alone make a step elidable
+    view.elide = True
+    images = [m for m in view.messages(steps) if m["role"] == "user" and isinstance(m["content"], list)]
+    assert [m["content"][0]["text"] for m in images] == ["Images returned by read_file (call s2):"]
 
 
 def test_a_compacted_view_sends_the_summary_then_the_turns_after_it() -> None:

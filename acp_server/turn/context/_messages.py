@@ -1,5 +1,5 @@
 """The conversation in OpenAI chat terms: a prompt as one user message, a history (tool steps included) as the
-messages before it."""
+messages before it; the images a step's tools returned as one user message after its tool messages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from ...domain import Conversation, ImagePart, ModelStep, Prompt, ResourceLinkPart, ResourcePart, TextPart
 
-__all__ = ["step_messages", "to_chat_messages", "user_content"]
+__all__ = ["step_messages", "to_chat_messages", "tool_images", "user_content"]
 
 
 def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
@@ -26,7 +26,7 @@ def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
             else:
                 texts.append(f'<context uri="{part.uri}">\n{part.text}\n</context>')
         elif isinstance(part, ImagePart):
-            images.append({"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}})
+            images.append(_image_url(part))
     text = "\n\n".join(texts)
     if not images:
         return text
@@ -45,7 +45,26 @@ def step_messages(step: ModelStep) -> list[dict[str, Any]]:
     # "content" is "" without text, never null nor left out: strict servers (llama-cpp-python) refuse both
     messages: list[dict[str, Any]] = [{"role": "assistant", "content": step.text, "tool_calls": calls}]
     messages.extend({"role": "tool", "tool_call_id": c.call_id, "content": c.output} for c in step.calls)
+    images = tool_images(step)
+    if images is not None:
+        messages.append(images)
     return messages
+
+
+def _image_url(part: ImagePart) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}}
+
+
+def tool_images(step: ModelStep) -> dict[str, Any] | None:
+    """The images the step's calls returned, as one ``user`` message after its ``tool`` messages (a tool message
+    carries text only): for each call with images, a text part naming it, then its ``image_url`` parts. None when
+    no call returned one."""
+    content: list[dict[str, Any]] = []
+    for call in step.calls:
+        if call.images:
+            content.append({"type": "text", "text": f"Images returned by {call.name} (call {call.call_id}):"})
+            content.extend(_image_url(image) for image in call.images)
+    return {"role": "user", "content": content} if content else None
 
 
 def to_chat_messages(

@@ -37,12 +37,13 @@ def elided_output(output: str) -> str:
 
 
 def _elided(step: ModelStep) -> ModelStep:
-    """``step`` with each output longer than its note replaced by the note."""
+    """``step`` with each output longer than its note replaced by the note, and no images (their notes stay in the
+    outputs)."""
     calls = tuple(
         call if len(call.output) <= _FIRST_LINE * 2 else dataclasses.replace(call, output=elided_output(call.output))
         for call in step.calls
     )
-    return ModelStep(step.text, step.reasoning, calls)
+    return ModelStep(step.text, step.reasoning, tuple(c.without_images() for c in calls))
 
 
 def turn_starts(messages: Sequence[Message], start: int = 0) -> list[int]:
