@@ -212,7 +212,7 @@ def _postgres_store(url: str | None) -> tuple[SessionStore, object] | str:
 
     if url:
         return PostgresSessionStore(url), None
-    from tests.store._postgres import find_bindir, throwaway_cluster
+    from tests._postgres import find_bindir, throwaway_cluster
 
     bindir = find_bindir()
     if bindir is None:

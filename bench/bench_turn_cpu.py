@@ -152,7 +152,7 @@ def postgres(url: str | None) -> Iterator[str | None]:
         yield url
         return
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from tests.store._postgres import find_bindir, throwaway_cluster
+    from tests._postgres import find_bindir, throwaway_cluster
 
     bindir = find_bindir()
     if bindir is None:

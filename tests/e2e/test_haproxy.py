@@ -1,7 +1,8 @@
-"""Three real ``acp-server serve`` processes on one store behind a real HAProxy running ``deploy/haproxy.cfg``: new
-sessions and ``/acp`` connections spread, every later request reaches the process that holds what it names, and a
-process killed with SIGKILL mid-stream leaves its sessions to the others (resumed from the store, the finished turn
-kept, the event stream's reader told ``resync_required``). Skips when ``haproxy`` is not installed."""
+"""Three real ``acp-server serve`` processes on one store (a shared SQLite state directory, or PostgreSQL) behind a
+real HAProxy running ``deploy/haproxy.cfg``: new sessions and ``/acp`` connections spread, every later request
+reaches the process that holds what it names, and a process killed with SIGKILL mid-stream leaves its sessions to
+the others (resumed from the store, the finished turn kept, the event stream's reader told ``resync_required``).
+Skips when ``haproxy`` is not installed (and the PostgreSQL runs when PostgreSQL is not)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,14 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(HAPROXY is None, reason="haproxy is not installed (.ci/run installs it from Debian)"),
 ]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_args(request: pytest.FixtureRequest) -> list[str]:
+    """The daemons' shared store: one SQLite state directory (one machine), or one PostgreSQL database."""
+    if request.param == "sqlite":
+        return []
+    return ["--store", str(request.getfixturevalue("pg_dsn"))]
 
 
 def _free_port() -> int:
@@ -183,11 +192,13 @@ async def _prompt(client: httpx2.AsyncClient, session_id: str, text: str) -> htt
     return await client.post(f"/session/{session_id}/prompt", params={"wait": "true"}, json=body)
 
 
-async def test_new_sessions_spread_and_every_request_reaches_the_process_holding_its_session(tmp_path: Path) -> None:
+async def test_new_sessions_spread_and_every_request_reaches_the_process_holding_its_session(
+    tmp_path: Path, store_args: list[str]
+) -> None:
     async with LoopbackModel() as model:
         model.enqueue(*(Answer(text=f"answer {n}") for n in range(18)))
         async with (
-            cluster(tmp_path, model, []) as served,
+            cluster(tmp_path, model, store_args) as served,
             httpx2.AsyncClient(base_url=served.url, timeout=20) as client,
         ):
             sessions = [await _new_session(client, tmp_path) for _ in range(9)]
@@ -213,12 +224,12 @@ class _Recorder:
         pass
 
 
-async def test_acp_connections_spread_and_each_stays_on_its_process(tmp_path: Path) -> None:
+async def test_acp_connections_spread_and_each_stays_on_its_process(tmp_path: Path, store_args: list[str]) -> None:
     """The official SDK's Streamable HTTP client: each connection's POSTs and streams carry ``Acp-Connection-Id``;
     a process that does not hold the connection answers 404, so a finished prompt proves the routing."""
     async with LoopbackModel() as model:
         model.enqueue(*(Answer(text=f"over acp {n}") for n in range(6)))
-        async with cluster(tmp_path, model, []) as served:
+        async with cluster(tmp_path, model, store_args) as served:
             holders: set[str] = set()
             for n in range(6):
                 recorder = _Recorder()
@@ -245,10 +256,12 @@ async def test_acp_connections_spread_and_each_stays_on_its_process(tmp_path: Pa
             assert len(holders) >= 2, holders
 
 
-async def test_a_killed_process_leaves_its_sessions_to_the_others_with_the_finished_turn_kept(tmp_path: Path) -> None:
+async def test_a_killed_process_leaves_its_sessions_to_the_others_with_the_finished_turn_kept(
+    tmp_path: Path, store_args: list[str]
+) -> None:
     async with LoopbackModel() as model:
         model.enqueue(Answer(text="kept answer"), SlowDrip(interval_s=0.05, text="word " * 2000), Answer(text="again"))
-        async with cluster(tmp_path, model, []) as served:
+        async with cluster(tmp_path, model, store_args) as served:
             async with httpx2.AsyncClient(base_url=served.url, timeout=20) as client:
                 session_id = await _new_session(client, tmp_path)
                 assert (await _prompt(client, session_id, "first")).json()["stopReason"] == "end_turn"
@@ -294,7 +307,8 @@ async def test_a_killed_process_leaves_its_sessions_to_the_others_with_the_finis
                 assert "event: resync_required" in first, first  # the events it missed are not replayed silently
                 again = await _prompt(client, session_id, "second")
                 assert again.json()["stopReason"] == "end_turn", again.text
-    async with open_store(served.state) as store:
+    url = store_args[1] if store_args else None
+    async with open_store(served.state, url=url) as store:
         snapshot = await store.read_session(session_id)
     assert snapshot is not None
     contents = [(message.role, message.content) for message in snapshot.messages]
