@@ -23,7 +23,7 @@ import anyio.lowlevel
 
 from acp_server.bridge import PromptStream
 from acp_server.daemon import EventLog
-from acp_server.daemon._daemon import _Channel
+from acp_server.daemon._channel import SessionChannel
 from acp_server.daemon._sse import EventStreamResponse
 from acp_server.domain import PromptEnded, TextChunk
 
@@ -31,7 +31,7 @@ from acp_server.domain import PromptEnded, TextChunk
 async def one_run(chunks: int, subscribers: int, slow: bool) -> tuple[float, int, int]:
     """(CPU seconds, frames written, bytes written) for ``chunks`` chunks of one prompt."""
     log = EventLog("bench-session", ring_size=4096, queue_size=1 << 20)
-    channel = _Channel("bench-session", log)
+    channel = SessionChannel("bench-session", log)
     stream = PromptStream(256)
     handle = SimpleNamespace(prompt_id="bench-prompt", events=stream)
     written = [0, 0]

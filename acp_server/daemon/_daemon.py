@@ -42,7 +42,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .. import __version__
-from ..acp import PROTOCOL_VERSION, AgentOptions, config_options, update_from_event
+from ..acp import PROTOCOL_VERSION, AgentOptions, config_options
 from ..bridge import (
     BridgeClosedError,
     PromptHandle,
@@ -52,23 +52,18 @@ from ..bridge import (
     SettingsChange,
 )
 from ..domain import (
-    Compacted,
     Prompt,
-    PromptEnded,
-    PromptEvent,
-    TextChunk,
-    ThoughtChunk,
 )
 from ..modes import MODES, READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.builtin import BUILTIN
 from ..tools.mcp_servers import McpServerConfig
 from ._acp_http import AcpOverHttp
-from ._errors import turn_error_payload
-from ._events import EventLog, RingBudget, Subscription, update_event_name
+from ._channel import SessionChannel
+from ._events import EventLog, RingBudget, Subscription
 from ._exceptions import InvalidRequestError, PromptNotFoundError
 from ._options import MAX_EVENT_ID, DaemonOptions
-from ._permissions import DaemonToolClient, PermissionDesk
+from ._permissions import DaemonToolClient
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
 
@@ -99,96 +94,6 @@ saw its last event (``session_closed``) gets the new attachment's events without
 
 def _wall_clock_us() -> int:
     return time.time_ns() // 1000
-
-
-class _Channel:
-    """One session as the daemon sees it: its event log, and the prompts accepted here whose events are not all
-    published yet, in admission order. Their events are published by :meth:`pump`, one task at a time."""
-
-    def __init__(self, session_id: str, log: EventLog) -> None:
-        self.session_id = session_id
-        self.log = log
-        self.permissions = PermissionDesk(session_id, log)
-        self.pending: OrderedDict[str, PromptHandle] = OrderedDict()
-        self._pumping = False
-        self._idle = anyio.Event()
-        self._idle.set()
-
-    def accept(self, handle: PromptHandle, tg: TaskGroup) -> None:
-        """Queue the prompt's events for publication; start the pump if none runs."""
-        self.pending[handle.prompt_id] = handle
-        if not self._pumping:
-            self._pumping = True
-            self._idle = anyio.Event()
-            tg.start_soon(self.pump, name=f"daemon pump {self.session_id}")
-
-    async def pump(self) -> None:
-        """Publish each pending prompt's events, to its end, in admission order; stop when none is left."""
-        try:
-            while self.pending:
-                handle = next(iter(self.pending.values()))
-                texts = _TextData(self.session_id, handle.prompt_id)
-                try:
-                    async for event in handle.events:
-                        self._publish(handle, event, texts)
-                finally:
-                    handle.events.close()
-                    self.pending.pop(handle.prompt_id, None)
-        finally:
-            self._pumping = False
-            self._idle.set()
-
-    async def drained(self) -> None:
-        """Wait until every prompt accepted so far has had its terminal event published."""
-        await self._idle.wait()
-
-    def _publish(self, handle: PromptHandle, event: PromptEvent, texts: _TextData) -> None:
-        if self.log.closed:
-            return
-        if isinstance(event, TextChunk):
-            self.log.publish_text("session_update", texts.message_key, event.text, texts.message)
-        elif isinstance(event, ThoughtChunk):
-            self.log.publish_text("session_update", texts.thought_key, event.text, texts.thought)
-        elif not isinstance(event, PromptEnded):
-            update = update_from_event(self.session_id, event)
-            name = update_event_name(event)
-            self.log.publish(name, {"promptId": handle.prompt_id, **update})
-            if isinstance(event, Compacted):  # after its note: subscribers are told a compaction happened
-                self.log.publish("context_compacted", _compacted(self.session_id, handle.prompt_id, event))
-        elif event.error is not None:
-            base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
-            self.log.publish("turn_error", {**base, **turn_error_payload(event.error)})
-        else:
-            base = {"sessionId": self.session_id, "promptId": handle.prompt_id}
-            self.log.publish("turn_complete", {**base, "stopReason": event.stop_reason})
-
-
-def _compacted(session_id: str, prompt_id: str, event: Compacted) -> dict[str, object]:
-    """The ``context_compacted`` event's data."""
-    data: dict[str, object] = {"sessionId": session_id, "promptId": prompt_id, "through": event.through}
-    data["estimatedTokens"] = event.estimate
-    if event.size is not None:
-        data["contextWindow"] = event.size
-    return data
-
-
-class _TextData:
-    """The ``session_update`` data of one prompt's message and thought chunks, for any text: what the event log
-    merges for a lagging subscriber (one key per prompt and kind)."""
-
-    __slots__ = ("message_key", "prompt_id", "session_id", "thought_key")
-
-    def __init__(self, session_id: str, prompt_id: str) -> None:
-        self.session_id = session_id
-        self.prompt_id = prompt_id
-        self.message_key = (prompt_id, "agent_message_chunk")
-        self.thought_key = (prompt_id, "agent_thought_chunk")
-
-    def message(self, text: str) -> dict[str, object]:
-        return {"promptId": self.prompt_id, **update_from_event(self.session_id, TextChunk(text))}
-
-    def thought(self, text: str) -> dict[str, object]:
-        return {"promptId": self.prompt_id, **update_from_event(self.session_id, ThoughtChunk(text))}
 
 
 @dataclass(frozen=True)
@@ -230,7 +135,7 @@ class Daemon:
                     "modes=daemon_modes(token=None) and default_mode='read-only', or give the daemon a token"
                 )
         self.modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
-        self._channels: dict[str, _Channel] = {}
+        self._channels: dict[str, SessionChannel] = {}
         self._tasks = OwnedTaskGroup()
         self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
         self._life = Lifecycle.UNOPENED
@@ -238,7 +143,7 @@ class Daemon:
         self._wall_clock_us = wall_clock_us
         self._issued_high = 0  # >= every first id given and every retired log's last id
         self._previous_ids: OrderedDict[str, int] = OrderedDict()  # detached session → its last event id
-        self._finishing: dict[_Channel, anyio.Event] = {}  # detached, publishing their last events
+        self._finishing: dict[SessionChannel, anyio.Event] = {}  # detached, publishing their last events
         self._remove_listeners: list[Callable[[], None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -419,7 +324,7 @@ class Daemon:
     def _options_of(self, entry: SessionEntry) -> list[dict[str, Any]]:
         return config_options(self.modes, self._mode_of(entry), self.bridge.models, entry.model)
 
-    def _publish_config(self, channel: _Channel, entry: SessionEntry) -> None:
+    def _publish_config(self, channel: SessionChannel, entry: SessionEntry) -> None:
         payload = {"sessionId": entry.session_id, "configOptions": self._options_of(entry)}
         channel.log.publish("config_changed", payload)
 
@@ -482,7 +387,7 @@ class Daemon:
         finished = self._finishing[channel] = anyio.Event()
         self._tasks.group.start_soon(self._finish, channel, finished, name=f"daemon finish {session_id}")
 
-    async def _finish(self, channel: _Channel, finished: anyio.Event) -> None:
+    async def _finish(self, channel: SessionChannel, finished: anyio.Event) -> None:
         """Publish the detached session's terminal events, then ``session_closed``; end its streams."""
         try:
             await channel.drained()
@@ -494,7 +399,7 @@ class Daemon:
             del self._finishing[channel]
             finished.set()
 
-    def _retire(self, channel: _Channel) -> None:
+    def _retire(self, channel: SessionChannel) -> None:
         """End the channel's streams and remember its last id (the next attachment starts above it)."""
         channel.log.close()
         self._issued_high = max(self._issued_high, channel.log.last_id)
@@ -504,7 +409,7 @@ class Daemon:
             while len(self._previous_ids) > _PREVIOUS_IDS_KEPT:
                 self._previous_ids.popitem(last=False)
 
-    def _channel(self, session_id: str) -> _Channel:
+    def _channel(self, session_id: str) -> SessionChannel:
         """The session's channel; created on first use (this attachment's ids start above every earlier one).
         Unknown → 404."""
         try:
@@ -530,7 +435,7 @@ class Daemon:
                 budget=self.ring_budget,
             )
             self._issued_high = max(self._issued_high, first)
-            channel = self._channels[session_id] = _Channel(session_id, log)
+            channel = self._channels[session_id] = SessionChannel(session_id, log)
         return channel
 
     # -- prompts ---------------------------------------------------------------------------------------------
