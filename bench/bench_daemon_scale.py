@@ -140,6 +140,7 @@ class Result:
     idle_objects: list[float]  # per session before its prompt (subscriber attached), per process
     held: list[int]
     notes: str
+    failures: list[str]
 
 
 async def _admin(path: str, command: str) -> str:
@@ -174,6 +175,28 @@ async def _start_haproxy(tmp: str, daemons: list[Daemon]) -> tuple[anyio.abc.Pro
                     if len(states) == len(daemons) and all(s == "UP" for s in states):
                         return process, f"http://{listen}", admin
             await anyio.sleep(0.1)
+
+
+async def _read(subscriber: Subscriber, host: str, port: int, connected: anyio.Event, cut: list[str]) -> None:
+    """``subscriber.run``, noting (in ``cut``) a stream that closes or fails before its turn ended, e.g. when
+    HAProxy marks its process down and shuts its sessions."""
+    try:
+        await subscriber.run(host, port, connected)
+    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        cut.append(subscriber.session_id)
+        connected.set()
+        subscriber.ended.set()
+
+
+async def _prompt(front: str, subscriber: Subscriber, refused: list[int]) -> None:
+    """Post the session's prompt; a refusal (any status but 202) is noted and its stream no longer awaited."""
+    try:
+        status, _, _ = await raw_post(front, f"/session/{subscriber.session_id}/prompt", {"prompt": TEXT})
+    except (OSError, ValueError, anyio.EndOfStream, anyio.BrokenResourceError):
+        status = 0  # no answer, or not the daemon's JSON (HAProxy's own 503 page)
+    if status != 202:
+        refused.append(status)
+        subscriber.ended.set()
 
 
 async def _turn(url: str, host: str, port: int, seconds: float) -> None:
@@ -232,10 +255,13 @@ async def run_configuration(
             owner = holders(await _admin(admin, "show table daemons")) if haproxy else dict.fromkeys(ids, 1)
             held = [sum(owner.get(sid) == k for sid in ids) for k in range(1, processes + 1)]
             subscribers = [Subscriber(sid) for sid in ids]
+            cut: list[str] = []
+            refused: list[int] = []
+            unfinished = 0
             async with anyio.create_task_group() as tg:
                 for subscriber in subscribers:
                     connected = anyio.Event()
-                    tg.start_soon(subscriber.run, host, port, connected)
+                    tg.start_soon(_read, subscriber, host, port, connected, cut)
                     await connected.wait()
                 await anyio.sleep(0.5)
                 idle = [await d.count_objects() for d in daemons]
@@ -244,13 +270,14 @@ async def run_configuration(
                 proxy_before = cpu_s(proxy.pid) if proxy is not None else 0.0
                 started = time.monotonic()
                 async with anyio.create_task_group() as posts:
-                    for sid in ids:
-                        posts.start_soon(raw_post, front, f"/session/{sid}/prompt", {"prompt": TEXT})
+                    for subscriber in subscribers:
+                        posts.start_soon(_prompt, front, subscriber, refused)
                 await anyio.sleep(seconds / 2)
                 streaming = [await d.count_objects() for d in daemons]
-                with anyio.fail_after(seconds * 5 + 60):
+                with anyio.move_on_after(seconds * 5 + 60):
                     for subscriber in subscribers:
                         await subscriber.ended.wait()
+                unfinished = sum(not s.ended.is_set() for s in subscribers)
                 ended = time.monotonic()
                 cpu = sum(cpu_s(d.process.pid) for d in daemons) - sum(cpu_before)
                 model_cpu, own_cpu = cpu_s(model.pid) - model_before, time.process_time() - own_before
@@ -269,6 +296,11 @@ async def run_configuration(
                     process.kill()
     delays = [d * 1000 for s in subscribers for d in s.delays]
     offered, delivered, window_s, spread_s = delivery(subscribers)
+    overlapped = window_s > 0
+    if not overlapped:  # the last stream started after the first ended: the rate over the whole run instead
+        reads = [t + d / 1000 for s in subscribers for t, d in zip(s.stamps, s.delays, strict=True)]
+        first = min((t for s in subscribers for t in s.stamps), default=0.0)
+        delivered = len(delays) / (max(reads) - first) if reads else float("nan")
     spans = [(a, b) for d in daemons for a, b, _ in d.counted]
     stalls = [worst_stall(d.probe_file, started, ended, spans)[0] for d in daemons]
     objects = [(s - b) / h if h else float("nan") for s, b, h in zip(streaming, base, held, strict=True)]
@@ -279,18 +311,27 @@ async def run_configuration(
         f"over the {wall:.1f}s: serve processes {cpu:.2f} CPU-s, HAProxy {proxy_cpu:.2f}, endpoint {model_cpu:.2f}, "
         f"subscribers (this process) {own_cpu:.2f} ({own_cpu / wall:.0%} of one core)"
     )
+    failures = [
+        *([f"{len(cut)} event streams cut before their turn ended"] if cut else []),
+        *([f"{len(refused)} prompts refused (statuses {sorted(set(refused))})"] if refused else []),
+        *([f"{unfinished} turns not ended in time"] if unfinished else []),
+        *([] if overlapped else ["the streams never all ran at once (delivered: over the whole run)"]),
+    ]
     result = Result(
         name, processes, len(delays), sessions * words, delivered, offered, window_s,
         cpu / (len(delays) / 1000) if delays else float("nan"),
         statistics.median(delays) if delays else float("nan"),
         percentile(delays, 0.99) if delays else float("nan"),
-        stalls, objects, idle_objects, held, notes,
+        stalls, objects, idle_objects, held, notes, failures,
     )  # fmt: skip
     print(f"  sessions per process: {' / '.join(map(str, held))}")
+    over = f"over the {window_s:.1f}s all streams ran" if overlapped else "over the whole run"
     print(
         f"  chunks: {result.received:,} of {result.expected:,} received; offered {offered:,.0f}/s, delivered "
-        f"{delivered:,.0f}/s over the {window_s:.1f}s all streams ran (first chunks spread over {spread_s:.2f}s)"
+        f"{delivered:,.0f}/s {over} (first chunks spread over {spread_s:.2f}s)"
     )
+    for failure in failures:
+        print(f"  FAILURE: {failure}")
     print(f"  CPU: {result.cpu_per_1000:.3f} CPU-s per 1,000 chunks (serve processes); {notes}")
     print(f"  endpoint write → subscriber read: p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms")
     print(f"  longest event-loop stall per process: {' / '.join(f'{s:.1f}' for s in stalls)} ms")
@@ -304,7 +345,9 @@ async def run_configuration(
 
 def verdict(result: Result, sessions: int, rate: float) -> str:
     checks = {
-        "all delivered": result.received == result.expected and result.delivered >= 0.98 * sessions * rate,
+        "all delivered": not result.failures
+        and result.received == result.expected
+        and result.delivered >= 0.98 * sessions * rate,
         f"p99 <= {TARGET_P99_MS:g} ms": result.p99_ms <= TARGET_P99_MS,
         f"stall <= {TARGET_STALL_MS:g} ms": max(result.stalls_ms) <= TARGET_STALL_MS,
     }
