@@ -79,6 +79,13 @@ def parse_processes(text: str) -> list[int]:
     return counts
 
 
+def waited_s(pid: int) -> float:
+    """Seconds the process's main thread (the event loop's) was runnable but waiting for a CPU
+    (``/proc/PID/schedstat``'s second field): on a loaded machine a loop stall is partly this, not the daemon's work."""
+    with open(f"/proc/{pid}/schedstat") as stat:
+        return int(stat.read().split()[1]) / 1e9
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -266,6 +273,7 @@ async def run_configuration(
                 await anyio.sleep(0.5)
                 idle = [await d.count_objects() for d in daemons]
                 cpu_before = [cpu_s(d.process.pid) for d in daemons]
+                wait_before = [waited_s(d.process.pid) for d in daemons]
                 model_before, own_before = cpu_s(model.pid), time.process_time()
                 proxy_before = cpu_s(proxy.pid) if proxy is not None else 0.0
                 started = time.monotonic()
@@ -280,6 +288,7 @@ async def run_configuration(
                 unfinished = sum(not s.ended.is_set() for s in subscribers)
                 ended = time.monotonic()
                 cpu = sum(cpu_s(d.process.pid) for d in daemons) - sum(cpu_before)
+                waits = [waited_s(d.process.pid) - w for d, w in zip(daemons, wait_before, strict=True)]
                 model_cpu, own_cpu = cpu_s(model.pid) - model_before, time.process_time() - own_before
                 proxy_cpu = cpu_s(proxy.pid) - proxy_before if proxy is not None else 0.0
                 tg.cancel_scope.cancel()
@@ -334,7 +343,10 @@ async def run_configuration(
         print(f"  FAILURE: {failure}")
     print(f"  CPU: {result.cpu_per_1000:.3f} CPU-s per 1,000 chunks (serve processes); {notes}")
     print(f"  endpoint write → subscriber read: p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms")
-    print(f"  longest event-loop stall per process: {' / '.join(f'{s:.1f}' for s in stalls)} ms")
+    print(
+        f"  longest event-loop stall per process: {' / '.join(f'{s:.1f}' for s in stalls)} ms; each loop thread "
+        f"waited for a CPU {' / '.join(f'{w:.1f}' for w in waits)} s of the {wall:.1f}s (the machine's load)"
+    )
     print(
         f"  objects per streaming session per process: {' / '.join(f'{o:,.0f}' for o in objects)} "
         f"(of which before its prompt, subscriber attached: {' / '.join(f'{o:,.0f}' for o in idle_objects)})",
