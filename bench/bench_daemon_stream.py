@@ -139,8 +139,9 @@ async def start_daemon(
 def worst_stall(
     probe_file: str, start: float, end: float, exclude: list[tuple[float, float]] | None = None
 ) -> tuple[float, float]:
-    """(worst lateness in the window [start, end], the median window's worst) in ms; a probe window (the 100 ms
-    before its line's instant) that overlaps a span of ``exclude`` (the bench's own object counts) is left out."""
+    """(worst lateness in the window [start, end], the median window's worst) in ms; a probe line from 0.1 s before
+    a span of ``exclude`` (the bench's own object counts) to 0.2 s after it is left out: its 100 ms window, made
+    longer by the span's own pause, may hold that pause."""
     values = []
     with open(probe_file) as lines:
         for line in lines:

@@ -61,3 +61,32 @@ def test_holders_reads_each_session_s_server_from_the_stick_table() -> None:
         "0x55d0c1b0: key=9b1c use=1 exp=86398000 shard=0 server_id=1 server_key=daemon1\n"
     )
     assert scale.holders(table) == {"3f2a": 2, "9b1c": 1}
+
+
+def _subscriber(stamps: list[float], delay: float) -> scale.Subscriber:
+    subscriber = scale.Subscriber("s")
+    subscriber.stamps = stamps
+    subscriber.delays = [delay] * len(stamps)
+    return subscriber
+
+
+def test_delivery_counts_only_the_window_in_which_every_stream_ran() -> None:
+    # two streams of 10 chunks/s: one over [0, 2), one over [1, 3); they overlap in [1, 1.9]
+    early = _subscriber([k / 10 for k in range(20)], 0.0)
+    late = _subscriber([1 + k / 10 for k in range(20)], 0.0)
+    offered, delivered, window_s, spread_s = scale.delivery([early, late])
+    assert spread_s == 1.0
+    assert abs(window_s - 0.9) < 1e-9
+    assert abs(offered - 18 / 0.9) < 1e-6 and abs(delivered - offered) < 1e-6  # 9 chunks of each in the window
+
+
+def test_delivery_has_no_window_when_the_streams_never_ran_together() -> None:
+    first, second = _subscriber([0.0, 0.5], 0.0), _subscriber([1.0, 1.5], 0.0)
+    assert scale.delivery([first, second])[2] < 0  # the bench then reports the rate over the whole run
+
+
+def test_worst_stall_leaves_out_the_windows_around_an_object_count(tmp_path: Path) -> None:
+    probe = tmp_path / "probe"
+    probe.write_text("10.1 2.0\n10.2 40.0\n10.3 3.0\n10.9 7.0\n")  # the 40 ms window held a gc.get_objects() call
+    assert scale.worst_stall(str(probe), 10.0, 11.0)[0] == 40.0
+    assert scale.worst_stall(str(probe), 10.0, 11.0, [(10.15, 10.18)])[0] == 7.0
