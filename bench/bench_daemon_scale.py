@@ -110,6 +110,8 @@ def _write_configs(tmp: str, servers: int) -> tuple[str, str, str]:
 
 @dataclass
 class Daemon:
+    """One serve process under the loop probe: its URL, its probe file and the object counts it answered."""
+
     process: anyio.abc.Process
     url: str
     probe_file: str
@@ -132,6 +134,8 @@ class Daemon:
 
 @dataclass
 class Result:
+    """One configuration's figures; per-process lists are in the order of the processes (HAProxy's daemon1..N)."""
+
     name: str
     processes: int
     received: int
