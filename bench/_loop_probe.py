@@ -4,14 +4,20 @@
 task on its asyncio loop: a 1 ms sleep, again and again, whose lateness (how much later than asked it woke) is the
 longest stall of the loop meanwhile. Every 100 ms it appends ``<CLOCK_MONOTONIC seconds> <max lateness ms>`` (the
 window's worst) to the file, so a bench can take the worst over the instants it measured.
+``ACP_BENCH_OBJECTS=<file>`` (opt-in): on each ``SIGUSR1`` the loop appends ``<start> <end> <count>``, the
+``CLOCK_MONOTONIC`` instants around one ``len(gc.get_objects())`` (the objects a collection walks; frozen ones are
+not counted) and the count: the call itself stops the loop, so a bench leaves that span out of its stall figures.
 ``ACP_BENCH_PROFILE=<file>`` (also opt-in) profiles the whole run with cProfile and dumps the stats there at exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import signal
 import sys
+import threading
 import time
 
 PERIOD_S = 0.001
@@ -31,13 +37,24 @@ async def probe(path: str) -> None:
                 worst, window_end = 0.0, woke + WINDOW_S
 
 
+def count_objects(path: str) -> None:
+    """One ``<start> <end> <tracked objects>`` line: what a full collection would walk now."""
+    start = time.monotonic()
+    count = len(gc.get_objects())
+    with open(path, "a") as out:
+        out.write(f"{start:.6f} {time.monotonic():.6f} {count}\n")
+
+
 class ProbedPolicy(asyncio.DefaultEventLoopPolicy):
-    """Every new event loop starts the probe as soon as it runs."""
+    """Every new event loop starts the probe as soon as it runs (and counts objects on SIGUSR1 when asked)."""
 
     def new_event_loop(self) -> asyncio.AbstractEventLoop:
         loop = super().new_event_loop()
         path = os.environ["ACP_BENCH_LOOP_PROBE"]
         loop.call_soon(lambda: setattr(loop, "_acp_bench_probe", loop.create_task(probe(path))))
+        objects = os.environ.get("ACP_BENCH_OBJECTS")
+        if objects and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            loop.add_signal_handler(signal.SIGUSR1, count_objects, objects)
         return loop
 
 

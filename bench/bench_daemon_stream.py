@@ -110,13 +110,19 @@ async def run_http2(subscribers: list[Subscriber], host: str, port: int, connect
                 await stream.send(out)
 
 
-async def start_daemon(base_url: str, probe_file: str) -> tuple[anyio.abc.Process, str]:
+async def start_daemon(
+    base_url: str, probe_file: str, *extra: str, objects_file: str | None = None
+) -> tuple[anyio.abc.Process, str]:
+    """``acp-server serve`` under the loop probe (``extra``: more serve flags; ``objects_file``: count objects on
+    SIGUSR1, see ``_loop_probe.py``); returns the process and the URL it announced."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
     env["ACP_BENCH_LOOP_PROBE"] = probe_file  # ACP_BENCH_PROFILE, when set, passes through: see _loop_probe.py
+    if objects_file is not None:
+        env["ACP_BENCH_OBJECTS"] = objects_file
     env["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="acp-bench-")
     command = [
         *(sys.executable, os.path.join(HERE, "_loop_probe.py"), "serve", "--base-url", base_url, "--model", "m"),
-        *("--port", "0", "--log-level", "WARNING"),
+        *("--port", "0", "--log-level", "WARNING", *extra),
     ]
     process = await anyio.open_process(command, env=env, stdin=None, stdout=None)
     assert process.stderr is not None
@@ -130,15 +136,37 @@ async def start_daemon(base_url: str, probe_file: str) -> tuple[anyio.abc.Proces
     raise RuntimeError(f"the daemon did not announce its address: {stderr!r}")
 
 
-def worst_stall(probe_file: str, start: float, end: float) -> tuple[float, float]:
-    """(worst lateness in the window [start, end], the median window's worst) in ms."""
+def worst_stall(
+    probe_file: str, start: float, end: float, exclude: list[tuple[float, float]] | None = None
+) -> tuple[float, float]:
+    """(worst lateness in the window [start, end], the median window's worst) in ms; a probe line from 0.1 s before
+    a span of ``exclude`` (the bench's own object counts) to 0.2 s after it is left out: its 100 ms window, made
+    longer by the span's own pause, may hold that pause."""
     values = []
     with open(probe_file) as lines:
         for line in lines:
-            at, late = line.split()
-            if start <= float(at) <= end + 0.1:
-                values.append(float(late))
+            at, late = (float(field) for field in line.split())
+            overlaps = any(a - 0.1 <= at and at - 0.2 <= b for a, b in exclude or [])
+            if start <= at <= end + 0.1 and not overlaps:
+                values.append(late)
     return (max(values), statistics.median(values)) if values else (float("nan"), float("nan"))
+
+
+def delivery(subscribers: list[Subscriber]) -> tuple[float, float, float, float]:
+    """(chunks/s offered by the endpoint, chunks/s read by the subscribers, the window they are taken over, how far
+    apart the streams' first chunks were), all in the window in which every stream ran: from the last stream's
+    first chunk to the first stream's last, so a daemon that served the streams one after another could not pass."""
+    firsts = [s.stamps[0] for s in subscribers if s.stamps]
+    if not firsts:
+        return float("nan"), float("nan"), float("nan"), float("nan")
+    spread_s = max(firsts) - min(firsts)
+    start, end = max(firsts), min(s.stamps[-1] for s in subscribers if s.stamps)
+    window_s = end - start
+    stamps = [t for s in subscribers for t in s.stamps]
+    reads = [t + d for s in subscribers for t, d in zip(s.stamps, s.delays, strict=True)]
+    offered = sum(start <= t < end for t in stamps) / window_s if window_s > 0 else float("nan")
+    delivered = sum(start <= t < end for t in reads) / window_s if window_s > 0 else float("nan")
+    return offered, delivered, window_s, spread_s
 
 
 async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> None:
@@ -200,17 +228,8 @@ async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> 
     delays = [d * 1000 for s in subscribers for d in s.delays]
     received = len(delays)
     expected = sessions * words
-    # The streams start one after another (each prompt is admitted in turn): the rates are taken over the window in
-    # which all of them ran (from the last stream's first chunk to the first stream's end), so a daemon that served
-    # them one after another could not pass.
-    firsts = [s.stamps[0] for s in subscribers if s.stamps]
-    spread_s = max(firsts) - min(firsts) if firsts else float("nan")
-    start, end = max(firsts), min(s.stamps[-1] for s in subscribers if s.stamps)
-    window_s = end - start
-    stamps = [t for s in subscribers for t in s.stamps]
-    reads = [t + d for s in subscribers for t, d in zip(s.stamps, s.delays, strict=True)]
-    offered = sum(start <= t < end for t in stamps) / window_s if window_s > 0 else float("nan")
-    delivered = sum(start <= t < end for t in reads) / window_s if window_s > 0 else float("nan")
+    # The streams start one after another (each prompt is admitted in turn): see delivery().
+    offered, delivered, window_s, spread_s = delivery(subscribers)
     stall, typical = worst_stall(probe_file, started, ended)
     os.unlink(probe_file)
     print(f"  chunks: {received:,} of {expected:,} received ({sessions} sessions × {words}), {ended - started:.1f}s")
