@@ -151,6 +151,7 @@ class Subscription:
         "_wakeup",
         "_woken",
         "dropped_event",
+        "on_drop",
     )
 
     def __init__(
@@ -175,6 +176,7 @@ class Subscription:
         self._wakeup: anyio.Event | None = None
         self._woken = False  # the reader was waiting, was woken, and has not taken its frames yet
         self.dropped_event = anyio.Event()
+        self.on_drop: Callable[[], None] | None = None  # called once, as it is dropped (its stream ends at once)
 
     @property
     def dropped(self) -> bool:
@@ -259,6 +261,8 @@ class Subscription:
         self._detach()
         self.dropped_event.set()
         self._wake()
+        if self.on_drop is not None:
+            self.on_drop()
 
     def _merge(self, piece: _Piece, event_id: int) -> bool:
         """Join ``piece`` to the queue's last entry when it is a piece of the same text and the sum fits."""

@@ -1,13 +1,14 @@
 """The ``text/event-stream`` response of ``GET /session/{id}/events``: one subscription, written in order.
 
-The response owns four tasks in one task group: the writer (frames in order), the heartbeat (it has the writer send
-a comment when nothing was written for ``heartbeat_s``: one timer per stream, not one per frame), a disconnect
-listener, and a drop watcher. The stream ends cleanly when the log closes (after
-the last frame), and at once when the client leaves. A subscription dropped for lagging (its peer reads too slowly,
-or not at all) has its connection *aborted* (reset: nothing more is written, the kernel's queues are freed), as has
-a stream whose final write cannot be flushed within ``_FINISH_TIMEOUT_S`` — a polite end would keep the socket and
-its buffers for as long as the peer does not read. Its kernel send buffer is capped at :data:`SEND_BUFFER_BYTES`:
-what a peer that stops reading holds in the kernel is bounded, and its queue here fills (and drops it) sooner.
+The response runs in two tasks: its own writes the frames in order; one helper listens for the client's disconnect
+and, when nothing was written for ``heartbeat_s``, has the writer send a comment (one timer per stream, re-armed
+once per heartbeat, not one per frame). A drop needs no task: the subscription's ``on_drop`` ends the stream. The
+stream ends cleanly when the log closes (after the last frame), and at once when the client leaves. A subscription
+dropped for lagging (its peer reads too slowly, or not at all) has its connection *aborted* (reset: nothing more is
+written, the kernel's queues are freed), as has a stream whose final write cannot be flushed within
+``_FINISH_TIMEOUT_S`` — a polite end would keep the socket and its buffers for as long as the peer does not read.
+Its kernel send buffer is capped at :data:`SEND_BUFFER_BYTES`: what a peer that stops reading holds in the kernel is
+bounded, and its queue here fills (and drops it) sooner.
 """
 
 from __future__ import annotations
@@ -57,12 +58,22 @@ class EventStreamResponse(Response):
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
-                tg.start_soon(self._watch_drop, tg.cancel_scope)
+                stop = tg.cancel_scope
+
+                def dropped() -> None:
+                    logger.warning("event stream of session %s dropped: the subscriber fell behind", self._session_id)
+                    stop.cancel()
+
+                subscription.on_drop = dropped
+                if subscription.dropped:
+                    dropped()
                 self._written_at = time.monotonic()
-                tg.start_soon(self._beat)
-                await self._write(send)
-                tg.cancel_scope.cancel()
+                tg.start_soon(self._watch, receive, stop)
+                try:
+                    await self._write(send)
+                finally:
+                    subscription.on_drop = None
+                stop.cancel()
             if subscription.dropped and abort is not None:
                 abort()
                 with anyio.CancelScope(shield=True):
@@ -88,23 +99,17 @@ class EventStreamResponse(Response):
             body = b"".join(frames) if frames else HEARTBEAT  # [] : the heartbeat's nudge
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
-    async def _beat(self) -> None:
-        """Nudge the writer once nothing was written for ``heartbeat_s`` (a writer busy sending is left alone)."""
+    async def _watch(self, receive: Receive, stop: anyio.CancelScope) -> None:
+        """End the stream when the client leaves; nudge the writer once nothing was written for ``heartbeat_s`` (a
+        writer busy sending is left alone, and nudged again a heartbeat later at the earliest)."""
+        nudged_at = self._written_at
         while True:
-            due = self._written_at + self._heartbeat_s
+            due = max(self._written_at, nudged_at) + self._heartbeat_s
+            with anyio.move_on_after(due - time.monotonic()):  # receive is cancel-safe (BodyLimit times it out too)
+                await wait_disconnected(receive)
+                stop.cancel()
+                return
             now = time.monotonic()
-            if now < due:
-                await anyio.sleep(due - now)
-            else:
+            if now >= self._written_at + self._heartbeat_s:
                 self._subscription.nudge()
-                await anyio.sleep(self._heartbeat_s)
-
-    @staticmethod
-    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-        await wait_disconnected(receive)
-        scope.cancel()
-
-    async def _watch_drop(self, scope: anyio.CancelScope) -> None:
-        await self._subscription.dropped_event.wait()
-        logger.warning("event stream of session %s dropped: the subscriber fell behind", self._session_id)
-        scope.cancel()
+                nudged_at = now
