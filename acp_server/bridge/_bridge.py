@@ -1,8 +1,10 @@
 """The session bridge: sessions, a prompt FIFO per session, synchronous admission, slots, deadlines, fork.
 
-The bridge coordinates; the pieces own their state: :class:`~._session.SessionEntry` (a session and its journal),
-:class:`~._fifo.Fifo` (its queue and counts), :class:`~._prompt.PromptJob` (one prompt's life) and
-:class:`~._stream.PromptStream` (one prompt's events).
+The bridge coordinates; the pieces own their state: :class:`~._registry.SessionRegistry` (the attached sessions and
+their listeners), :class:`~._session.SessionEntry` (a session and its journal), :class:`~._fifo.Fifo` (its queue
+and counts), :class:`~._prompt.PromptJob` (one prompt's life), :class:`~._stream.PromptStream` (one prompt's
+events), :func:`~._worker.work` (a session's worker), :class:`~._fork.Forks` (the copies of sessions),
+:class:`~._deadlines.DeadlineWatch` (the deadline reaper) and :class:`~._claims.Claims` (releasing claims).
 
 Invariants:
 - ``pending_prompt_count`` = prompts waiting in the session's FIFO + the one running; admission refuses
@@ -18,23 +20,17 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
-import heapq
-import math
 import os
 import uuid
-from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ..domain import Conversation, Emit, Prompt, StopReason
-from ..errors import ServerError
+from ..domain import Conversation, Prompt
 from ..store import (
     DEFAULT_PAGE_SIZE,
     MemorySessionStore,
@@ -45,43 +41,30 @@ from ..store import (
 )
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
+from ._claims import Claims
 from ._commands import Command, SlashCommands
+from ._deadlines import DeadlineWatch
 from ._exceptions import (
     BridgeClosedError,
     InvalidCwdError,
     PromptQueueFullError,
-    SessionAlreadyExistsError,
-    SessionClosedError,
     SessionNotFoundError,
 )
 from ._fifo import Fifo
+from ._fork import Forks
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
-from ._session import ForkRequest, SessionEntry, SettingsChange, now
+from ._registry import SessionRegistry, SettingsListener
+from ._session import ForkRequest, SessionEntry, now
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
+from ._worker import TurnRunner, work
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
     from ..turn import ModelCatalog
 
 __all__ = ["SessionBridge", "SettingsListener", "TurnRunner"]
-
-SettingsListener = Callable[[SettingsChange], None]
-"""Told each change of a session's mode, model or title (see :meth:`SessionBridge.add_settings_listener`)."""
-
-
-class TurnRunner(Protocol):
-    """Runs one prompt against a session's conversation, sending its events in order; returns the stop reason.
-
-    ``emit`` is the writing end of the prompt's event stream: awaiting it is the reader's backpressure. ``client``
-    is the editor side of the prompt's tool calls (None: the prompt came from a face with no one to ask). The
-    runner runs under the prompt's cancel scope and must let cancellation propagate (clean up, then re-raise).
-    """
-
-    async def __call__(
-        self, session: SessionEntry, prompt: Prompt, emit: Emit, client: ToolClient | None, /
-    ) -> StopReason: ...
 
 
 def _check_cwd(cwd: str | None) -> None:
@@ -131,22 +114,15 @@ class SessionBridge:
         if coalesce_bytes < 0:
             raise ValueError(f"coalesce_bytes must be >= 0; got {coalesce_bytes!r}")
         self._coalesce_bytes = coalesce_bytes
-        self._default_mode = default_mode
-        self._modes = None if modes is None else frozenset(modes)
         self._models = models
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
-        self._sessions: dict[str, SessionEntry] = {}
+        self._sessions = SessionRegistry(default_mode, modes)
         self._keys = 0
-        self._deadlines: list[tuple[float, int]] = []  # (deadline, key), a heap; settled keys are skipped
-        self._watched: dict[int, PromptJob] = {}  # unsettled prompts with a deadline, by key
-        self._deadline_wakeup: anyio.Event | None = None
-        self._reaper_scope: anyio.CancelScope | None = None
+        self._deadlines = DeadlineWatch()
+        self._claims = Claims(self._store)
+        self._forks = Forks(self._sessions, self._claims, lambda: self._life is Lifecycle.OPEN)
         self._closing: list[PromptJob] = []
-        self._unclaim: list[str] = []  # journaled sessions detached by the close, released as the bridge exits
-        self._close_listeners: list[Callable[[str], None]] = []
-        self._deleting: Counter[str] = Counter()  # delete_session calls in progress by session: a load finds nothing
-        self._settings_listeners: list[SettingsListener] = []
 
     @property
     def limit(self) -> int | None:
@@ -160,11 +136,11 @@ class SessionBridge:
     @property
     def default_mode(self) -> str:
         """The mode a new session starts in (stored with it), and the mode of a stored session that has none."""
-        return self._default_mode
+        return self._sessions.default_mode
 
     def allows_mode(self, mode: str) -> bool:
         """Whether a session may be in ``mode`` here."""
-        return self._modes is None or mode in self._modes
+        return self._sessions.allows_mode(mode)
 
     def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
         """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
@@ -190,7 +166,7 @@ class SessionBridge:
     @property
     def sessions(self) -> tuple[SessionEntry, ...]:
         """The open sessions, oldest first."""
-        return tuple(self._sessions.values())
+        return self._sessions.sessions
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -203,9 +179,7 @@ class SessionBridge:
             await self._store.open()
         tg = await self._tasks.enter()
         self._life = Lifecycle.OPEN
-        self._deadline_wakeup = anyio.Event()
-        self._reaper_scope = anyio.CancelScope()
-        tg.start_soon(self._reap_deadlines, self._reaper_scope, name="SessionBridge deadline reaper")
+        self._deadlines.start(tg)
         return self
 
     async def __aexit__(
@@ -219,7 +193,7 @@ class SessionBridge:
         try:
             return await self._tasks.exit(exc_type, exc, tb)
         finally:
-            await self._release_all()
+            await self._claims.release_deferred()
             if self._own_store:
                 await self._store.aclose()
 
@@ -234,22 +208,6 @@ class SessionBridge:
         for servers in self._closing_mcp:
             await servers.aclose()
 
-    async def _drop_claim(self, session_id: str) -> None:
-        """Release a session claimed for an attach that did not happen (shielded; a store error is not this caller's:
-        the lock then goes with the store's connection)."""
-        with anyio.CancelScope(shield=True), contextlib.suppress(ServerError):
-            await self._store.release(session_id)
-
-    async def _release_all(self) -> None:
-        """Release every journaled session the close detached (their prompts have unwound). A store error stops it,
-        quietly: the store's connection is then broken or closing, and its locks go with it."""
-        unclaim, self._unclaim = self._unclaim, []
-        for session_id in unclaim:
-            try:
-                await self._store.release(session_id)
-            except ServerError:
-                break
-
     def _begin_close(self) -> None:
         if self._life is Lifecycle.CLOSED:
             return
@@ -257,16 +215,14 @@ class SessionBridge:
         self._life = Lifecycle.CLOSED
         if not was_open:
             return
-        sessions = list(self._sessions.values())
-        self._sessions.clear()
-        self._unclaim = [session.session_id for session in sessions if session.journal is not None]
+        sessions = self._sessions.clear()
+        self._claims.defer(sessions)
         self._closing_mcp = [session.mcp for session in sessions if session.mcp is not None]
         for session in sessions:
             running = session.shutdown(Cause.BRIDGE_CLOSED)
             if running is not None:
                 self._closing.append(running)
-        if self._reaper_scope is not None:
-            self._reaper_scope.cancel()
+        self._deadlines.stop()
 
     def _check_open(self) -> TaskGroup:
         if self._life is Lifecycle.CLOSED:
@@ -284,41 +240,7 @@ class SessionBridge:
         ``session_id`` defaults to a uuid4 hex. ACP ``session/new`` uses :meth:`open_session`."""
         self._check_open()
         _check_cwd(cwd)
-        return self._add_session(cwd, session_id, Conversation() if conversation is None else conversation)
-
-    def _add_session(
-        self,
-        cwd: str,
-        session_id: str | None,
-        conversation: Conversation,
-        title: str = "",
-        *,
-        journal: SessionStore | None = None,
-        synced: int = 0,
-        mode: str | None = None,
-        model: str | None = None,
-    ) -> SessionEntry:
-        session_id = session_id if session_id is not None else uuid.uuid4().hex
-        if session_id in self._sessions:
-            raise SessionAlreadyExistsError(session_id)
-        entry = SessionEntry(
-            session_id,
-            cwd,
-            conversation,
-            title,
-            journal=journal,
-            synced=synced,
-            mode=self._mode_or_default(mode),
-            model=model,
-            on_change=self._settings_changed,
-        )
-        self._sessions[session_id] = entry
-        return entry
-
-    def _mode_or_default(self, mode: str | None) -> str:
-        if mode is None or (self._modes is not None and mode not in self._modes):
-            return self._default_mode
-        return mode
+        return self._sessions.add(cwd, session_id, Conversation() if conversation is None else conversation)
 
     async def open_session(
         self, cwd: str, *, mode: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
@@ -330,16 +252,16 @@ class SessionBridge:
         self._check_open()
         _check_cwd(cwd)
         self.check_mcp_servers(mcp_servers)
-        mode = self._default_mode if mode is None else mode
+        mode = self.default_mode if mode is None else mode
         if not self.allows_mode(mode):
             raise ValueError(f"mode {mode!r} is not allowed here")
         session_id = uuid.uuid4().hex
         record = await self._store.create_session(session_id, cwd, mode=mode)
         await self._store.claim(session_id)
         if self._life is not Lifecycle.OPEN:
-            await self._drop_claim(session_id)
+            await self._claims.drop(session_id)
         self._check_open()
-        entry = self._add_session(cwd, session_id, Conversation(), journal=self._store, mode=mode)
+        entry = self._sessions.add(cwd, session_id, Conversation(), journal=self._store, mode=mode)
         entry.created_at = entry.updated_at = record.created_at
         await self._connect(entry, mcp_servers)
         return entry
@@ -354,7 +276,7 @@ class SessionBridge:
         self._check_open()
         _check_cwd(cwd)
         self.check_mcp_servers(mcp_servers)
-        entry = self._sessions.get(session_id)
+        entry = self._sessions.find(session_id)
         if entry is not None:
             await self._connect(entry, mcp_servers)
             return entry
@@ -373,19 +295,19 @@ class SessionBridge:
         try:
             snapshot = await self._store.read_session(session_id)
             self._check_open()
-            if snapshot is None or self._deleting[session_id]:
+            if snapshot is None or self._sessions.is_deleting(session_id):
                 raise SessionNotFoundError(session_id)
         except BaseException:
             if session_id not in self._sessions:
-                await self._drop_claim(session_id)
+                await self._claims.drop(session_id)
             raise
-        entry = self._sessions.get(session_id)
+        entry = self._sessions.find(session_id)
         if entry is None:
             messages = snapshot.messages
             synced = next((i for i, message in enumerate(messages) if not message.final), len(messages))
             record = snapshot.record
             compaction = snapshot.compaction if snapshot.compaction and snapshot.compaction.through <= synced else None
-            entry = self._add_session(
+            entry = self._sessions.add(
                 cwd if cwd is not None else record.cwd,
                 session_id,
                 Conversation([message.to_message() for message in messages[:synced]], compaction),
@@ -409,48 +331,18 @@ class SessionBridge:
 
     def get(self, session_id: str) -> SessionEntry:
         self._check_open()
-        try:
-            return self._sessions[session_id]
-        except KeyError:
-            raise SessionNotFoundError(session_id) from None
+        return self._sessions.get(session_id)
 
     def add_close_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``listener(session_id)`` each time :meth:`close_session` detaches a session, whichever face asked
-        (synchronously, right after the detach, before its running prompt has unwound); returns the remover.
-
-        Invariant: every detach by ``close_session`` is told to every listener added before it, exactly once; a
-        listener must not raise or block (an exception is not caught: it would fail that ``close_session``).
-        """
-        self._close_listeners.append(listener)
-
-        def remove() -> None:
-            if listener in self._close_listeners:
-                self._close_listeners.remove(listener)
-
-        return remove
+        """Call ``listener(session_id)`` each time :meth:`close_session` detaches a session; returns the remover
+        (see :meth:`SessionRegistry.add_close_listener <._registry.SessionRegistry.add_close_listener>`)."""
+        return self._sessions.add_close_listener(listener)
 
     def add_settings_listener(self, listener: SettingsListener) -> Callable[[], None]:
-        """Call ``listener(change)`` for each change of an attached session's mode, model or title, whichever face
-        made it (synchronously, right after it is stored and in memory, before the call that made it returns);
-        returns the remover.
-
-        Invariant: every real change (not the value it had) is told to every listener added before it, exactly once,
-        in the order of the changes; a listener must not raise or block (an exception is not caught: it would fail
-        the call that made the change).
+        """Call ``listener(change)`` for each change of an attached session's mode, model or title; returns the
+        remover (see :meth:`SessionRegistry.add_settings_listener <._registry.SessionRegistry.add_settings_listener>`).
         """
-        self._settings_listeners.append(listener)
-
-        def remove() -> None:
-            if listener in self._settings_listeners:
-                self._settings_listeners.remove(listener)
-
-        return remove
-
-    def _settings_changed(self, change: SettingsChange) -> None:
-        if self._sessions.get(change.session_id) is not change.session:
-            return  # a session detached meanwhile (its store write finished after the close): nobody is attached
-        for listener in list(self._settings_listeners):
-            listener(change)
+        return self._sessions.add_settings_listener(listener)
 
     async def close_session(self, session_id: str) -> None:
         """Detach the session; its waiting and running prompts (and forks) settle with ``SessionClosedError``.
@@ -459,20 +351,15 @@ class SessionBridge:
         written. The stored history stays. Closing a stored session that is not attached is a no-op.
         """
         self._check_open()
-        session = self._sessions.get(session_id)
+        session = self._sessions.find(session_id)
         if session is None:
             if await self._store.get_session(session_id) is None:
                 raise SessionNotFoundError(session_id)
             return
-        del self._sessions[session_id]
-        running = session.shutdown(Cause.SESSION_CLOSED)
-        for listener in list(self._close_listeners):
-            listener(session_id)
+        running = self._sessions.close(session)
         if running is not None:
             await running.wait()
-        if session.journal is not None:
-            with contextlib.suppress(ServerError):  # a broken store connection took its locks with it
-                await session.journal.release(session_id)  # its answer is recorded: another process may take it now
+        await self._claims.release(session)  # its answer is recorded: another process may take it now
         if session.mcp is not None:
             await session.mcp.aclose()  # its servers have stopped (processes reaped)
 
@@ -481,20 +368,18 @@ class SessionBridge:
         and unwound, its waiting ones settled), then its stored history deleted (``SessionStore.delete_session``;
         a memory-only session has none). Unknown here and in the store: ``SessionNotFoundError``. Meanwhile a
         load or resume of it finds nothing, so it never comes back half deleted."""
-        entry = self._sessions.get(session_id)
-        self._deleting[session_id] += 1
-        try:
-            await self.close_session(session_id)
-            if entry is None or entry.journaled:
-                await self._store.claim(session_id)  # held by another process: session_busy, nothing deleted
-                try:
-                    await self._store.delete_session(session_id)
-                finally:
-                    await self._drop_claim(session_id)
-        except StoredSessionNotFoundError:
-            raise SessionNotFoundError(session_id) from None  # deleted meanwhile by another face or process
-        finally:
-            self._deleting -= Counter({session_id: 1})  # drops the key at zero
+        entry = self._sessions.find(session_id)
+        with self._sessions.deleting(session_id):
+            try:
+                await self.close_session(session_id)
+                if entry is None or entry.journaled:
+                    await self._store.claim(session_id)  # held by another process: session_busy, nothing deleted
+                    try:
+                        await self._store.delete_session(session_id)
+                    finally:
+                        await self._claims.drop(session_id)
+            except StoredSessionNotFoundError:
+                raise SessionNotFoundError(session_id) from None  # deleted meanwhile by another face or process
 
     # -- prompts ---------------------------------------------------------------------------------------------
 
@@ -536,13 +421,20 @@ class SessionBridge:
         session.updated_at = now()
         session.title_if_untitled(prompt.title, origin=origin)
         if deadline is not None:
-            self._watch_deadline(deadline, job)
+            self._deadlines.watch(deadline, job)
         self._ensure_worker(tg, session)
         return job.handle
 
     def cancel_session(self, session_id: str) -> bool:
         """Stop the session (ACP ``session/cancel``): see :meth:`Fifo.cancel_prompts`. True if a prompt was pending."""
         return self.get(session_id).fifo.cancel_prompts() > 0
+
+    def _release(self, fifo: Fifo[ForkRequest], job: PromptJob) -> None:
+        """A prompt settled: its FIFO releases its slot, and the deadline watch forgets it (so does memory)."""
+        fifo.settle(job)
+        self._deadlines.forget(job)
+
+    # -- forks -----------------------------------------------------------------------------------------------
 
     async def fork(
         self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
@@ -562,12 +454,7 @@ class SessionBridge:
         try:
             await request.done.wait()
         except BaseException:
-            session.fifo.withdraw(request)  # our caller left: don't fork for nobody
-            request.abandoned = True
-            if request.child is not None and self._sessions.get(request.child.session_id) is request.child:
-                del self._sessions[request.child.session_id]
-                request.child.closed_event.set()
-                await self._drop_claim(request.child.session_id)
+            await self._forks.abandon(session, request)  # our caller left
             raise
         if request.error is not None:
             raise request.error
@@ -585,118 +472,8 @@ class SessionBridge:
 
     def _ensure_worker(self, tg: TaskGroup, session: SessionEntry) -> None:
         if session.fifo.claim_worker():
-            tg.start_soon(self._work, session, name=f"SessionBridge worker {session.session_id}")
-
-    async def _work(self, session: SessionEntry) -> None:
-        """Run the session's FIFO items one at a time, in order, until it is empty; absorb every outcome."""
-        try:
-            while (item := session.fifo.take()) is not None:
-                if isinstance(item, ForkRequest):
-                    await self._fork_now(session, item)
-                else:
-                    await self._run(session, item)
-                    await self._released(session, item)
-                await anyio.lowlevel.checkpoint()
-        except BaseException:
-            # Only cancellation from outside (the host's) gets here: nothing queued may hang.
-            session.shutdown(Cause.BRIDGE_CLOSED)
-            raise
-        finally:
-            session.fifo.release_worker()
-
-    @staticmethod
-    async def _released(session: SessionEntry, job: PromptJob) -> None:
-        """Hold the FIFO until the prompt's reader has taken its outcome (or left), so that the next prompt's events
-        never overtake this one's on a wire they share; a session that closes holds nothing."""
-        if job.stream.released:
-            return
-        async with anyio.create_task_group() as tg:
-
-            async def until_closed() -> None:
-                await session.closed_event.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(until_closed)
-            await job.stream.wait_released()
-            tg.cancel_scope.cancel()
-
-    async def _fork_now(self, session: SessionEntry, item: ForkRequest) -> None:
-        """Copy the session (in the store first when journaled); always sets ``item.done``."""
-        try:
-            cwd = item.cwd if item.cwd is not None else session.cwd
-            child_id = uuid.uuid4().hex
-            mode = session.mode  # the child's mode at creation, stored with it (read once: a switch may land meanwhile)
-            journal = session.journal
-            if journal is not None:
-                try:
-                    await journal.fork_session(session.session_id, child_id, cwd=cwd, mode=mode)
-                    await journal.claim(child_id)  # new: nobody else can hold it
-                except ServerError as exc:
-                    item.fail(exc)
-                    return
-            gone = self._life is not Lifecycle.OPEN or item.abandoned
-            if gone or session.closed:
-                item.fail(BridgeClosedError() if gone else SessionClosedError(session.session_id))
-                if journal is not None:
-                    await self._drop_claim(child_id)
-            else:
-                item.child = self._add_session(
-                    cwd,
-                    child_id,
-                    session.conversation.fork(),
-                    session.title,
-                    journal=journal,
-                    synced=session.synced,
-                    mode=mode,
-                    model=session.model,
-                )
-        finally:
-            item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``
-
-    async def _run(self, session: SessionEntry, job: PromptJob) -> None:
-        """Run one prompt under its own cancel scope (cancel, deadline, close); settle it on every exit."""
-        scope = anyio.CancelScope(deadline=job.deadline if job.deadline is not None else math.inf)
-        result: StopReason | None = None
-        error: Exception | None = None
-        try:
-            with scope:
-                job.start(scope)
-                result = await self._runner(session, job.prompt, job.stream.send, job.client)
-        except Exception as exc:  # the runner's failure belongs to this prompt's caller
-            error = exc
-        except BaseException:  # cancelled from outside our scope (host shutdown), or KeyboardInterrupt & co
-            job.abort()
-            raise
-        job.finish(scope, result, error)
-        session.updated_at = now()
-
-    def _release(self, fifo: Fifo[ForkRequest], job: PromptJob) -> None:
-        """A prompt settled: its FIFO releases its slot, and the deadline watch forgets it (so does memory)."""
-        fifo.settle(job)
-        if self._watched.pop(job.key, None) is not None and len(self._deadlines) > 2 * len(self._watched) + 64:
-            self._deadlines = [entry for entry in self._deadlines if entry[1] in self._watched]
-            heapq.heapify(self._deadlines)
-
-    async def _reap_deadlines(self, scope: anyio.CancelScope) -> None:
-        """Expire waiting prompts at their deadline (running ones are stopped by their own scope)."""
-        with scope:
-            while True:
-                current = anyio.current_time()
-                while self._deadlines and self._deadlines[0][0] <= current:
-                    _, key = heapq.heappop(self._deadlines)
-                    job = self._watched.get(key)
-                    if job is not None:
-                        job.expire()
-                self._deadline_wakeup = wakeup = anyio.Event()
-                next_deadline = self._deadlines[0][0] if self._deadlines else math.inf
-                with anyio.CancelScope(deadline=next_deadline):
-                    await wakeup.wait()
-
-    def _watch_deadline(self, deadline: float, job: PromptJob) -> None:
-        self._watched[job.key] = job
-        heapq.heappush(self._deadlines, (deadline, job.key))
-        if self._deadlines[0][1] == job.key and self._deadline_wakeup is not None:
-            self._deadline_wakeup.set()
+            name = f"SessionBridge worker {session.session_id}"
+            tg.start_soon(work, session, self._runner, self._forks.copy, name=name)
 
     def __repr__(self) -> str:
         return f"<SessionBridge {self._life.value} sessions={len(self._sessions)} limit={self._limit}>"

@@ -1,0 +1,184 @@
+"""The bridge's attached sessions: one entry per id, the mode each is attached in, and who is told of their changes.
+
+Invariants: at most one attached entry per session id; a session is attached in a mode allowed here (none given,
+or a stored one no longer allowed, reads as the default: a mode the server no longer allows is never applied);
+every detach by a close and every real settings change of an attached session is told to each listener added
+before it, exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+
+from ..domain import Conversation
+from ..store import SessionStore
+from ._exceptions import SessionAlreadyExistsError, SessionNotFoundError
+from ._prompt import Cause, PromptJob
+from ._session import SessionEntry, SettingsChange
+
+__all__ = ["SessionRegistry", "SettingsListener"]
+
+SettingsListener = Callable[[SettingsChange], None]
+"""Told each change of a session's mode, model or title (see :meth:`SessionRegistry.add_settings_listener`)."""
+
+
+class SessionRegistry:
+    """The attached sessions by id, oldest first; the modes they may have; the close and settings listeners."""
+
+    __slots__ = ("_close_listeners", "_default_mode", "_deleting", "_modes", "_sessions", "_settings_listeners")
+
+    def __init__(self, default_mode: str, modes: Collection[str] | None) -> None:
+        self._default_mode = default_mode
+        self._modes = None if modes is None else frozenset(modes)
+        self._sessions: dict[str, SessionEntry] = {}
+        self._close_listeners: list[Callable[[str], None]] = []
+        self._settings_listeners: list[SettingsListener] = []
+        self._deleting: Counter[str] = Counter()  # deletes in progress by session: a load finds nothing meanwhile
+
+    # -- modes -----------------------------------------------------------------------------------------------
+
+    @property
+    def default_mode(self) -> str:
+        """The mode a new session starts in (stored with it), and the mode of a stored session that has none."""
+        return self._default_mode
+
+    def allows_mode(self, mode: str) -> bool:
+        """Whether a session may be in ``mode`` here."""
+        return self._modes is None or mode in self._modes
+
+    def _mode_or_default(self, mode: str | None) -> str:
+        if mode is None or not self.allows_mode(mode):
+            return self._default_mode
+        return mode
+
+    # -- the table -------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, session_id: str) -> bool:
+        return session_id in self._sessions
+
+    @property
+    def sessions(self) -> tuple[SessionEntry, ...]:
+        """The attached sessions, oldest first."""
+        return tuple(self._sessions.values())
+
+    def find(self, session_id: str) -> SessionEntry | None:
+        """The attached session ``session_id``, or None."""
+        return self._sessions.get(session_id)
+
+    def get(self, session_id: str) -> SessionEntry:
+        """The attached session ``session_id``; not attached: ``SessionNotFoundError``."""
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise SessionNotFoundError(session_id) from None
+
+    def add(
+        self,
+        cwd: str,
+        session_id: str | None,
+        conversation: Conversation,
+        title: str = "",
+        *,
+        journal: SessionStore | None = None,
+        synced: int = 0,
+        mode: str | None = None,
+        model: str | None = None,
+    ) -> SessionEntry:
+        """Attach a new entry (``session_id`` None: a uuid4 hex); an attached id: ``SessionAlreadyExistsError``."""
+        session_id = session_id if session_id is not None else uuid.uuid4().hex
+        if session_id in self._sessions:
+            raise SessionAlreadyExistsError(session_id)
+        entry = SessionEntry(
+            session_id,
+            cwd,
+            conversation,
+            title,
+            journal=journal,
+            synced=synced,
+            mode=self._mode_or_default(mode),
+            model=model,
+            on_change=self._settings_changed,
+        )
+        self._sessions[session_id] = entry
+        return entry
+
+    def discard(self, entry: SessionEntry) -> bool:
+        """Detach ``entry`` quietly (no listener is told) if it is the one attached under its id; True if it was."""
+        if self._sessions.get(entry.session_id) is not entry:
+            return False
+        del self._sessions[entry.session_id]
+        return True
+
+    def close(self, entry: SessionEntry) -> PromptJob | None:
+        """Detach ``entry`` (attached): its prompts and forks settle with ``SessionClosedError``, then the close
+        listeners are told. Returns its running prompt, still unwinding (None: none ran)."""
+        del self._sessions[entry.session_id]
+        running = entry.shutdown(Cause.SESSION_CLOSED)
+        for listener in list(self._close_listeners):
+            listener(entry.session_id)
+        return running
+
+    def clear(self) -> list[SessionEntry]:
+        """Detach every session (the bridge is closing; no listener is told) and return them, oldest first."""
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        return sessions
+
+    @contextmanager
+    def deleting(self, session_id: str) -> Iterator[None]:
+        """Mark ``session_id`` as being deleted while the block runs (see :meth:`is_deleting`)."""
+        self._deleting[session_id] += 1
+        try:
+            yield
+        finally:
+            self._deleting -= Counter({session_id: 1})  # drops the key at zero
+
+    def is_deleting(self, session_id: str) -> bool:
+        """Whether a delete of ``session_id`` is in progress: a load or resume then finds nothing."""
+        return self._deleting[session_id] > 0
+
+    # -- listeners -------------------------------------------------------------------------------------------
+
+    def add_close_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(session_id)`` each time :meth:`close` detaches a session, whichever face asked
+        (synchronously, right after the detach, before its running prompt has unwound); returns the remover.
+
+        Invariant: every detach by ``close`` is told to every listener added before it, exactly once; a
+        listener must not raise or block (an exception is not caught: it would fail that close).
+        """
+        self._close_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._close_listeners:
+                self._close_listeners.remove(listener)
+
+        return remove
+
+    def add_settings_listener(self, listener: SettingsListener) -> Callable[[], None]:
+        """Call ``listener(change)`` for each change of an attached session's mode, model or title, whichever face
+        made it (synchronously, right after it is stored and in memory, before the call that made it returns);
+        returns the remover.
+
+        Invariant: every real change (not the value it had) is told to every listener added before it, exactly once,
+        in the order of the changes; a listener must not raise or block (an exception is not caught: it would fail
+        the call that made the change).
+        """
+        self._settings_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._settings_listeners:
+                self._settings_listeners.remove(listener)
+
+        return remove
+
+    def _settings_changed(self, change: SettingsChange) -> None:
+        if self._sessions.get(change.session_id) is not change.session:
+            return  # a session detached meanwhile (its store write finished after the close): nobody is attached
+        for listener in list(self._settings_listeners):
+            listener(change)
