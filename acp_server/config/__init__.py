@@ -3,7 +3,7 @@
 Precedence: flag > environment variable > default. An invalid value is a usage error (exit 2) that names the flag
 or variable; nothing is started. The package's parts: ``_options.py`` (the table of every setting),
 ``_parsers.py`` (their values' parsers), ``_settings.py`` (the resolved dataclasses), ``_secrets.py`` (which
-settings are secrets), ``_args.py`` (flags and environment resolved; the one reader of the environment).
+settings are secrets), ``_args.py`` (flags and environment resolved; the one reader of the settings' variables).
 """
 
 from ._args import add_common_options, add_serve_options, serve_settings_from_args, settings_from_args, was_given

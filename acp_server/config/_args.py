@@ -1,6 +1,6 @@
 """The command line and the environment resolved into settings: flag > environment variable > default.
 
-Invariant: this is the one place that reads the environment for configuration; an invalid value is a usage error
+Invariant: this is the one place that reads the settings' environment variables; an invalid value is a usage error
 (exit 2 through ``parser.error``) naming the flag or variable (a secret's value shown as ``***``), nothing started.
 """
 
