@@ -23,6 +23,7 @@ from ..config import (
     serve_settings_from_args,
     settings_from_args,
     store_password,
+    was_given,
 )
 from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
 from ._logging import configure_logging
@@ -93,8 +94,7 @@ acp-server: this is an Agent Client Protocol agent: an editor (Zed, JetBrains ID
 def _ask_args(args: argparse.Namespace, settings: Settings) -> tuple[Settings, list[str]]:
     """``ask`` is quiet unless asked (WARNING, not INFO) and stores nothing unless ``--persist``."""
     child = _child_args(args)
-    level_asked = getattr(args, "log_level", None) is not None or bool(os.environ.get("ACP_SERVER_LOG_LEVEL"))
-    if not level_asked and not args.debug:
+    if not was_given(args, "log_level") and not args.debug:
         settings = replace(settings, log_level="WARNING")
         child += ["--log-level", "WARNING"]
     if not args.persist and "--no-persist" not in child:
@@ -196,8 +196,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     serve: ServeSettings = serve_settings_from_args(parser, args)
     modes = daemon_modes(token=serve.token, allow_bypass_permissions=settings.allow_bypass_permissions)
     if not serve.token:  # the safe default: a tokenless (loopback) daemon only reads and searches
-        asked = getattr(args, "default_mode", None) is not None or bool(os.environ.get("ACP_SERVER_DEFAULT_MODE"))
-        if asked and settings.default_mode != READ_ONLY_MODE:
+        if was_given(args, "default_mode") and settings.default_mode != READ_ONLY_MODE:
             parser.error(
                 f"--default-mode {settings.default_mode} needs --token: a daemon without a token offers only the "
                 f"{READ_ONLY_MODE} mode"

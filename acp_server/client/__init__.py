@@ -14,14 +14,7 @@ Tool calls arrive as :class:`ToolCallEvent`, the model's plan as :class:`PlanEve
             result = await session.prompt("hello", on_update=lambda u: print(u.text or "", end=""))
 """
 
-from ._client import (
-    CANCEL_TIMEOUT_S,
-    DEFAULT_RECONNECT_DELAYS,
-    DEFAULT_TIMEOUT,
-    EVENTS_READ_TIMEOUT_S,
-    TOKEN_ENV,
-    DaemonClient,
-)
+from ._client import DaemonClient
 from ._events import (
     ConfigChangedEvent,
     DaemonEvent,
@@ -68,6 +61,8 @@ from ._exceptions import (
 )
 from ._limits import validate_limit
 from ._models import Capabilities, ConfigOption, ModeInfo, PromptInput, PromptResult, SessionConfig
+from ._options import DEFAULT_RECONNECT_DELAYS, DEFAULT_TIMEOUT, EVENTS_READ_TIMEOUT_S, TOKEN_ENV
+from ._prompting import CANCEL_TIMEOUT_S
 from ._session import INHERIT, DaemonSessionClient, Inherit
 from ._stream import EventStream
 from ._turn import OnPermission, OnUpdate

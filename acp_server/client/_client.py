@@ -6,17 +6,13 @@ Lifecycle, like an httpx client: usable once constructed (no task is started), `
 A prompt's local slot is reserved synchronously before any byte is sent and released exactly once, when the
 prompt's outcome is known to this client: the ``?wait=true`` 200, its ``turn_complete`` / ``turn_error`` on the
 event stream (matched by ``promptId``), the caller's cancellation, the end of the event stream, or a failed request
-or unreadable answer.
+or unreadable answer. Its settings are checked in ``_options.py``; following a prompt is ``_prompting.py``'s.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from inspect import isawaitable
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
@@ -24,82 +20,29 @@ from urllib.parse import quote
 import anyio
 import httpx2
 
-from ._events import PermissionRequestEvent, SessionUpdateEvent
 from ._exceptions import (
     DaemonClientClosedError,
     DaemonClientError,
-    DaemonEventStreamEndedError,
     DaemonFeatureUnavailableError,
     DaemonNotFoundError,
-    DaemonPermissionRequestNotFoundError,
-    DaemonPromptNotFoundError,
     DaemonProtocolError,
 )
 from ._http import error_from_response, json_object, map_httpx_errors
 from ._limits import PromptReservations, PromptSlot, validate_limit
-from ._models import (
-    Capabilities,
-    PromptInput,
-    PromptResult,
-    SessionConfig,
-    parse_capabilities,
-    parse_config,
-    prompt_blocks,
+from ._models import Capabilities, PromptInput, PromptResult, SessionConfig, parse_capabilities, parse_config
+from ._options import (
+    DEFAULT_RECONNECT_DELAYS,
+    DEFAULT_TIMEOUT,
+    Timeouts,
+    base_url_of,
+    headers_for,
+    reconnect_delays_of,
 )
+from ._prompting import Accepted, cancel_abandoned, prompt_answer, prompt_body, run_turn
 from ._stream import EventStream
-from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker, result_of
+from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker
 
-__all__ = [
-    "CANCEL_TIMEOUT_S",
-    "DEFAULT_RECONNECT_DELAYS",
-    "DEFAULT_TIMEOUT",
-    "EVENTS_READ_TIMEOUT_S",
-    "TOKEN_ENV",
-    "DaemonClient",
-]
-
-logger = logging.getLogger("acp_server.client")
-
-TOKEN_ENV = "ACP_SERVER_TOKEN"
-"""Where the bearer token comes from when ``token`` is not given."""
-
-DEFAULT_TIMEOUT = httpx2.Timeout(30.0, connect=5.0)
-"""Of every request; event streams read with at least :data:`EVENTS_READ_TIMEOUT_S`, a ``wait=True`` prompt with
-no read timeout (a turn lasts as long as it lasts; the daemon's deadline bounds it)."""
-
-EVENTS_READ_TIMEOUT_S = 60.0
-"""Read timeout of an event stream: four of the daemon's 15 s heartbeats; a silent stream past it reconnects."""
-
-DEFAULT_RECONNECT_DELAYS: tuple[float, ...] = (0.0, 0.5, 2.0)
-"""Seconds before the 1st, 2nd, 3rd reconnect in a row that brings no event; then the stream gives up."""
-
-CANCEL_TIMEOUT_S = 5.0
-"""How long the ``cancel`` posted for an abandoned prompt may take (it runs shielded from the caller's cancel)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    """A ``202`` answer: the prompt's id and the id of its ``prompt_accepted`` event."""
-
-    prompt_id: str
-    event_id: int
-
-
-ItemSource = Callable[[], Awaitable[TurnItem | None]]
-"""The next item of a followed prompt; None when the source ran out."""
-
-
-def _prompt_body(prompt: PromptInput, deadline_ms: int | None) -> dict[str, Any]:
-    body: dict[str, Any] = {"prompt": prompt_blocks(prompt)}
-    if deadline_ms is not None:
-        if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms <= 0:
-            raise ValueError(f"deadline_ms must be a positive integer or None; got {deadline_ms!r}")
-        body["deadlineMs"] = deadline_ms
-    return body
-
-
-def _timeout(value: float | httpx2.Timeout | None) -> httpx2.Timeout:
-    return value if isinstance(value, httpx2.Timeout) else httpx2.Timeout(value)
+__all__ = ["DaemonClient"]
 
 
 class DaemonClient:
@@ -123,29 +66,13 @@ class DaemonClient:
         transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         self._limit = validate_limit(max_pending_prompts_per_session)
-        delays = tuple(reconnect_delays)
-        if any(isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < math.inf for d in delays):
-            raise ValueError(f"reconnect_delays must be finite numbers of seconds >= 0; got {reconnect_delays!r}")
-        url = httpx2.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(f"base_url must be an http:// or https:// URL; got {base_url!r}")
-        self._base_url = str(url).rstrip("/")
-        token = token if token is not None else os.environ.get(TOKEN_ENV)
-        headers = {"Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._timeout = _timeout(timeout)
-        read = self._timeout.read
-        self._events_timeout = httpx2.Timeout(
-            connect=self._timeout.connect,
-            read=None if read is None else max(read, EVENTS_READ_TIMEOUT_S),
-            write=self._timeout.write,
-            pool=self._timeout.pool,
-        )
-        self._wait_timeout = httpx2.Timeout(
-            connect=self._timeout.connect, read=None, write=self._timeout.write, pool=self._timeout.pool
-        )
-        self._reconnect_delays = delays
+        self._reconnect_delays = reconnect_delays_of(reconnect_delays)
+        self._base_url = base_url_of(base_url)
+        headers = headers_for(token)
+        timeouts = Timeouts.of(timeout)
+        self._timeout = timeouts.request
+        self._events_timeout = timeouts.events
+        self._wait_timeout = timeouts.wait
         self._reservations = PromptReservations()
         self._closed = False
         self._http = httpx2.AsyncClient(
@@ -463,7 +390,7 @@ class DaemonClient:
         Cancelling the call cancels exactly this prompt on the daemon (``POST .../prompt/{promptId}/cancel``):
         a waiting one leaves the queue, a running one stops.
         """
-        body = _prompt_body(prompt, deadline_ms)
+        body = prompt_body(prompt, deadline_ms)
         if wait and on_update is not None:
             raise ValueError("on_update needs the event stream; it cannot be used with wait=True")
         if wait and on_permission is not None:
@@ -484,11 +411,11 @@ class DaemonClient:
                                 return item
                         return None
 
-                    return await self._run_turn(tracker, slot, next_item, on_update, on_permission)
+                    return await run_turn(self, tracker, slot, next_item, on_update, on_permission)
             except BaseException as exc:  # given up while its event stream was still opening: it is abandoned too
                 if not isinstance(exc, DaemonClientError) and not tracker.done:
                     slot.release()
-                    await self._cancel_abandoned(tracker)
+                    await cancel_abandoned(self, tracker)
                 raise
 
     def _reserve(self, session_id: str, limit: int | None) -> PromptSlot:
@@ -510,111 +437,7 @@ class DaemonClient:
             expect=(200, 202),
             session_id=session_id if wait else None,  # only a blocking answer can carry the turn's failure
         )
-        answer = json_object(response, "POST", url)
-        prompt_id = answer.get("promptId")
-        if response.status_code == 200:
-            stop_reason = answer.get("stopReason")
-            if isinstance(prompt_id, str) and prompt_id and isinstance(stop_reason, str) and stop_reason:
-                return PromptResult(prompt_id, stop_reason)
-        else:
-            event_id = answer.get("lastEventId")
-            if (
-                isinstance(prompt_id, str)
-                and prompt_id
-                and isinstance(event_id, int)
-                and not isinstance(event_id, bool)
-                and event_id >= 1
-            ):
-                return Accepted(prompt_id, event_id)
-        raise DaemonProtocolError(
-            f"POST {url}: unexpected {response.status_code} answer {dict(answer)!r}",
-            method="POST",
-            url=url,
-            status_code=response.status_code,
-        )
-
-    async def _run_turn(
-        self,
-        tracker: TurnTracker,
-        slot: PromptSlot,
-        next_item: ItemSource,
-        on_update: OnUpdate | None,
-        on_permission: OnPermission | None = None,
-    ) -> PromptResult:
-        """Follow an accepted prompt to its end; release its slot the moment its outcome is known. Each permission
-        request is answered (``on_permission``'s option, else a rejection) before the next item is read.
-
-        When the caller gives up (cancellation, its ``on_update`` or ``on_permission`` raised, or answering failed)
-        the prompt is abandoned: its slot is released and the prompt itself is cancelled on the daemon (shielded,
-        bounded).
-        """
-        in_callback = False
-        try:
-            while True:
-                item = await next_item()
-                if item is None:
-                    raise DaemonEventStreamEndedError(
-                        f'The event stream of session "{tracker.session_id}" ended before prompt '
-                        f'"{tracker.prompt_id}" did',
-                        session_id=tracker.session_id,
-                        last_event_id=None,
-                    )
-                if isinstance(item, DaemonClientError):
-                    raise item
-                if isinstance(item, SessionUpdateEvent):
-                    if on_update is not None:
-                        in_callback = True
-                        outcome = on_update(item)
-                        if isawaitable(outcome):
-                            await outcome
-                        in_callback = False
-                    continue
-                if isinstance(item, PermissionRequestEvent):
-                    in_callback = True
-                    await self._answer_request(item, on_permission)
-                    in_callback = False
-                    continue
-                slot.release()
-                return result_of(item)
-        except BaseException as exc:
-            slot.release()
-            abandoned = in_callback or not isinstance(exc, DaemonClientError)
-            if abandoned and not tracker.done:
-                await self._cancel_abandoned(tracker)
-            raise
-
-    async def _answer_request(self, request: PermissionRequestEvent, on_permission: OnPermission | None) -> None:
-        """Answer one permission request of a followed prompt: ``on_permission``'s option, else its reject option.
-        A request no longer pending (its prompt ended meanwhile, or someone else answered) is left alone."""
-        if on_permission is None:
-            option_id = request.option_id("reject_once") or request.option_id("reject_always")
-            if option_id is None:
-                url = self._url(self._session_path(request.session_id, "/events"))
-                raise DaemonProtocolError(
-                    f"permission request {request.request_id} offers no reject option", method="GET", url=url
-                )
-        else:
-            answer = on_permission(request)
-            option_id = await answer if isawaitable(answer) else answer
-        try:
-            await self.answer_permission(request.session_id, request.request_id, option_id)
-        except DaemonPermissionRequestNotFoundError:
-            logger.debug("permission request %s was no longer pending", request.request_id)
-
-    async def _cancel_abandoned(self, tracker: TurnTracker) -> None:
-        """Cancel exactly the abandoned prompt (waiting: it leaves the daemon's queue; running: it stops); once."""
-        if self._closed or tracker.abandoned:
-            return
-        tracker.abandoned = True
-        with anyio.move_on_after(CANCEL_TIMEOUT_S, shield=True):
-            try:
-                await self.cancel_prompt(tracker.session_id, tracker.prompt_id)
-            except DaemonPromptNotFoundError:
-                pass  # it ended meanwhile
-            except DaemonClientError as exc:  # the caller's own exit is what propagates; this one is logged
-                logger.warning(
-                    "could not cancel abandoned prompt %s of session %s: %s", tracker.prompt_id, tracker.session_id, exc
-                )
+        return prompt_answer(response.status_code, json_object(response, "POST", url), url)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

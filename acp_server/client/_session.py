@@ -26,11 +26,12 @@ from anyio.lowlevel import checkpoint
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..tasks import Lifecycle, OwnedTaskGroup
-from ._client import Accepted, DaemonClient, _prompt_body
+from ._client import DaemonClient
 from ._events import DaemonEvent, PermissionRequestEvent, SessionUpdateEvent
 from ._exceptions import DaemonClientClosedError, DaemonClientError, DaemonEventStreamEndedError
 from ._limits import PromptSlot, validate_limit
 from ._models import PromptInput, PromptResult, SessionConfig
+from ._prompting import Accepted, prompt_body, run_turn
 from ._stream import EventStream
 from ._turn import OnPermission, OnUpdate, TurnItem, TurnTracker
 
@@ -302,7 +303,7 @@ class DaemonSessionClient:
         session's subscription. ``on_update`` gets its ``session_update`` and ``tool_call`` events;
         ``on_permission`` answers its permission requests (an option id) — without it, **every permission request is
         rejected**. Neither may wait for another prompt of this session."""
-        body = _prompt_body(prompt, deadline_ms)
+        body = prompt_body(prompt, deadline_ms)
         self._check_open()
         if self._ended is not None:
             raise DaemonEventStreamEndedError(
@@ -322,7 +323,7 @@ class DaemonSessionClient:
                 if not self._posting:
                     self._backlog.clear()
             try:
-                return await self._client._run_turn(watch.tracker, slot, watch.next_item, on_update, on_permission)
+                return await run_turn(self._client, watch.tracker, slot, watch.next_item, on_update, on_permission)
             finally:
                 self._watches.pop(watch.tracker.prompt_id, None)
                 watch.close()

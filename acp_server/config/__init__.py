@@ -1,0 +1,31 @@
+"""Settings shared by every face (stdio agent, ``ask``, ``serve``): command-line flags with environment fallbacks.
+
+Precedence: flag > environment variable > default. An invalid value is a usage error (exit 2) that names the flag
+or variable; nothing is started. The package's parts: ``_options.py`` (the table of every setting),
+``_parsers.py`` (their values' parsers), ``_settings.py`` (the resolved dataclasses), ``_secrets.py`` (which
+settings are secrets), ``_args.py`` (flags and environment resolved; the one reader of the settings' variables).
+"""
+
+from ._args import add_common_options, add_serve_options, serve_settings_from_args, settings_from_args, was_given
+from ._options import OPTIONS, SERVE_OPTIONS, Option, option_table
+from ._parsers import LOG_LEVELS, MAX_SYSTEM_PROMPT_BYTES
+from ._secrets import SECRET_OPTIONS, store_password
+from ._settings import ServeSettings, Settings
+
+__all__ = [
+    "LOG_LEVELS",
+    "MAX_SYSTEM_PROMPT_BYTES",
+    "OPTIONS",
+    "SECRET_OPTIONS",
+    "SERVE_OPTIONS",
+    "Option",
+    "ServeSettings",
+    "Settings",
+    "add_common_options",
+    "add_serve_options",
+    "option_table",
+    "serve_settings_from_args",
+    "settings_from_args",
+    "store_password",
+    "was_given",
+]
