@@ -1,5 +1,6 @@
 """The package's layers, checked mechanically from the source: imports point down only, there is no import cycle,
-and no layer reaches into another's ``_private`` module.
+and no layer reaches into another's ``_private`` module. With them, the house rules a test can check: no module over
+500 lines, no bare task without its owner named, and the environment read for settings only in ``config``.
 
 Layers, lowest first (a module may import its own layer's modules and any lower layer's public names)::
 
@@ -163,3 +164,73 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     source = fake / "_x.py"
     source.write_text("from ..acp._agent import AcpAgent\nfrom . import _y\nimport acp_server.daemon\n")
     assert _imports("bridge._x", source) == [("acp._agent", 1), ("bridge._y", 2), ("daemon", 3)]
+
+
+# -- house rules a test can check ----------------------------------------------------------------------------------
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    """One concern per module: past 500 lines a module holds more than one, and is split along its seams."""
+    long = {
+        name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def _calls(tree: ast.AST, attributes: set[str]) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in attributes
+    ]
+
+
+def test_every_bare_task_says_who_owns_it() -> None:
+    """Tasks belong to task groups; where a callback forces a bare asyncio task, the line above says who owns it."""
+    unowned = []
+    for name, path in _modules().items():
+        lines = path.read_text().splitlines()
+        for call in _calls(ast.parse("\n".join(lines)), {"create_task", "ensure_future"}):
+            above = lines[call.lineno - 2].strip() if call.lineno > 1 else ""
+            if not above.startswith("# owner:"):
+                unowned.append(f"{name}:{call.lineno}")
+    assert unowned == []
+
+
+ENVIRONMENT_READERS = {
+    "turn._system_prompt": "SHELL, to describe the user's environment to the model (not a setting of ours)",
+    "client._options": "ACP_SERVER_TOKEN: the client SDK is a program of its own, with no config of ours",
+}
+"""Modules outside ``config`` that read a variable, and why. Copying the environment for a child is no read, nor is
+a function that takes the environment as a parameter (``store.default_state_dir(env)``: the XDG rule)."""
+
+
+def _reads_environment(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if node.func.attr == "getenv" or (
+                node.func.attr == "get" and isinstance(owner, ast.Attribute) and owner.attr == "environ"
+            ):
+                return True
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "environ":
+            return True
+    return False
+
+
+def test_only_config_reads_the_environment_for_settings() -> None:
+    readers = {
+        name
+        for name, path in _modules().items()
+        if not (name == "config" or name.startswith("config.")) and _reads_environment(ast.parse(path.read_text()))
+    }
+    assert readers == set(ENVIRONMENT_READERS)
+
+
+def test_the_house_rule_checkers_see_violations() -> None:
+    assert _reads_environment(ast.parse("import os\nx = os.environ.get('A')"))
+    assert _reads_environment(ast.parse("import os\nx = os.environ['A']"))
+    assert not _reads_environment(ast.parse("import os\nx = dict(os.environ)"))
+    assert len(_calls(ast.parse("loop.create_task(f())"), {"create_task", "ensure_future"})) == 1

@@ -145,6 +145,7 @@ class AcpOverHttp:
         """End a connection from a callback (a timer, an overflow): nothing more is delivered on it."""
         if self._connections.get(connection.id) is connection:
             del self._connections[connection.id]
+        # owner: this registry (a timer's callback cannot await): kept in _closing, awaited by aclose
         task = asyncio.get_running_loop().create_task(connection.aclose(deliver=False))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)

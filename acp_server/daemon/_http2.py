@@ -190,6 +190,7 @@ class Http2Server:
         server = _Connection(self._app, loop, self._config, self._context, {}, reader, writer)
         server.on_idle = on_idle
         on_idle(True)
+        # owner: the caller (a protocol callback: it cannot await), which puts it in uvicorn's task set
         return loop.create_task(server.run(), name="HTTP/2 connection")
 
     def terminate(self) -> None:
