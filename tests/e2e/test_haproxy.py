@@ -212,6 +212,37 @@ async def test_new_sessions_spread_and_every_request_reaches_the_process_holding
                 assert (await served.holder(session_id)).name == holders[session_id]
 
 
+async def test_admission_through_the_balancer_is_exact_under_concurrent_prompts(
+    tmp_path: Path, store_args: list[str]
+) -> None:
+    """Seven prompts at once for one session, through HAProxy: they all reach the one process that holds its queue,
+    which admits five (the limit) and refuses two with 503 and Retry-After, as without a balancer."""
+    async with LoopbackModel() as model:
+        model.enqueue(SlowDrip(interval_s=0.05, text="slow " * 2000))  # the first turn outlasts the seven POSTs
+        async with (
+            cluster(tmp_path, model, store_args) as served,
+            httpx2.AsyncClient(base_url=served.url, timeout=20) as client,
+        ):
+            session_id = await _new_session(client, tmp_path)
+            answers: list[httpx2.Response] = []
+
+            async def post(n: int) -> None:
+                body = {"prompt": [{"type": "text", "text": f"prompt {n}"}]}
+                answers.append(await client.post(f"/session/{session_id}/prompt", json=body))
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    for n in range(7):
+                        tg.start_soon(post, n)
+            assert sorted(answer.status_code for answer in answers) == [202] * 5 + [503] * 2, [a.text for a in answers]
+            for refused in (answer for answer in answers if answer.status_code == 503):
+                assert refused.headers["Retry-After"] == "5"
+                assert refused.json()["code"] == "prompt_queue_full"
+                assert (refused.json()["limit"], refused.json()["pendingCount"]) == (5, 5)
+            cancelled = await client.post(f"/session/{session_id}/cancel")
+            assert cancelled.status_code == 204
+
+
 class _Recorder:
     def __init__(self) -> None:
         self.text = ""
