@@ -10,7 +10,7 @@ command's timeout (the tools layer), a permission request by the prompt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["AcpToolClient", "ClientCapabilities"]
 
 logger = logging.getLogger("acp_server.acp")
-
 
 
 class ClientCapabilities:
@@ -80,10 +79,12 @@ class AcpToolClient:
     def has_terminal(self) -> bool:
         return self._caps.terminal
 
-    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _request(
+        self, method: str, params: dict[str, Any], on_late: Callable[[Any], None] | None = None
+    ) -> dict[str, Any]:
         if self.stream is not None:
             await self.stream.wait_delivered()
-        result = await self._peer.request(method, {"sessionId": self._session_id, **params})
+        result = await self._peer.request(method, {"sessionId": self._session_id, **params}, on_late=on_late)
         return _object(result if result is not None else {}, method)
 
     async def _fs_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -123,10 +124,18 @@ class AcpToolClient:
     async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
         # The whole command line as ``command``: the client runs it in its shell, as the user would type it.
         params = {"command": command, "cwd": cwd, "outputByteLimit": output_byte_limit}
-        terminal_id = (await self._request("terminal/create", params)).get("terminalId")
+        terminal_id = (await self._request("terminal/create", params, on_late=self._release_late)).get("terminalId")
         if not isinstance(terminal_id, str):
             raise RemoteError("terminal/create failed: the client's answer has no terminalId")
         return terminal_id
+
+    def _release_late(self, result: Any) -> None:
+        """A terminal created after its call was given up (cancelled, timed out): release it at once, which kills
+        its command (ACP), so nothing the model asked for runs on unwatched."""
+        terminal_id = result.get("terminalId") if isinstance(result, dict) else None
+        if isinstance(terminal_id, str):
+            logger.info("terminal %s was created after its call ended: releasing it", terminal_id)
+            self._peer.post_request("terminal/release", {"sessionId": self._session_id, "terminalId": terminal_id})
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
         return _exit(await self._request("terminal/wait_for_exit", {"terminalId": terminal_id}))

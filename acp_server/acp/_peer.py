@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 __all__ = ["Peer"]
@@ -29,11 +29,18 @@ class Peer(Protocol):
         error or a cancellation drops it): news a client must not get before the answer it depends on."""
         ...
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+    async def request(
+        self, method: str, params: Mapping[str, Any], on_late: Callable[[Any], None] | None = None
+    ) -> Any:
         """Send a request to the client (``fs/read_text_file``, ``session/request_permission``…), in order with this
         handler's notifications, and return the ``result`` of its response. Raises
         :class:`~acp_server.errors.RemoteError` when the client answers an error (its ``code``) or the connection
-        closes first (``code`` None); cancelling the caller abandons the request."""
+        closes first (``code`` None); cancelling the caller abandons the request — then a result that still comes
+        goes to ``on_late``, when given (to undo what the client did: a terminal it created)."""
+        ...
+
+    def post_request(self, method: str, params: Mapping[str, Any]) -> None:
+        """Send a request at once whose answer nobody waits for (a clean-up from a callback); never waits."""
         ...
 
     def cancel_request(self, request_id: str | int) -> bool:

@@ -91,8 +91,13 @@ class RequestPeer:
         if self.request_id is not None:
             self._dispatcher.after_reply(self.request_id, method, params)
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
-        return await self._dispatcher.request(method, params, origin=self.request_id)
+    async def request(
+        self, method: str, params: Mapping[str, Any], on_late: Callable[[Any], None] | None = None
+    ) -> Any:
+        return await self._dispatcher.request(method, params, origin=self.request_id, on_late=on_late)
+
+    def post_request(self, method: str, params: Mapping[str, Any]) -> None:
+        self._dispatcher.post_request(method, params)
 
     def cancel_request(self, request_id: str | int) -> bool:
         return self._dispatcher.cancel_request(request_id)
@@ -126,6 +131,8 @@ def is_response(message: Any) -> TypeGuard[dict[str, Any]]:
 _RESPONSE_KEYS = frozenset({"id", "result", "error"})
 
 _ID_PREFIX = "acp-server:"
+_LATE_KEPT = 64
+"""Abandoned requests whose late answer is still awaited (each a dict entry), per connection."""
 _OUR_ID = re.compile(r'"id"\s*:\s*"(' + re.escape(_ID_PREFIX) + r'\d+)"')
 """Our request ids are strings ``"acp-server:<n>"``: never confused with the client's, even in a shared log."""
 
@@ -208,6 +215,7 @@ class Dispatcher:
         self._closed = False
         self._starting = 0  # request handlers scheduled that may not have taken their first step yet
         self._deferred = 0  # notifications waiting for the handlers scheduled before them
+        self._late: dict[str, Callable[[Any], None]] = {}  # abandoned (or posted) requests: who takes a late result
 
     def register(
         self, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
@@ -324,6 +332,11 @@ class Dispatcher:
             else:
                 logger.warning("Ignoring a malformed response: a result with a null id")
             return
+        late = self._late.pop(msg_id, None) if isinstance(msg_id, str) else None
+        if late is not None:
+            if "result" in checked:
+                late(checked["result"])
+            return
         outgoing = self._outgoing.pop(msg_id, None) if isinstance(msg_id, str) else None
         if outgoing is None or outgoing.future.done():
             logger.debug("Ignoring a response to no pending request (id %.80r)", msg_id)
@@ -360,22 +373,38 @@ class Dispatcher:
         in order with everything queued before it."""
         self.sink.put({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def request(self, method: str, params: Mapping[str, Any], origin: MsgId | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        origin: MsgId | None = None,
+        on_late: Callable[[Any], None] | None = None,
+    ) -> Any:
         """Send a request to the client, in order with the notifications of the same handler (``origin``: the request
         whose handler sends it; backpressure as for :meth:`notify`), and return the ``result`` of its response.
 
         Raises :class:`~acp_server.errors.RemoteError`: ``code`` and ``data`` of an error response, its message
         prefixed with ``method``; ``code`` None when the connection closed (or was closed) before the response.
-        Cancelling the caller forgets the request at once (a response arriving later is ignored).
+        Cancelling the caller forgets the request at once: a result arriving later goes to ``on_late`` when given
+        (at most :data:`_LATE_KEPT` are awaited so; the connection's end forgets them), else it is ignored.
         """
         if self._closed:
             raise RemoteError(f"connection closed: {method} was not sent")
         msg_id = f"{_ID_PREFIX}{next(self._ids)}"
         future: asyncio.Future[Message | RemoteError] = asyncio.get_running_loop().create_future()
         self._outgoing[msg_id] = _Outgoing(method, future)
+        sent = False
         try:
             await self.sink.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}, origin)
+            sent = True
             outcome = await future
+        except BaseException:  # the caller gave up (cancelled): an answer that comes goes to on_late
+            if sent and on_late is not None:
+                if not future.done() or future.cancelled():
+                    self._await_late(msg_id, on_late)
+                elif isinstance(answer := future.result(), dict) and "result" in answer:
+                    on_late(answer["result"])  # it came as the caller was cancelled
+            raise
         finally:
             self._outgoing.pop(msg_id, None)
         if isinstance(outcome, RemoteError):
@@ -385,8 +414,26 @@ class Dispatcher:
             raise RemoteError(f"{method} failed: {error['message']}", error["code"], error.get("data"))
         return outcome["result"]
 
+    def _await_late(self, msg_id: str, on_late: Callable[[Any], None]) -> None:
+        """Hand the result of an abandoned request, if one comes, to ``on_late``; the oldest such wait goes first."""
+        if len(self._late) >= _LATE_KEPT:
+            oldest = next(iter(self._late))
+            logger.warning("no longer waiting for the answer to %s: %d abandoned requests wait", oldest, _LATE_KEPT)
+            del self._late[oldest]
+        self._late[msg_id] = on_late
+
+    def post_request(self, method: str, params: Mapping[str, Any]) -> None:
+        """Queue a request at once (never waits, like a reply) whose answer nobody waits for: it is read and
+        dropped quietly. For clean-ups sent from callbacks; nothing is sent once the connection is closed."""
+        if self._closed:
+            return
+        msg_id = f"{_ID_PREFIX}{next(self._ids)}"
+        self._await_late(msg_id, lambda result: None)
+        self.sink.put({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
     def _fail_outgoing(self) -> None:
         """End the wait of every request sent to the client: no response can come any more."""
+        self._late.clear()
         outgoing, self._outgoing = self._outgoing, {}
         for entry in outgoing.values():
             if not entry.future.done():

@@ -3,7 +3,7 @@ reader has handed them over), and a permission answer maps to a choice, anything
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -38,6 +38,7 @@ class RecordingPeer:
     def __init__(self, result: Any = None) -> None:
         self.result = result
         self.log: list[tuple[str, str, Mapping[str, Any]]] = []
+        self.on_late: Callable[[Any], None] | None = None
 
     @property
     def request_id(self) -> str | int | None:
@@ -52,11 +53,17 @@ class RecordingPeer:
     def after_reply(self, method: str, params: Mapping[str, Any]) -> None:
         self.log.append(("after_reply", method, params))
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+    async def request(
+        self, method: str, params: Mapping[str, Any], on_late: Callable[[Any], None] | None = None
+    ) -> Any:
         self.log.append(("request", method, params))
+        self.on_late = on_late
         if isinstance(self.result, BaseException):
             raise self.result
         return self.result
+
+    def post_request(self, method: str, params: Mapping[str, Any]) -> None:
+        self.log.append(("post_request", method, params))
 
     def cancel_request(self, request_id: str | int) -> bool:
         return False
@@ -154,3 +161,16 @@ async def test_an_error_answer_propagates_as_the_remote_error() -> None:
     with pytest.raises(RemoteError) as caught:
         await client_of(RecordingPeer(error)).request_permission(CALL)
     assert caught.value is error
+
+
+async def test_a_terminal_created_after_its_call_was_given_up_is_released() -> None:
+    """The editor answers ``terminal/create`` after the prompt was cancelled: that terminal must not run on."""
+    peer = RecordingPeer(anyio.get_cancelled_exc_class()())
+    client = client_of(peer)
+    with pytest.raises(anyio.get_cancelled_exc_class()):
+        await client.create_terminal("make test", "/w", 1024)
+    assert peer.on_late is not None
+    peer.on_late({"terminalId": "t-late"})
+    assert peer.log[-1] == ("post_request", "terminal/release", {"sessionId": SID, "terminalId": "t-late"})
+    peer.on_late({"no": "id"})  # nothing to release
+    assert peer.log[-1][1] == "terminal/release" and len([e for e in peer.log if e[0] == "post_request"]) == 1

@@ -4,7 +4,7 @@ written. Permission requests are not bounded here (the prompt bounds them). Virt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,14 @@ class SilentPeer:
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         pass
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+    async def request(
+        self, method: str, params: Mapping[str, Any], on_late: Callable[[Any], None] | None = None
+    ) -> Any:
         self.asked.append(method)
         await anyio.sleep_forever()
+
+    def post_request(self, method: str, params: Mapping[str, Any]) -> None:
+        self.asked.append(method)
 
     def cancel_request(self, request_id: str | int) -> bool:
         return False

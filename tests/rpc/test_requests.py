@@ -177,6 +177,38 @@ async def test_a_direct_caller_cancelled_while_the_sink_holds_it_back_leaves_not
     assert sink.messages == [outgoing]
 
 
+async def test_an_abandoned_request_hands_its_late_result_to_on_late_and_a_posted_request_is_answered_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sink = Sink()
+    dispatcher = Dispatcher(sink)
+    late: list[Any] = []
+    waiting = asyncio.ensure_future(dispatcher.request("terminal/create", {"command": "x"}, on_late=late.append))
+    outgoing = await sent_request(sink)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert dispatcher._outgoing == {}
+    dispatcher.feed(error(outgoing["id"], -32603, "nope"))  # an error answer: nothing to undo
+    assert late == []
+    waiting = asyncio.ensure_future(dispatcher.request("terminal/create", {"command": "y"}, on_late=late.append))
+    outgoing = await sent_request(sink, 1)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    dispatcher.feed(result(outgoing["id"], {"terminalId": "t1"}))
+    assert late == [{"terminalId": "t1"}]
+    dispatcher.post_request("terminal/release", {"terminalId": "t1"})
+    posted = sink.messages[-1]
+    assert (posted["method"], posted["params"]) == ("terminal/release", {"terminalId": "t1"})
+    with caplog.at_level(logging.DEBUG, logger="acp_server.rpc"):
+        dispatcher.feed(result(posted["id"], None))
+    assert not any("no pending request" in r.getMessage() for r in caplog.records)  # awaited by no one, expected
+    await dispatcher.aclose()
+    dispatcher.post_request("terminal/release", {"terminalId": "t2"})  # closed: nothing is sent
+    assert sink.messages[-1] is posted and dispatcher._late == {}
+
+
 async def test_a_response_to_no_pending_request_is_ignored_even_with_the_id_of_a_client_request_in_flight() -> None:
     """The client's ids and ours are separate spaces: its response ``id: 5`` must not touch its own request 5."""
     sink = Sink()
