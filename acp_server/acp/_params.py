@@ -4,17 +4,36 @@ refusal is an :class:`InvalidInputError` naming the field, before any handler do
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
 
-__all__ = ["MAX_TITLE_CHARS", "SET_TITLE_METHOD", "check_initialize", "check_set_title", "deadline_from_meta"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "SET_TITLE_METHOD",
+    "check_initialize",
+    "check_set_title",
+    "deadline_from_meta",
+    "invalid_params",
+]
 
 SET_TITLE_METHOD = "_acp-server/set_title"
 """The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
 
 MAX_TITLE_CHARS = 200
+
+
+@contextmanager
+def invalid_params(method: str) -> Iterator[None]:
+    """A refusal of the bridge's rules inside, as ``method``'s invalid params: the same fields, its message after
+    ``Invalid params for <method>: `` (as every refusal of a params check reads)."""
+    try:
+        yield
+    except InvalidInputError as refused:
+        raise InvalidInputError(f"Invalid params for {method}: {refused}", refused.errors) from None
 
 
 def check_initialize(params: Any) -> int:
@@ -49,9 +68,7 @@ def check_set_title(params: Any) -> tuple[str, str]:
     method = SET_TITLE_METHOD
 
     def refuse(field: str, problem: str) -> InvalidInputError:
-        return InvalidInputError(
-            f"Invalid params for {method}: {field}: {problem}", [{"field": field, "message": problem}]
-        )
+        return InvalidInputError.for_field(field, problem, f"Invalid params for {method}: {field}: {problem}")
 
     if not isinstance(params, dict):
         raise refuse("(root)", "expected an object")
