@@ -149,7 +149,12 @@ class SessionBridge:
         return self._rules
 
     async def change_setting(
-        self, session_id: str, choice: Choice, *, origin: object | None = None, before: Callable[[str], object] | None
+        self,
+        session_id: str,
+        choice: Choice,
+        *,
+        origin: object | None = None,
+        before: Callable[[str], object] | None = None,
     ) -> SessionEntry:
         """Store a choice :attr:`settings` checked (``config_choice``, ``mode_choice``): :meth:`SettingsRules.apply`."""
         return await self._rules.apply(self.get, session_id, choice, origin=origin, before=before)
