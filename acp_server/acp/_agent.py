@@ -408,8 +408,7 @@ class AcpAgent:
     def _config_options(self, entry: SessionEntry) -> list[dict[str, Any]]:
         """The session's config options: its mode, then (when the runner offers a choice) its model, offered from
         the models known now (a list that arrives later shows in later answers and updates)."""
-        rules = self._bridge.settings
-        return config_options(rules.offered, self._current_mode(entry), rules.models, entry.model)
+        return config_options(self._bridge.settings, entry.mode, entry.model)
 
     def _mode_state(self, entry: SessionEntry) -> dict[str, Any]:
         """``modes`` and ``configOptions`` of a session answer: two views of one mode, always in agreement."""

@@ -54,7 +54,7 @@ from ..bridge import (
 from ..domain import (
     Prompt,
 )
-from ..modes import MODES, READ_ONLY_MODE, Mode
+from ..modes import READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.builtin import BUILTIN
 from ..tools.mcp_servers import McpServerConfig
@@ -130,7 +130,7 @@ class Daemon:
         self.bridge = bridge
         self.options = options if options is not None else DaemonOptions()
         if not self.options.token:
-            extra = [mode for mode in MODES if mode != READ_ONLY_MODE and bridge.allows_mode(mode)]
+            extra = [mode.id for mode in bridge.settings.offered if mode.id != READ_ONLY_MODE]
             if extra or bridge.default_mode != READ_ONLY_MODE:
                 raise ValueError(
                     "a daemon without a token offers only the read-only mode, but its bridge offers "
@@ -317,7 +317,7 @@ class Daemon:
         return self._options_of(self.bridge.get(session_id))
 
     def _options_of(self, entry: SessionEntry) -> list[dict[str, Any]]:
-        return config_options(self.modes, self._mode_of(entry), self.bridge.models, entry.model)
+        return config_options(self.bridge.settings, entry.mode, entry.model)
 
     def _publish_config(self, channel: SessionChannel, entry: SessionEntry) -> None:
         payload = {"sessionId": entry.session_id, "configOptions": self._options_of(entry)}
