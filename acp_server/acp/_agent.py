@@ -198,9 +198,10 @@ class AcpAgent:
         }
 
     async def authenticate(self, request: AuthenticateRequest, peer: Peer) -> dict[str, Any]:
-        raise InvalidInputError(
+        raise InvalidInputError.for_field(
+            "methodId",
+            "no auth methods are advertised",
             f"Invalid params for authenticate: unknown auth method {request.method_id!r} (this agent needs none)",
-            [{"field": "methodId", "message": "no auth methods are advertised"}],
         )
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:

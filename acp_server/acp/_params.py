@@ -39,25 +39,23 @@ def invalid_params(method: str) -> Iterator[None]:
 def check_initialize(params: Any) -> int:
     """Validate ``initialize`` params without the schema models (they cost ~0.7 s to import; this reply must not)."""
     if not isinstance(params, dict):
-        raise InvalidInputError(
-            "Invalid params for initialize: expected an object", [{"field": "(root)", "message": "expected object"}]
+        raise InvalidInputError.for_field(
+            "(root)", "expected object", "Invalid params for initialize: expected an object"
         )
     if "protocolVersion" not in params:
-        raise InvalidInputError(
-            "Invalid params for initialize: protocolVersion: Field required",
-            [{"field": "protocolVersion", "message": "Field required"}],
+        raise InvalidInputError.for_field(
+            "protocolVersion", "Field required", "Invalid params for initialize: protocolVersion: Field required"
         )
     version = params["protocolVersion"]
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise InvalidInputError(
-            "Invalid params for initialize: protocolVersion: must be an integer from 0 to 65535",
-            [{"field": "protocolVersion", "message": "must be an integer from 0 to 65535"}],
+        problem = "must be an integer from 0 to 65535"
+        raise InvalidInputError.for_field(
+            "protocolVersion", problem, f"Invalid params for initialize: protocolVersion: {problem}"
         )
     for key in ("clientCapabilities", "clientInfo", "_meta"):
         if key in params and params[key] is not None and not isinstance(params[key], dict):
-            raise InvalidInputError(
-                f"Invalid params for initialize: {key}: must be an object",
-                [{"field": key, "message": "must be an object"}],
+            raise InvalidInputError.for_field(
+                key, "must be an object", f"Invalid params for initialize: {key}: must be an object"
             )
     return version
 
@@ -92,8 +90,6 @@ def deadline_from_meta(meta: Any) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_DEADLINE_MS:
         problem = f"must be a positive integer of at most {MAX_DEADLINE_MS}"
-        raise InvalidInputError(
-            f"Invalid params for session/prompt: _meta.acpServer.promptDeadlineMs {problem}",
-            [{"field": "_meta.acpServer.promptDeadlineMs", "message": problem}],
-        )
+        field = "_meta.acpServer.promptDeadlineMs"
+        raise InvalidInputError.for_field(field, problem, f"Invalid params for session/prompt: {field} {problem}")
     return value

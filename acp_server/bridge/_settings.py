@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Choice", "SettingsRules"]
 
+
 class Choice(NamedTuple):
     """A checked choice of a session setting: which one, and its value (made only by :class:`SettingsRules`)."""
 
