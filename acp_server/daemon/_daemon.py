@@ -344,8 +344,7 @@ class Daemon:
             return
         entry, session_id = change.session, change.session_id
         if change.setting == "mode":
-            previous = change.previous if change.previous is not None else self.bridge.default_mode
-            before = self.bridge.settings.mode_of(previous)
+            before = self.bridge.settings.mode_of(change.previous)  # none stored before: the default
             mode = self._mode_of(entry)
             if mode == before:
                 return
