@@ -13,7 +13,7 @@ all of them derive from :class:`ServerError`, so each face (JSON-RPC, HTTP) maps
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import ClassVar, Self
 
 __all__ = ["InvalidInputError", "RemoteError", "ServerError"]
 
@@ -39,6 +39,12 @@ class InvalidInputError(ServerError):
     def __init__(self, message: str, errors: list[dict[str, object]] | None = None) -> None:
         super().__init__(message)
         self.errors = errors or []
+
+    @classmethod
+    def for_field(cls, field: str, problem: str, message: str | None = None) -> Self:
+        """The one way a single field's refusal is built: ``errors`` is ``[{"field": field, "message": problem}]``,
+        the message ``message`` (None: ``"<field>: <problem>"``)."""
+        return cls(f"{field}: {problem}" if message is None else message, [{"field": field, "message": problem}])
 
     def details(self) -> Mapping[str, object]:
         return {"errors": self.errors} if self.errors else {}

@@ -17,20 +17,27 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..bridge import PromptHandle, SessionBridge, SessionEntry, SettingsChange
+from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ..modes import DEFAULT_MODE, MODES, Mode
 from ..store import SessionRecord
 from ._client import AcpToolClient, ClientCapabilities
 from ._commands import commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._mcp import mcp_meta, mcp_servers_of
-from ._params import MAX_TITLE_CHARS, SET_TITLE_METHOD, check_initialize, check_set_title, deadline_from_meta
+from ._params import (
+    MAX_TITLE_CHARS,
+    SET_TITLE_METHOD,
+    check_initialize,
+    check_set_title,
+    deadline_from_meta,
+    invalid_params,
+)
 from ._peer import Peer
 
 if TYPE_CHECKING:
@@ -133,7 +140,6 @@ class AcpAgent:
         self._options = options
         self._prompts: dict[str | int, PromptHandle] = {}  # by request id: the prompts this connection awaits
         self._client_caps = ClientCapabilities()  # what the client advertised in ``initialize``
-        self._modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
         self._told: dict[str, _Told] = {}  # by attached session: what this connection's client was told
         self._announce = announce
         self._unsubscribe: list[Callable[[], None]] = []
@@ -192,9 +198,10 @@ class AcpAgent:
         }
 
     async def authenticate(self, request: AuthenticateRequest, peer: Peer) -> dict[str, Any]:
-        raise InvalidInputError(
+        raise InvalidInputError.for_field(
+            "methodId",
+            "no auth methods are advertised",
             f"Invalid params for authenticate: unknown auth method {request.method_id!r} (this agent needs none)",
-            [{"field": "methodId", "message": "no auth methods are advertised"}],
         )
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -396,68 +403,45 @@ class AcpAgent:
     # -- modes ---------------------------------------------------------------------------------------------------
 
     def _current_mode(self, entry: SessionEntry) -> str:
-        """The session's mode as offered here (a stored mode this server does not offer reads as the default)."""
-        return entry.mode if any(mode.id == entry.mode for mode in self._modes) else DEFAULT_MODE
+        """The session's mode as offered here (the bridge's rule: :meth:`SettingsRules.mode_of`)."""
+        return self._bridge.settings.mode_of(entry.mode)
 
     def _config_options(self, entry: SessionEntry) -> list[dict[str, Any]]:
         """The session's config options: its mode, then (when the runner offers a choice) its model, offered from
         the models known now (a list that arrives later shows in later answers and updates)."""
-        return config_options(self._modes, self._current_mode(entry), self._bridge.models, entry.model)
+        return config_options(self._bridge.settings, entry.mode, entry.model)
 
     def _mode_state(self, entry: SessionEntry) -> dict[str, Any]:
         """``modes`` and ``configOptions`` of a session answer: two views of one mode, always in agreement."""
-        available = [{"id": m.id, "name": m.name, "description": m.description} for m in self._modes]
+        modes = self._bridge.settings.offered
+        available = [{"id": m.id, "name": m.name, "description": m.description} for m in modes]
         return {
             "modes": {"currentModeId": self._current_mode(entry), "availableModes": available},
             "configOptions": self._config_options(entry),
         }
 
-    async def _change_mode(self, entry: SessionEntry, mode_id: str, field: str, method: str, peer: Peer) -> None:
-        if not any(mode.id == mode_id for mode in self._modes):
-            offered = ", ".join(mode.id for mode in self._modes)
-            problem = f"unknown mode {mode_id!r}; available: {offered}"
-            message = f"Invalid params for {method}: {field}: {problem}"
-            raise InvalidInputError(message, [{"field": field, "message": problem}])
-        self._told_of(entry)
-        await entry.set_mode(mode_id, origin=self)
-        logger.info("session %s: mode %s", entry.session_id, mode_id)
-        await self._sync(entry, peer)
-
-    async def _change_model(self, entry: SessionEntry, model: str, peer: Peer) -> None:
-        catalog = self._bridge.models
-        assert catalog is not None
-        if not catalog.offers(model):
-            problem = f"unknown model {model!r}; available: {', '.join(catalog.available)}"
-            raise InvalidInputError(
-                f"Invalid params for session/set_config_option: value: {problem}",
-                [{"field": "value", "message": problem}],
-            )
-        self._told_of(entry)
-        await entry.set_model(model, origin=self)
-        logger.info("session %s: model %s", entry.session_id, model)
+    async def _change(self, entry: SessionEntry, method: str, check: Callable[[], Choice], peer: Peer) -> None:
+        """Apply the choice ``check`` makes by the bridge's rules (a refusal: ``method``'s invalid params, nothing
+        changed), then tell the client what changed."""
+        with invalid_params(method):
+            choice = check()
+        await self._bridge.change_setting(entry.session_id, choice, origin=self, before=lambda _: self._told_of(entry))
+        logger.info("session %s: %s %s", entry.session_id, *choice)
         await self._sync(entry, peer)
 
     async def set_mode(self, request: SetSessionModeRequest, peer: Peer) -> dict[str, Any]:
         """Switch the session's mode (it applies from the next tool call, also mid-prompt); -32602 for an unknown id."""
         entry = self._bridge.get(request.session_id)
-        await self._change_mode(entry, request.mode_id, "modeId", "session/set_mode", peer)
+        await self._change(entry, "session/set_mode", lambda: self._bridge.settings.mode_choice(request.mode_id), peer)
         return {}
 
     async def set_config_option(self, request: SetSessionConfigOptionSelectRequest, peer: Peer) -> dict[str, Any]:
         """Set a session config option (``mode``, or ``model`` for its next requests); answers every option's new
         state, after a ``config_option_update`` (and for the mode a ``current_mode_update``)."""
         entry = self._bridge.get(request.session_id)
-        if request.config_id == "mode":
-            await self._change_mode(entry, request.value, "value", "session/set_config_option", peer)
-        elif request.config_id == "model" and self._bridge.models is not None:
-            await self._change_model(entry, request.value, peer)
-        else:
-            offered = "mode, model" if self._bridge.models is not None else "mode"
-            problem = f"unknown config option {request.config_id!r}; available: {offered}"
-            raise InvalidInputError(
-                f"Invalid params for session/set_config_option: configId: {problem}",
-                [{"field": "configId", "message": problem}],
-            )
+        config_id, value = request.config_id, request.value
+        check = partial(self._bridge.settings.config_choice, config_id, value)
+        await self._change(entry, "session/set_config_option", check, peer)
         return {"configOptions": self._config_options(entry)}
 
     # -- notifications ------------------------------------------------------------------------------------------

@@ -6,21 +6,19 @@ two views of a session never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..modes import Mode
-    from ..turn import ModelCatalog
+    from ..bridge import SettingsRules
 
 __all__ = ["config_options"]
 
 
-def config_options(
-    modes: Iterable[Mode], current_mode: str, catalog: ModelCatalog | None, model: str | None
-) -> list[dict[str, Any]]:
-    """The mode option (``modes`` offered, ``current_mode`` set), then the model option when ``catalog`` offers a
-    choice (``model``: the session's stored choice, None for the default), from the models known now."""
+def config_options(rules: SettingsRules, mode: str, model: str | None) -> list[dict[str, Any]]:
+    """The mode option (the modes ``rules`` offer; ``mode``, the session's stored one, as offered here), then the
+    model option when ``rules`` offer a choice (``model``: the session's stored choice, None for the default), from
+    the models known now."""
+    catalog = rules.models
     config: list[dict[str, Any]] = [
         {
             "type": "select",
@@ -28,8 +26,8 @@ def config_options(
             "name": "Mode",
             "description": "When the agent asks before editing files and running commands",
             "category": "mode",
-            "currentValue": current_mode,
-            "options": [{"value": m.id, "name": m.name, "description": m.description} for m in modes],
+            "currentValue": rules.mode_of(mode),
+            "options": [{"value": m.id, "name": m.name, "description": m.description} for m in rules.offered],
         }
     ]
     if catalog is not None:

@@ -63,14 +63,13 @@ def prompt_from_blocks(blocks: list[Any]) -> Prompt:
         elif kind == "image":
             parts.append(ImagePart(block.data, block.mime_type))
         else:
-            raise InvalidInputError(
+            raise InvalidInputError.for_field(
+                "prompt",
+                f"{kind} content is not supported (see promptCapabilities)",
                 f"Invalid params for session/prompt: content type {kind!r} is not supported",
-                [{"field": "prompt", "message": f"{kind} content is not supported (see promptCapabilities)"}],
             )
     if not parts:
-        raise InvalidInputError(
-            "Invalid params for session/prompt: prompt is empty", [{"field": "prompt", "message": "empty"}]
-        )
+        raise InvalidInputError.for_field("prompt", "empty", "Invalid params for session/prompt: prompt is empty")
     return Prompt(tuple(parts))
 
 

@@ -4,12 +4,21 @@ refusal is an :class:`InvalidInputError` naming the field, before any handler do
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
 
-__all__ = ["MAX_TITLE_CHARS", "SET_TITLE_METHOD", "check_initialize", "check_set_title", "deadline_from_meta"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "SET_TITLE_METHOD",
+    "check_initialize",
+    "check_set_title",
+    "deadline_from_meta",
+    "invalid_params",
+]
 
 SET_TITLE_METHOD = "_acp-server/set_title"
 """The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
@@ -17,28 +26,36 @@ SET_TITLE_METHOD = "_acp-server/set_title"
 MAX_TITLE_CHARS = 200
 
 
+@contextmanager
+def invalid_params(method: str) -> Iterator[None]:
+    """A refusal of the bridge's rules inside, as ``method``'s invalid params: the same fields, its message after
+    ``Invalid params for <method>: `` (as every refusal of a params check reads)."""
+    try:
+        yield
+    except InvalidInputError as refused:
+        raise InvalidInputError(f"Invalid params for {method}: {refused}", refused.errors) from None
+
+
 def check_initialize(params: Any) -> int:
     """Validate ``initialize`` params without the schema models (they cost ~0.7 s to import; this reply must not)."""
     if not isinstance(params, dict):
-        raise InvalidInputError(
-            "Invalid params for initialize: expected an object", [{"field": "(root)", "message": "expected object"}]
+        raise InvalidInputError.for_field(
+            "(root)", "expected object", "Invalid params for initialize: expected an object"
         )
     if "protocolVersion" not in params:
-        raise InvalidInputError(
-            "Invalid params for initialize: protocolVersion: Field required",
-            [{"field": "protocolVersion", "message": "Field required"}],
+        raise InvalidInputError.for_field(
+            "protocolVersion", "Field required", "Invalid params for initialize: protocolVersion: Field required"
         )
     version = params["protocolVersion"]
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise InvalidInputError(
-            "Invalid params for initialize: protocolVersion: must be an integer from 0 to 65535",
-            [{"field": "protocolVersion", "message": "must be an integer from 0 to 65535"}],
+        problem = "must be an integer from 0 to 65535"
+        raise InvalidInputError.for_field(
+            "protocolVersion", problem, f"Invalid params for initialize: protocolVersion: {problem}"
         )
     for key in ("clientCapabilities", "clientInfo", "_meta"):
         if key in params and params[key] is not None and not isinstance(params[key], dict):
-            raise InvalidInputError(
-                f"Invalid params for initialize: {key}: must be an object",
-                [{"field": key, "message": "must be an object"}],
+            raise InvalidInputError.for_field(
+                key, "must be an object", f"Invalid params for initialize: {key}: must be an object"
             )
     return version
 
@@ -49,9 +66,7 @@ def check_set_title(params: Any) -> tuple[str, str]:
     method = SET_TITLE_METHOD
 
     def refuse(field: str, problem: str) -> InvalidInputError:
-        return InvalidInputError(
-            f"Invalid params for {method}: {field}: {problem}", [{"field": field, "message": problem}]
-        )
+        return InvalidInputError.for_field(field, problem, f"Invalid params for {method}: {field}: {problem}")
 
     if not isinstance(params, dict):
         raise refuse("(root)", "expected an object")
@@ -75,8 +90,6 @@ def deadline_from_meta(meta: Any) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_DEADLINE_MS:
         problem = f"must be a positive integer of at most {MAX_DEADLINE_MS}"
-        raise InvalidInputError(
-            f"Invalid params for session/prompt: _meta.acpServer.promptDeadlineMs {problem}",
-            [{"field": "_meta.acpServer.promptDeadlineMs", "message": problem}],
-        )
+        field = "_meta.acpServer.promptDeadlineMs"
+        raise InvalidInputError.for_field(field, problem, f"Invalid params for session/prompt: {field} {problem}")
     return value

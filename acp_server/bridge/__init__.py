@@ -20,6 +20,7 @@ from ._exceptions import (
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._prompt import PromptHandle
 from ._session import SessionEntry, SettingsChange
+from ._settings import Choice, SettingsRules
 from ._stream import DEFAULT_COALESCE_BYTES, DEFAULT_STREAM_CAPACITY, PromptStream
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_STREAM_CAPACITY",
     "BridgeClosedError",
     "BridgeError",
+    "Choice",
     "Command",
     "InvalidCwdError",
     "PromptDeadlineExceededError",
@@ -40,6 +42,7 @@ __all__ = [
     "SessionEntry",
     "SessionNotFoundError",
     "SettingsChange",
+    "SettingsRules",
     "TurnRunner",
     "validate_deadline_ms",
     "validate_max_pending",

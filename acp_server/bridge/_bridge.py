@@ -57,6 +57,7 @@ from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._registry import SessionRegistry, SettingsListener
 from ._session import ForkRequest, SessionEntry, now
+from ._settings import Choice, SettingsRules
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 from ._worker import TurnRunner, work
 
@@ -114,10 +115,10 @@ class SessionBridge:
         if coalesce_bytes < 0:
             raise ValueError(f"coalesce_bytes must be >= 0; got {coalesce_bytes!r}")
         self._coalesce_bytes = coalesce_bytes
-        self._models = models
+        self._rules = SettingsRules(default_mode, modes, models)
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
-        self._sessions = SessionRegistry(default_mode, modes)
+        self._sessions = SessionRegistry(self._rules)
         self._keys = 0
         self._deadlines = DeadlineWatch()
         self._claims = Claims(self._store)
@@ -136,11 +137,27 @@ class SessionBridge:
     @property
     def default_mode(self) -> str:
         """The mode a new session starts in (stored with it), and the mode of a stored session that has none."""
-        return self._sessions.default_mode
+        return self._rules.default_mode
 
     def allows_mode(self, mode: str) -> bool:
         """Whether a session may be in ``mode`` here."""
-        return self._sessions.allows_mode(mode)
+        return self._rules.allows_mode(mode)
+
+    @property
+    def settings(self) -> SettingsRules:
+        """The one owner of what a session's mode and model may be here (every face checks through it)."""
+        return self._rules
+
+    async def change_setting(
+        self,
+        session_id: str,
+        choice: Choice,
+        *,
+        origin: object | None = None,
+        before: Callable[[str], object] | None = None,
+    ) -> SessionEntry:
+        """Store a choice :attr:`settings` checked (``config_choice``, ``mode_choice``): :meth:`SettingsRules.apply`."""
+        return await self._rules.apply(self.get, session_id, choice, origin=origin, before=before)
 
     def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
         """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
@@ -157,7 +174,7 @@ class SessionBridge:
     @property
     def models(self) -> ModelCatalog | None:
         """The models a session may pick (None: no choice is offered)."""
-        return self._models
+        return self._rules.models
 
     @property
     def store(self) -> SessionStore:

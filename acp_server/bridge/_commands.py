@@ -22,8 +22,8 @@ from ..turn import COMPACT_COMMAND
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
-    from ..turn import ModelCatalog
     from ._session import SessionEntry
+    from ._settings import SettingsRules
 
 __all__ = ["COMMANDS", "INIT_PROMPT", "Command", "CommandHost", "SlashCommands", "parse_command"]
 
@@ -64,16 +64,11 @@ Write it with write_file (edit_file for an existing file), then say in a few lin
 
 
 class CommandHost(Protocol):
-    """What the commands need of the bridge: the modes it allows (and the one a session has when its own is not
-    allowed), and the models its sessions may pick."""
-
-    def allows_mode(self, mode: str, /) -> bool: ...
+    """What the commands need of the bridge: its settings rules (the modes it offers, the mode a session reads as,
+    the models its sessions may pick)."""
 
     @property
-    def default_mode(self) -> str: ...
-
-    @property
-    def models(self) -> ModelCatalog | None: ...
+    def settings(self) -> SettingsRules: ...
 
 
 _COMMAND = re.compile(r"\s*/(\S+)(.*)", re.DOTALL)
@@ -137,29 +132,28 @@ class SlashCommands:
         parts = (*prompt.parts[:first], TextPart(text), *prompt.parts[first + 1 :])
         return await self._runner(session, Prompt(parts), emit, client)
 
-    def _offered_modes(self) -> list[str]:
-        return [mode for mode in MODES if self._host.allows_mode(mode)]
-
     async def _mode(
         self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
-        offered = self._offered_modes()
-        current = session.mode if session.mode in offered else self._host.default_mode
+        rules = self._host.settings
+        current = rules.mode_of(session.mode)
         wanted = argument.split()[0] if argument else ""
         if not wanted:
             lines = [f"Mode: {current}. Switch with /mode <id>:"]
-            for mode in offered:
-                lines.append(f"- {mode}{' (current)' if mode == current else ''}: {MODES[mode].description}")
+            for mode in rules.offered:
+                lines.append(f"- {mode.id}{' (current)' if mode.id == current else ''}: {mode.description}")
             return await _say(emit, "\n".join(lines))
-        if wanted not in offered:
-            return await _say(emit, f"Unknown mode {wanted!r}; available: {', '.join(offered)}.")
+        problem = rules.mode_problem(wanted)
+        if problem is not None:
+            return await _say(emit, _sentence(problem))
         await session.set_mode(wanted)
         return await _say(emit, f"Mode set to {wanted}: {MODES[wanted].description}.")
 
     async def _model(
         self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
-        catalog = self._host.models
+        rules = self._host.settings
+        catalog = rules.models
         if catalog is None:
             return await _say(emit, "This server offers no choice of model.")
         current = catalog.resolve(session.model)
@@ -168,8 +162,9 @@ class SlashCommands:
             lines = [f"Model: {current}. Switch with /model <name>:"]
             lines += [f"- {model}{' (current)' if model == current else ''}" for model in catalog.available]
             return await _say(emit, "\n".join(lines))
-        if not catalog.offers(wanted):
-            return await _say(emit, f"Unknown model {wanted!r}; available: {', '.join(catalog.available)}.")
+        problem = rules.model_problem(wanted)
+        if problem is not None:
+            return await _say(emit, _sentence(problem))
         await session.set_model(wanted)
         return await _say(emit, f"Model set to {wanted}: the next requests use it.")
 
@@ -182,6 +177,11 @@ class SlashCommands:
             lines.append(f"- {usage}: {command.description}")
         lines.append("Any other text starting with / goes to the model as it is.")
         return await _say(emit, "\n".join(lines))
+
+
+def _sentence(problem: str) -> str:
+    """A settings rule's refusal (``unknown mode 'x'; available: ...``) as the sentence a command answers."""
+    return f"{problem[:1].upper()}{problem[1:]}."
 
 
 async def _say(emit: Emit, text: str) -> StopReason:

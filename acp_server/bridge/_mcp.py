@@ -18,4 +18,4 @@ def check_mcp_servers(servers: Sequence[McpServerConfig] | None, allows_mode: Ca
         return
     if not any(allows_mode(mode) for mode in MODES if mode != READ_ONLY_MODE):
         problem = "stdio MCP servers run commands: this server offers only the read-only mode"
-        raise InvalidInputError(f"Invalid params: mcpServers: {problem}", [{"field": "mcpServers", "message": problem}])
+        raise InvalidInputError.for_field("mcpServers", problem, f"Invalid params: mcpServers: {problem}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..domain import Conversation
@@ -18,6 +18,7 @@ from ..store import SessionStore
 from ._exceptions import SessionAlreadyExistsError, SessionNotFoundError
 from ._prompt import Cause, PromptJob
 from ._session import SessionEntry, SettingsChange
+from ._settings import SettingsRules
 
 __all__ = ["SessionRegistry", "SettingsListener"]
 
@@ -26,33 +27,17 @@ SettingsListener = Callable[[SettingsChange], None]
 
 
 class SessionRegistry:
-    """The attached sessions by id, oldest first; the modes they may have; the close and settings listeners."""
+    """The attached sessions by id, oldest first (each in a mode ``rules`` offer); the close and settings
+    listeners."""
 
-    __slots__ = ("_close_listeners", "_default_mode", "_deleting", "_modes", "_sessions", "_settings_listeners")
+    __slots__ = ("_close_listeners", "_deleting", "_rules", "_sessions", "_settings_listeners")
 
-    def __init__(self, default_mode: str, modes: Collection[str] | None) -> None:
-        self._default_mode = default_mode
-        self._modes = None if modes is None else frozenset(modes)
+    def __init__(self, rules: SettingsRules) -> None:
+        self._rules = rules
         self._sessions: dict[str, SessionEntry] = {}
         self._close_listeners: list[Callable[[str], None]] = []
         self._settings_listeners: list[SettingsListener] = []
         self._deleting: Counter[str] = Counter()  # deletes in progress by session: a load finds nothing meanwhile
-
-    # -- modes -----------------------------------------------------------------------------------------------
-
-    @property
-    def default_mode(self) -> str:
-        """The mode a new session starts in (stored with it), and the mode of a stored session that has none."""
-        return self._default_mode
-
-    def allows_mode(self, mode: str) -> bool:
-        """Whether a session may be in ``mode`` here."""
-        return self._modes is None or mode in self._modes
-
-    def _mode_or_default(self, mode: str | None) -> str:
-        if mode is None or not self.allows_mode(mode):
-            return self._default_mode
-        return mode
 
     # -- the table -------------------------------------------------------------------------------------------
 
@@ -101,7 +86,7 @@ class SessionRegistry:
             title,
             journal=journal,
             synced=synced,
-            mode=self._mode_or_default(mode),
+            mode=self._rules.mode_of(mode),
             model=model,
             on_change=self._settings_changed,
         )

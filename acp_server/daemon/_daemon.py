@@ -54,14 +54,14 @@ from ..bridge import (
 from ..domain import (
     Prompt,
 )
-from ..modes import MODES, READ_ONLY_MODE, Mode
+from ..modes import READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools.builtin import BUILTIN
 from ..tools.mcp_servers import McpServerConfig
 from ._acp_http import AcpOverHttp
 from ._channel import SessionChannel
 from ._events import EventLog, RingBudget, Subscription
-from ._exceptions import InvalidRequestError, PromptNotFoundError
+from ._exceptions import PromptNotFoundError
 from ._options import MAX_EVENT_ID, DaemonOptions
 from ._permissions import DaemonToolClient
 
@@ -86,6 +86,9 @@ FEATURES: tuple[str, ...] = (
     "session.resume",
 )
 """What ``/capabilities`` advertises; ``session.load`` (history replayed on the event stream) is not served yet."""
+
+_OFFERED_BY = "this daemon"
+"""How a REST refusal of a known mode this daemon does not offer names it (the bridge's rule words the rest)."""
 
 _PREVIOUS_IDS_KEPT = 65_536
 """Detached sessions whose last event id is remembered (an ``int`` each): a reader of the previous attachment that
@@ -127,14 +130,14 @@ class Daemon:
         self.bridge = bridge
         self.options = options if options is not None else DaemonOptions()
         if not self.options.token:
-            extra = [mode for mode in MODES if mode != READ_ONLY_MODE and bridge.allows_mode(mode)]
+            extra = [mode.id for mode in bridge.settings.offered if mode.id != READ_ONLY_MODE]
             if extra or bridge.default_mode != READ_ONLY_MODE:
                 raise ValueError(
                     "a daemon without a token offers only the read-only mode, but its bridge offers "
                     f"{', '.join(extra) or 'read-only'} (default {bridge.default_mode}): build it with "
                     "modes=daemon_modes(token=None) and default_mode='read-only', or give the daemon a token"
                 )
-        self.modes: tuple[Mode, ...] = tuple(mode for mode in MODES.values() if bridge.allows_mode(mode.id))
+        self.modes: tuple[Mode, ...] = bridge.settings.offered
         self._channels: dict[str, SessionChannel] = {}
         self._tasks = OwnedTaskGroup()
         self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
@@ -279,31 +282,23 @@ class Daemon:
     # -- modes ---------------------------------------------------------------------------------------------
 
     def offered_mode(self, mode_id: object, field: str = "modeId") -> str:
-        """``mode_id`` when it is a mode sessions may have here; else ``InvalidRequestError`` naming ``field``."""
-        if isinstance(mode_id, str) and any(mode.id == mode_id for mode in self.modes):
-            return mode_id
-        offered = ", ".join(mode.id for mode in self.modes)
-        problem = f"unknown mode {mode_id!r}; available: {offered}"
-        if isinstance(mode_id, str) and mode_id in MODES:
-            problem = f"mode {mode_id!r} is not offered by this daemon; available: {offered}"
-        raise InvalidRequestError(f"{field}: {problem}", [{"field": field, "message": problem}])
+        """``mode_id`` when it is a mode sessions may have here; else ``InvalidInputError`` naming ``field``."""
+        return self.bridge.settings.offered_mode(mode_id, field, offered_by=_OFFERED_BY)
 
     def current_mode(self, session_id: str) -> str:
         """The session's mode as offered here (a stored mode this daemon does not offer reads as the default)."""
         return self._mode_of(self.bridge.get(session_id))
 
     def _mode_of(self, entry: SessionEntry) -> str:
-        return entry.mode if self.bridge.allows_mode(entry.mode) else self.bridge.default_mode
+        return self.bridge.settings.mode_of(entry.mode)
 
     async def set_mode(self, session_id: str, mode_id: str, field: str = "modeId") -> str:
         """Switch the session's mode (stored; it applies from the next tool call, also mid-prompt); a change
         publishes ``mode_changed`` then ``config_changed`` (:meth:`_settings_changed`). Returns the mode now."""
         self._check_open()
-        mode = self.offered_mode(mode_id, field)
-        self._channel(session_id)  # the events of this change have a log to go to
-        entry = self.bridge.get(session_id)
-        await entry.set_mode(mode, origin=self)
-        return mode
+        choice = self.bridge.settings.mode_choice(mode_id, field, offered_by=_OFFERED_BY)
+        await self.bridge.change_setting(session_id, choice, origin=self, before=self._channel)
+        return choice.value
 
     # -- config options ------------------------------------------------------------------------------------
 
@@ -322,36 +317,23 @@ class Daemon:
         return self._options_of(self.bridge.get(session_id))
 
     def _options_of(self, entry: SessionEntry) -> list[dict[str, Any]]:
-        return config_options(self.modes, self._mode_of(entry), self.bridge.models, entry.model)
+        return config_options(self.bridge.settings, entry.mode, entry.model)
 
     def _publish_config(self, channel: SessionChannel, entry: SessionEntry) -> None:
         payload = {"sessionId": entry.session_id, "configOptions": self._options_of(entry)}
         channel.log.publish("config_changed", payload)
 
     def offered_model(self, model: object, field: str = "value") -> str:
-        """``model`` when sessions may pick it here; else ``InvalidRequestError`` naming ``field``."""
-        catalog = self.bridge.models
-        if catalog is not None and isinstance(model, str) and catalog.offers(model):
-            return model
-        available = ", ".join(catalog.available) if catalog is not None else "(no model choice here)"
-        problem = f"unknown model {model!r}; available: {available}"
-        raise InvalidRequestError(f"{field}: {problem}", [{"field": field, "message": problem}])
+        """``model`` when sessions may pick it here; else ``InvalidInputError`` naming ``field``."""
+        return self.bridge.settings.offered_model(model, field)
 
     async def set_config_option(self, session_id: str, config_id: str, value: object) -> None:
         """Set one config option: ``mode`` exactly as :meth:`set_mode`; ``model`` (stored, for the session's next
         requests) publishes ``config_changed`` when it changes. An unknown option or a value not offered is an
-        ``InvalidRequestError`` naming ``configId`` / ``value``, and changes nothing."""
+        ``InvalidInputError`` naming ``configId`` / ``value`` (the bridge's rules), and changes nothing."""
         self._check_open()
-        if config_id == "mode":
-            await self.set_mode(session_id, self.offered_mode(value, "value"), "value")
-            return
-        if config_id != "model" or self.bridge.models is None:
-            offered = "mode, model" if self.bridge.models is not None else "mode"
-            problem = f"unknown config option {config_id!r}; available: {offered}"
-            raise InvalidRequestError(f"configId: {problem}", [{"field": "configId", "message": problem}])
-        model = self.offered_model(value)
-        self._channel(session_id)
-        await self.bridge.get(session_id).set_model(model, origin=self)
+        choice = self.bridge.settings.config_choice(config_id, value, offered_by=_OFFERED_BY)
+        await self.bridge.change_setting(session_id, choice, origin=self, before=self._channel)
 
     def _settings_changed(self, change: SettingsChange) -> None:
         """(bridge listener) A session's mode or model changed, whichever face changed it: publish what a REST
@@ -362,8 +344,7 @@ class Daemon:
             return
         entry, session_id = change.session, change.session_id
         if change.setting == "mode":
-            previous = change.previous if change.previous is not None else self.bridge.default_mode
-            before = previous if self.bridge.allows_mode(previous) else self.bridge.default_mode
+            before = self.bridge.settings.mode_of(change.previous)  # none stored before: the default
             mode = self._mode_of(entry)
             if mode == before:
                 return

@@ -258,7 +258,7 @@ class Dispatcher:
             if "id" in checked:
                 problem = "contains a lone UTF-16 surrogate (UTF-8 cannot carry it)"
                 message = f"Invalid params for {checked['method']}: {where}: {problem}"
-                invalid = InvalidInputError(message, [{"field": where, "message": problem}])
+                invalid = InvalidInputError.for_field(where, problem, message)
                 self.send_error(checked["id"], to_rpc_error(invalid))
             else:
                 logger.debug("Ignoring %r: a lone UTF-16 surrogate at %s", checked["method"], where)

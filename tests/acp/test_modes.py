@@ -107,6 +107,9 @@ async def test_an_unknown_mode_is_invalid_params_and_changes_nothing(method: str
         assert refused.value.errors[0]["field"] == field and "available: default, accept-edits, read-only" in str(
             refused.value
         )
+        problem = f"unknown mode {value!r}; available: default, accept-edits, read-only"  # the bridge's rule
+        assert str(refused.value) == f"Invalid params for {method}: {field}: {problem}"
+        assert refused.value.errors == [{"field": field, "message": problem}]
         assert peer.notifications == []
         assert a.bridge.get(session_id).mode == "default"
         record = await a.bridge.store.get_session(session_id)
