@@ -1,8 +1,9 @@
 """An editor that does not answer, end to end: the official ACP Python SDK as the editor, a real ``acp-server``
 process over real pipes. A ``terminal/create`` or an ``fs/read_text_file`` left unanswered ends the call ``failed``
-within its bound and the prompt goes on; the answer the editor sends afterwards is ignored (no crash, no second
-update). A switch to ``read-only`` while a permission request is pending withdraws it: the call ends ``failed`` and
-the late "allow" writes nothing."""
+within its bound and the prompt goes on; the answer the editor sends afterwards changes nothing (no crash, no second
+update), except that a terminal created too late is released at once (its command must not run on unwatched). A
+switch to ``read-only`` while a permission request is pending withdraws it: the call ends ``failed`` and the late
+"allow" writes nothing."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ class LateEditor(Editor):
         self.answer = anyio.Event()
         self.unanswered = 0
         self.all_answered = anyio.Event()
+        self.released: list[str] = []
+        self.release_seen = anyio.Event()
 
     async def _late(self) -> None:
         self.unanswered += 1
@@ -44,6 +47,11 @@ class LateEditor(Editor):
         self.terminal_calls.append("create")
         await self._late()
         return CreateTerminalResponse(terminal_id="late-terminal")
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        self.terminal_calls.append("release")
+        self.released.append(terminal_id)
+        self.release_seen.set()
 
     async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> ReadTextFileResponse:
         self.reads.append(path)
@@ -67,7 +75,7 @@ async def _answered_late(editor: LateEditor) -> None:
         await editor.all_answered.wait()
 
 
-async def test_an_unanswered_terminal_create_fails_the_call_within_its_timeout_and_a_late_answer_is_ignored(
+async def test_an_unanswered_terminal_create_fails_the_call_within_its_timeout_and_the_late_terminal_is_released(
     tmp_path: Path,
 ) -> None:
     editor = LateEditor()
@@ -83,12 +91,15 @@ async def test_an_unanswered_terminal_create_fails_the_call_within_its_timeout_a
             told = _tool_messages(model, 1)["x1"]
             assert "did not answer terminal/create within the command's timeout (1500 ms)" in told
             await _answered_late(editor)
+            with anyio.fail_after(GUARD_S):
+                await editor.release_seen.wait()  # the late terminal is released: its command stops
             with anyio.fail_after(GUARD_S):  # the agent is alive and well after the late answer
                 second = await conn.prompt(session_id=session_id, prompt=[text_block("again")])
     assert second.stop_reason == "end_turn"
     assert editor.text().endswith("second done")
     assert len([u for u in editor.calls("x1") if u.status in ("completed", "failed")]) == 1  # no second update
-    assert editor.terminal_calls == ["create"]  # its id came too late: nothing else was asked about it
+    assert editor.terminal_calls == ["create", "release"]  # released, and nothing else asked of it
+    assert editor.released == ["late-terminal"]
 
 
 async def test_an_unanswered_file_read_fails_the_call_after_the_fs_bound_and_a_late_answer_is_ignored(
