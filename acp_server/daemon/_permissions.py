@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["DaemonToolClient", "PermissionDesk"]
 
 
-
 class _Pending:
     __slots__ = ("answered", "choice", "prompt_id", "request_id")
 
@@ -61,8 +60,10 @@ class PermissionDesk:
     async def ask(self, prompt_id: str, call: ToolCallStarted) -> PermissionChoice:
         """Publish ``permission_request`` for ``call`` and wait for its answer (cancelled with the prompt)."""
         if self._pending is not None:
-            raise RuntimeError(f"session {self.session_id} already waits for permission request "
-                               f"{self._pending.request_id}: calls run one after the other")
+            raise RuntimeError(
+                f"session {self.session_id} already waits for permission request "
+                f"{self._pending.request_id}: calls run one after the other"
+            )
         if self._log.closed:  # the session is being closed: its prompt is ending
             return "reject_once"
         pending = self._pending = _Pending(uuid.uuid4().hex, prompt_id)
@@ -100,7 +101,7 @@ class PermissionDesk:
         if choice is None:
             offered = ", ".join(option["optionId"] for option in PERMISSION_OPTIONS)
             problem = f"unknown option {option_id!r}; options: {offered}"
-            raise InvalidRequestError(f"optionId: {problem}", [{"field": "optionId", "message": problem}])
+            raise InvalidRequestError.for_field("optionId", problem)
         pending.choice = choice
         self._pending = None
         pending.answered.set()

@@ -39,11 +39,9 @@ async def json_object(request: Request, allowed: frozenset[str]) -> dict[str, An
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequestError(
-            f"Body is not valid JSON: {exc}", [{"field": "(body)", "message": "not valid JSON"}]
-        ) from None
+        raise InvalidRequestError.for_field("(body)", "not valid JSON", f"Body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
-        raise InvalidRequestError("Body must be a JSON object", [{"field": "(body)", "message": "expected an object"}])
+        raise InvalidRequestError.for_field("(body)", "expected an object", "Body must be a JSON object")
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidRequestError(
@@ -53,7 +51,7 @@ async def json_object(request: Request, allowed: frozenset[str]) -> dict[str, An
     where = lone_surrogate_at(body)
     if where is not None:  # refused at the door, like ACP: never stored, never sent to the model
         problem = "contains a lone UTF-16 surrogate (UTF-8 cannot carry it)"
-        raise InvalidRequestError(f"{where}: {problem}", [{"field": where, "message": problem}])
+        raise InvalidRequestError.for_field(where, problem)
     return body
 
 
@@ -62,7 +60,7 @@ def required_str(body: dict[str, Any], name: str) -> str:
     value = body.get(name)
     if not isinstance(value, str):
         problem = "Field required" if name not in body else "must be a string"
-        raise InvalidRequestError(f"{name}: a string is required", [{"field": name, "message": problem}])
+        raise InvalidRequestError.for_field(name, problem, f"{name}: a string is required")
     return value
 
 
@@ -73,7 +71,7 @@ def flag(request: Request, name: str) -> bool:
         return False
     if value.lower() in ("true", "1"):
         return True
-    raise InvalidRequestError(f"{name} must be true or false", [{"field": name, "message": "must be true or false"}])
+    raise InvalidRequestError.for_field(name, "must be true or false", f"{name} must be true or false")
 
 
 def last_event_id(request: Request) -> int | None:
@@ -88,15 +86,13 @@ def last_event_id(request: Request) -> int | None:
     text = value.strip()
     if not _EVENT_ID.fullmatch(text.lstrip("0") or "0"):
         if text.isascii() and text.isdigit():
-            raise InvalidRequestError(
-                f"{field} must be at most {MAX_EVENT_ID}", [{"field": field, "message": "event id out of range"}]
+            raise InvalidRequestError.for_field(
+                field, "event id out of range", f"{field} must be at most {MAX_EVENT_ID}"
             )
-        raise InvalidRequestError(
-            f"{field} must be a non-negative integer event id", [{"field": field, "message": "not an event id"}]
+        raise InvalidRequestError.for_field(
+            field, "not an event id", f"{field} must be a non-negative integer event id"
         )
     event_id = int(text)
     if event_id > MAX_EVENT_ID:
-        raise InvalidRequestError(
-            f"{field} must be at most {MAX_EVENT_ID}", [{"field": field, "message": "event id out of range"}]
-        )
+        raise InvalidRequestError.for_field(field, "event id out of range", f"{field} must be at most {MAX_EVENT_ID}")
     return event_id

@@ -30,13 +30,13 @@ MAX_DEADLINE_MS = 2**31 - 1
 def _parse_prompt(body: dict[str, Any]) -> tuple[Prompt, int | None]:
     """``{prompt: ContentBlock[], deadlineMs?}`` → domain prompt + per-prompt deadline (ACP schema validation)."""
     if "prompt" not in body:
-        raise InvalidRequestError("prompt: Field required", [{"field": "prompt", "message": "Field required"}])
+        raise InvalidRequestError.for_field("prompt", "Field required")
     request: Any = validate(model("PromptRequest"), {"sessionId": "-", "prompt": body["prompt"]}, "prompt")
     prompt = prompt_from_blocks(request.prompt)  # empty → 400
     deadline = body.get("deadlineMs")
     if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int) or deadline <= 0):
-        raise InvalidRequestError(
-            "deadlineMs must be a positive integer", [{"field": "deadlineMs", "message": "must be a positive integer"}]
+        raise InvalidRequestError.for_field(
+            "deadlineMs", "must be a positive integer", "deadlineMs must be a positive integer"
         )
     if deadline is not None and deadline > MAX_DEADLINE_MS:
         raise InvalidRequestError(

@@ -55,7 +55,7 @@ async def resume_session(request: Request) -> Response:
     body = await json_object(request, _RESUME_FIELDS)
     cwd = body.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
-        raise InvalidRequestError("cwd must be a string", [{"field": "cwd", "message": "must be a string"}])
+        raise InvalidRequestError.for_field("cwd", "must be a string", "cwd must be a string")
     servers = parse_mcp_servers(body["mcpServers"]) if "mcpServers" in body else None
     session_id = await daemon.resume_session(request.path_params["session_id"], cwd, mcp_servers=servers)
     return JSONResponse(session_answer(daemon, session_id))

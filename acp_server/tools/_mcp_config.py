@@ -67,7 +67,7 @@ class McpServerConfig:
 
 
 def _refuse(field: str, problem: str) -> InvalidInputError:
-    return InvalidInputError(f"Invalid params: {field}: {problem}", [{"field": field, "message": problem}])
+    return InvalidInputError.for_field(field, problem, f"Invalid params: {field}: {problem}")
 
 
 def _text(value: object, field: str, *, empty: bool = True) -> str:
