@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process, TaskGroup
 
+from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.rpc import iter_lines
 
 COMMAND = [sys.executable, "-m", "acp_server"]
@@ -146,3 +147,16 @@ async def spawn_agent(
                 await process.aclose()
             agent._received.close()
             tg.cancel_scope.cancel()
+
+
+async def announced_url(process: Process, timeout_s: float = 30) -> str:
+    """The URL a ``serve`` process announces on stderr (read up to that line; fails the test after ``timeout_s``)."""
+    assert process.stderr is not None
+    seen = b""
+    with anyio.fail_after(timeout_s):
+        async for chunk in process.stderr:
+            seen += chunk
+            for line in seen.decode(errors="replace").splitlines():
+                if line.startswith(ANNOUNCE_PREFIX):
+                    return line[len(ANNOUNCE_PREFIX) :].strip()
+    raise AssertionError(f"no URL line: {seen.decode(errors='replace')}")

@@ -16,10 +16,10 @@ import httpx2
 import pytest
 from acp import spawn_agent_process
 
-from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 from tests.acp_blocks import text_block
 
+from ._agent import announced_url
 from ._hardening import BYPASS, Editor, capabilities
 
 pytestmark = pytest.mark.anyio
@@ -85,18 +85,6 @@ async def test_stdio_commands_cannot_read_the_agents_secrets(tmp_path: Path, ter
     _check(_tool_output(model), agent_pid, local=not terminal)
 
 
-async def _read_url(process: anyio.abc.Process) -> str:
-    assert process.stderr is not None
-    seen = b""
-    with anyio.fail_after(20):
-        async for chunk in process.stderr:
-            seen += chunk
-            for line in seen.decode(errors="replace").splitlines():
-                if line.startswith(ANNOUNCE_PREFIX):
-                    return line[len(ANNOUNCE_PREFIX) :].strip()
-    raise AssertionError(f"no URL line: {seen.decode(errors='replace')}")
-
-
 async def test_daemon_commands_cannot_read_the_agents_secrets(tmp_path: Path) -> None:
     async with LoopbackModel() as model:
         command = [sys.executable, "-m", "acp_server", "serve", "--port", "0", "--no-persist", *BYPASS]
@@ -105,7 +93,7 @@ async def test_daemon_commands_cannot_read_the_agents_secrets(tmp_path: Path) ->
         process = await anyio.open_process(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         async with process:
             try:
-                url = await _read_url(process)
+                url = await announced_url(process)
                 model.enqueue(
                     ToolCalls((ScriptedCall("run_command", {"command": _reads(process.pid)}, id="c1"),)),
                     Answer(text="done", reasoning=""),

@@ -19,7 +19,7 @@ import httpx2
 import psycopg
 import pytest
 
-from acp_server.daemon import ANNOUNCE_PREFIX
+from tests.e2e._agent import announced_url
 
 pytestmark = pytest.mark.anyio
 
@@ -43,18 +43,6 @@ class Daemon:
         return instance
 
 
-async def _announced(process: anyio.abc.Process) -> str:
-    assert process.stderr is not None
-    seen = b""
-    with anyio.fail_after(30):
-        async for chunk in process.stderr:
-            seen += chunk
-            for line in seen.decode(errors="replace").splitlines():
-                if line.startswith(ANNOUNCE_PREFIX):
-                    return line[len(ANNOUNCE_PREFIX) :].strip()
-    raise AssertionError(f"no URL line: {seen.decode(errors='replace')}")
-
-
 @asynccontextmanager
 async def serve(dsn: str, state: Path) -> AsyncIterator[Daemon]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
@@ -62,7 +50,7 @@ async def serve(dsn: str, state: Path) -> AsyncIterator[Daemon]:
     command = [sys.executable, "-m", "acp_server", "serve", "--port", "0", "--offline"]
     process = await anyio.open_process(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
-        url = await _announced(process)
+        url = await announced_url(process)
         async with httpx2.AsyncClient(base_url=url, timeout=30) as client:
             yield Daemon(process, client)
     finally:
