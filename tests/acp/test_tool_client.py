@@ -1,4 +1,4 @@
-"""``AcpToolClient``: a request to the client follows the prompt's updates on the wire (it waits until the stream's
+"""``AcpEditor``: a request to the client follows the prompt's updates on the wire (it waits until the stream's
 reader has handed them over), and a permission answer maps to a choice, anything odd to ``reject_once``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from acp import schema
 
 from acp_server.acp import update_from_event
-from acp_server.acp._client import PERMISSION_OPTIONS, AcpToolClient, ClientCapabilities
+from acp_server.acp._client import PERMISSION_OPTIONS, AcpEditor
 from acp_server.bridge import PromptStream
 from acp_server.domain import DiffContent, PromptEnded, ToolCallStarted, ToolLocation
 from acp_server.errors import RemoteError
@@ -69,8 +69,8 @@ class RecordingPeer:
         return False
 
 
-def client_of(peer: RecordingPeer) -> AcpToolClient:
-    return AcpToolClient(peer, ClientCapabilities({}), SID)
+def client_of(peer: RecordingPeer) -> AcpEditor:
+    return AcpEditor(peer, SID)
 
 
 def selected(option_id: object) -> dict[str, Any]:
