@@ -3,9 +3,9 @@
 Capabilities are those the client advertised in ``initialize``: :meth:`ClientCapabilities.tool_client` hands the
 tools only the parts it advertised, so a method it did not advertise is never called (the tool then runs locally).
 Every request waits until the prompt's earlier updates have been handed to the wire, so a permission request never
-overtakes the ``tool_call`` it is about. A file request (``fs/*``) not answered within
-``fs_timeout_ms`` fails (:class:`RemoteError`; its late answer is ignored); the terminal requests are bounded by the
-command's timeout (the tools layer), a permission request by the prompt.
+overtakes the ``tool_call`` it is about. A file request (``fs/*``) not answered within ``fs_timeout_ms`` fails
+(:class:`RemoteError`; its late answer is ignored); the terminal requests are bounded by the command's timeout (the
+tools layer), a permission request by the prompt.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class EditorTerminal(Protocol):
 class ToolClient:
     """The client's side of one prompt's tool calls: who is asked for permission, and the parts of the editor the
     tools use instead of local I/O. A part is None when the face has none (the client did not offer it, or the face
-    is not an editor): the tools then read, write and run commands themselves. Every method may raise
+    is not an editor): the tools then read, write and run commands themselves. Every method of a part may raise
     :class:`~acp_server.errors.RemoteError` (the client answered an error, or the connection closed) and is
     cancelled with the prompt. Paths are absolute."""
 
