@@ -25,7 +25,7 @@ from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..store import SessionRecord
-from ._client import AcpToolClient, ClientCapabilities
+from ._client import AcpEditor, ClientCapabilities
 from ._commands import commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
@@ -290,10 +290,11 @@ class AcpAgent:
         prompt = prompt_from_blocks(request.prompt)
         deadline_ms = deadline_from_meta(request.field_meta)
         session_id = request.session_id
-        client = AcpToolClient(peer, self._client_caps, session_id, fs_timeout_ms=self._options.fs_request_timeout_ms)
+        editor = AcpEditor(peer, session_id, fs_timeout_ms=self._options.fs_request_timeout_ms)
+        client = self._client_caps.tool_client(editor)
         handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client, origin=self)
         entry = self._bridge.get(session_id)  # no checkpoint since admission: it is the session admitted to
-        client.stream = handle.events
+        editor.stream = handle.events
         request_id = peer.request_id
         if request_id is not None:
             self._prompts[request_id] = handle

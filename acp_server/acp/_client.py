@@ -1,10 +1,11 @@
 """The editor side of one prompt's tool calls, over the connection that sent the prompt (ACP v1 client methods).
 
-Capabilities are those the client advertised in ``initialize``: a method it did not advertise is never called (the
-tool then runs locally). Every request waits until the prompt's earlier updates have been handed to the wire, so a
-permission request never overtakes the ``tool_call`` it is about. A file request (``fs/*``) not answered within
-``fs_timeout_ms`` fails (:class:`RemoteError`; its late answer is ignored); the terminal requests are bounded by the
-command's timeout (the tools layer), a permission request by the prompt.
+Capabilities are those the client advertised in ``initialize``: :meth:`ClientCapabilities.tool_client` hands the
+tools only the parts it advertised, so a method it did not advertise is never called (the tool then runs locally).
+Every request waits until the prompt's earlier updates have been handed to the wire, so a permission request never
+overtakes the ``tool_call`` it is about. A file request (``fs/*``) not answered within ``fs_timeout_ms`` fails
+(:class:`RemoteError`; its late answer is ignored); the terminal requests are bounded by the command's timeout (the
+tools layer), a permission request by the prompt.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import anyio
 from ..domain import ToolCallStarted
 from ..errors import RemoteError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, permission_choice
+from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, ToolClient, permission_choice
 from ._convert import tool_call_fields
 
 if TYPE_CHECKING:
     from ..bridge import PromptStream
     from ._peer import Peer
 
-__all__ = ["AcpToolClient", "ClientCapabilities"]
+__all__ = ["AcpEditor", "ClientCapabilities"]
 
 logger = logging.getLogger("acp_server.acp")
 
@@ -43,6 +44,16 @@ class ClientCapabilities:
         self.write_text_file = fs.get("writeTextFile") is True
         self.terminal = caps.get("terminal") is True
 
+    def tool_client(self, editor: AcpEditor) -> ToolClient:
+        """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals
+        only when advertised (absent, the tools do it locally)."""
+        return ToolClient(
+            permission=editor,
+            reader=editor if self.read_text_file else None,
+            writer=editor if self.write_text_file else None,
+            terminal=editor if self.terminal else None,
+        )
+
 
 def _object(result: Any, method: str) -> dict[str, Any]:
     if not isinstance(result, dict):
@@ -50,34 +61,17 @@ def _object(result: Any, method: str) -> dict[str, Any]:
     return result
 
 
-class AcpToolClient:
-    """One prompt's :class:`~acp_server.tools.ToolClient` over its connection's :class:`Peer`."""
+class AcpEditor:
+    """The client's methods for one prompt's tool calls over its connection's :class:`Peer`: a
+    :class:`~acp_server.tools.PermissionAsker`, :class:`~acp_server.tools.EditorReader`,
+    :class:`~acp_server.tools.EditorWriter` and :class:`~acp_server.tools.EditorTerminal`, of which the tools get
+    the parts the client advertised (:meth:`ClientCapabilities.tool_client`)."""
 
-    def __init__(
-        self,
-        peer: Peer,
-        capabilities: ClientCapabilities,
-        session_id: str,
-        *,
-        fs_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS,
-    ) -> None:
+    def __init__(self, peer: Peer, session_id: str, *, fs_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS) -> None:
         self._peer = peer
-        self._caps = capabilities
         self._session_id = session_id
         self._fs_timeout_ms = fs_timeout_ms
         self.stream: PromptStream | None = None  # the prompt's events: requests wait until they are delivered
-
-    @property
-    def can_read_files(self) -> bool:
-        return self._caps.read_text_file
-
-    @property
-    def can_write_files(self) -> bool:
-        return self._caps.write_text_file
-
-    @property
-    def has_terminal(self) -> bool:
-        return self._caps.terminal
 
     async def _request(
         self, method: str, params: dict[str, Any], on_late: Callable[[Any], None] | None = None

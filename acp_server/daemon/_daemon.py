@@ -56,6 +56,7 @@ from ..domain import (
 )
 from ..modes import READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
+from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
 from ..tools.mcp_servers import McpServerConfig
 from ._acp_http import AcpOverHttp
@@ -63,7 +64,7 @@ from ._channel import SessionChannel
 from ._events import EventLog, RingBudget, Subscription
 from ._exceptions import PromptNotFoundError
 from ._options import MAX_EVENT_ID, DaemonOptions
-from ._permissions import DaemonToolClient
+from ._permissions import DaemonPermission
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
 
@@ -425,9 +426,9 @@ class Daemon:
         """Admit through the bridge, synchronously: a refusal raises before anything is published."""
         tg = self._check_open()
         channel = self._channel(session_id)
-        client = DaemonToolClient(channel.permissions)
-        handle = self.bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client)
-        client.bind(handle)  # before its turn can run: the worker starts in the task group, not here
+        permission = DaemonPermission(channel.permissions)
+        handle = self.bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=ToolClient(permission))
+        permission.bind(handle)  # before its turn can run: the worker starts in the task group, not here
         pending_count = self.bridge.get(session_id).pending_prompt_count
         event_id = channel.log.publish(
             "prompt_accepted", {"sessionId": session_id, "promptId": handle.prompt_id, "pendingCount": pending_count}

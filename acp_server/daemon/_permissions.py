@@ -1,9 +1,10 @@
-"""Permission requests over HTTP: the daemon's :class:`~acp_server.tools.ToolClient` and each session's pending one.
+"""Permission requests over HTTP: the daemon's :class:`~acp_server.tools.PermissionAsker` and each session's pending
+one.
 
-A daemon prompt's tools run on the daemon's host, in the session's cwd, confined as over stdio: the client offers no
-file system and no terminal. A call that needs asking publishes ``permission_request`` on the session's event stream
-— after the prompt's earlier events, so it never overtakes the ``tool_call`` it is about — and waits for
-``POST /session/{id}/permission/{requestId}``.
+A daemon prompt's tools run on the daemon's host, in the session's cwd, confined as over stdio: its
+:class:`~acp_server.tools.ToolClient` has the permission part only (no file system, no terminal). A call that needs
+asking publishes ``permission_request`` on the session's event stream — after the prompt's earlier events, so it
+never overtakes the ``tool_call`` it is about — and waits for ``POST /session/{id}/permission/{requestId}``.
 
 Invariants: a session has at most one pending request (one prompt of a session runs at a time and its calls run one
 after the other), so the table is bounded by the sessions; a request is pending from the publication of its event
@@ -23,15 +24,14 @@ import anyio
 
 from ..acp import update_from_event
 from ..domain import ToolCallStarted
-from ..errors import RemoteError
-from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, permission_choice
+from ..tools import PERMISSION_OPTIONS, PermissionChoice, permission_choice
 from ._exceptions import InvalidRequestError, PermissionRequestNotFoundError
 
 if TYPE_CHECKING:
     from ..bridge import PromptHandle
     from ._events import EventLog
 
-__all__ = ["DaemonToolClient", "PermissionDesk"]
+__all__ = ["DaemonPermission", "PermissionDesk"]
 
 
 class _Pending:
@@ -119,9 +119,10 @@ class PermissionDesk:
         )
 
 
-class DaemonToolClient:
-    """One daemon prompt's :class:`~acp_server.tools.ToolClient`: permission over the session's event stream, no
-    file system or terminal (the tools run locally). :meth:`bind` it to the prompt's handle before its turn runs."""
+class DaemonPermission:
+    """One daemon prompt's :class:`~acp_server.tools.PermissionAsker`, over the session's event stream: the daemon's
+    :class:`~acp_server.tools.ToolClient` has no other part (the tools read, write and run commands themselves).
+    :meth:`bind` it to the prompt's handle before its turn runs."""
 
     def __init__(self, desk: PermissionDesk) -> None:
         self._desk = desk
@@ -130,45 +131,10 @@ class DaemonToolClient:
     def bind(self, handle: PromptHandle) -> None:
         self._handle = handle
 
-    @property
-    def can_read_files(self) -> bool:
-        return False
-
-    @property
-    def can_write_files(self) -> bool:
-        return False
-
-    @property
-    def has_terminal(self) -> bool:
-        return False
-
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
         """Once the prompt's earlier events are published (its ``tool_call`` first), ask and wait."""
         handle = self._handle
         if handle is None:
-            raise RuntimeError("DaemonToolClient.request_permission before bind()")
+            raise RuntimeError("DaemonPermission.request_permission before bind()")
         await handle.events.wait_delivered()
         return await self._desk.ask(handle.prompt_id, call)
-
-    # Never called: the capabilities above are off, so the tools read, write and run commands themselves.
-
-    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
-        raise RemoteError("the daemon's client has no file system")
-
-    async def write_text_file(self, path: str, content: str) -> None:
-        raise RemoteError("the daemon's client has no file system")
-
-    async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
-        raise RemoteError("the daemon's client has no terminal")
-
-    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
-        raise RemoteError("the daemon's client has no terminal")
-
-    async def terminal_output(self, terminal_id: str) -> TerminalOutput:
-        raise RemoteError("the daemon's client has no terminal")
-
-    async def kill_terminal(self, terminal_id: str) -> None:
-        raise RemoteError("the daemon's client has no terminal")
-
-    async def release_terminal(self, terminal_id: str) -> None:
-        raise RemoteError("the daemon's client has no terminal")

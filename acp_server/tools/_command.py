@@ -41,7 +41,7 @@ from ._call import prepared
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._specs import DEFAULT_COMMAND_TIMEOUT_MS, RunCommandArgs
-from ._types import ContentSink, PreparedCall, TerminalExit, TerminalOutput, ToolClient, ToolResult
+from ._types import ContentSink, EditorTerminal, PreparedCall, TerminalExit, TerminalOutput, ToolClient, ToolResult
 from ._workspace import Workspace
 
 __all__ = ["KEEP_HEAD_BYTES", "KEEP_TAIL_BYTES", "prepare_run_command"]
@@ -291,13 +291,13 @@ async def _quietly(call: Awaitable[None], what: str) -> None:
 
 
 async def _run_terminal(
-    client: ToolClient, command: str, workspace: Workspace, timeout_ms: int, sink: ContentSink
+    terminal: EditorTerminal, command: str, workspace: Workspace, timeout_ms: int, sink: ContentSink
 ) -> ToolResult:
     deadline = anyio.current_time() + timeout_ms / 1000
     terminal_id: str | None = None
     with anyio.CancelScope(deadline=deadline):
         try:
-            terminal_id = await client.create_terminal(command, workspace.cwd, OUTPUT_LIMIT_BYTES)
+            terminal_id = await terminal.create_terminal(command, workspace.cwd, OUTPUT_LIMIT_BYTES)
         except RemoteError as exc:
             raise ToolCallError(f"the editor could not start the command: {exc}") from exc
     if terminal_id is None:
@@ -311,22 +311,22 @@ async def _run_terminal(
         await sink(content)
         exit_status: TerminalExit | None = None
         with anyio.CancelScope(deadline=deadline) as waiting:
-            exit_status = await client.wait_for_terminal_exit(terminal_id)
+            exit_status = await terminal.wait_for_terminal_exit(terminal_id)
         timed_out = waiting.cancelled_caught
         if timed_out:
             with anyio.move_on_after(_KILL_S):
-                await client.kill_terminal(terminal_id)
+                await terminal.kill_terminal(terminal_id)
         result = _NO_OUTPUT
         with anyio.move_on_after(_OUTPUT_S):
-            result = await client.terminal_output(terminal_id)
+            result = await terminal.terminal_output(terminal_id)
         ended = True
     except RemoteError as exc:
         raise ToolCallError(f"the editor's terminal failed: {exc}") from exc
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_S):
             if not ended:
-                await _quietly(client.kill_terminal(terminal_id), "kill")
-            await _quietly(client.release_terminal(terminal_id), "release")
+                await _quietly(terminal.kill_terminal(terminal_id), "kill")
+            await _quietly(terminal.release_terminal(terminal_id), "release")
     exit_status = exit_status or result.exit
     exit_code = exit_status.exit_code if exit_status is not None else None
     signal_name = exit_status.signal if exit_status is not None else None
@@ -353,7 +353,7 @@ async def prepare_run_command(args: RunCommandArgs, workspace: Workspace, client
     if "\0" in command:
         raise ToolCallError("command contains a NUL byte")
     timeout_ms = args.timeout_ms or DEFAULT_COMMAND_TIMEOUT_MS
-    terminal = client if client is not None and client.has_terminal else None
+    terminal = None if client is None else client.terminal
 
     async def run(sink: ContentSink) -> ToolResult:
         if terminal is not None:

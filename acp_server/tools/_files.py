@@ -34,7 +34,7 @@ from ._textfile import (
     too_large,
     write_text_atomic,
 )
-from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
+from ._types import ContentSink, EditorReader, PreparedCall, ToolClient, ToolResult
 from ._walk import WalkStopped, sorted_entries
 from ._worker import in_thread
 from ._workspace import Target, Workspace
@@ -63,16 +63,16 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _reads_through(client: ToolClient | None) -> ToolClient | None:
-    return client if client is not None and client.can_read_files else None
+def _reads_through(client: ToolClient | None) -> EditorReader | None:
+    return None if client is None else client.reader
 
 
-async def _client_read(client: ToolClient, target: Target, line: int | None = None, limit: int | None = None) -> str:
+async def _client_read(reader: EditorReader, target: Target, line: int | None = None, limit: int | None = None) -> str:
     """The editor's text of ``target``, refused as the disk read would be (the file on disk is checked first:
     not over 10 MiB, not binary), and refused too when the editor's buffer is over 10 MiB."""
     check_text_head(target)
     try:
-        text = await client.read_text_file(target.path, line=line, limit=limit)
+        text = await reader.read_text_file(target.path, line=line, limit=limit)
     except RemoteError as exc:
         raise ToolCallError(f"the editor could not read {target.rel}: {exc}") from exc
     if len(text) > MAX_TEXT_FILE_BYTES // 4 and utf8_len(text) > MAX_TEXT_FILE_BYTES:
@@ -95,10 +95,11 @@ async def _current_text(target: Target, client: ToolClient | None) -> str | None
 
 
 async def _write(target: Target, content: str, client: ToolClient | None) -> None:
-    if client is not None and client.can_write_files:
+    writer = None if client is None else client.writer
+    if writer is not None:
         os.close(open_parent(target, create=True, verb="write")[0])  # its directories, confined; the editor writes
         try:
-            await client.write_text_file(target.path, content)
+            await writer.write_text_file(target.path, content)
         except RemoteError as exc:
             raise ToolCallError(f"the editor could not write {target.rel}: {exc}") from exc
     else:

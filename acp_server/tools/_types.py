@@ -1,8 +1,8 @@
 """What a tool call is made of, and what the tools need of the client (the editor) that asked for the prompt.
 
-The tools layer knows nothing of ACP's wire: :class:`ToolClient` is implemented by the ACP handlers over the
-connection (``fs/*``, ``terminal/*``, ``session/request_permission``); with no client, or a client that does not
-offer a capability, a tool runs locally.
+The tools layer knows nothing of ACP's wire: a face builds one :class:`ToolClient` per prompt from the parts it has
+(the ACP handlers: ``session/request_permission``, and ``fs/*``, ``terminal/*`` as the client offers them; the
+daemon: permission only); with no client, or a part absent, a tool runs locally.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from ..domain import ImagePart, PlanEntry, ToolCallStarted, ToolContent, ToolKin
 __all__ = [
     "PERMISSION_OPTIONS",
     "ContentSink",
+    "EditorReader",
+    "EditorTerminal",
+    "EditorWriter",
+    "PermissionAsker",
     "PermissionChoice",
     "PreparedCall",
     "TerminalExit",
@@ -63,25 +67,27 @@ class TerminalOutput:
     exit: TerminalExit | None
 
 
-class ToolClient(Protocol):
-    """The client's side of tool calls. Capabilities are fixed for the connection; every method may raise
-    :class:`~acp_server.errors.RemoteError` (the client answered an error, or the connection closed) and is
-    cancelled with the prompt. Paths are absolute."""
-
-    @property
-    def can_read_files(self) -> bool: ...
-
-    @property
-    def can_write_files(self) -> bool: ...
-
-    @property
-    def has_terminal(self) -> bool: ...
+class PermissionAsker(Protocol):
+    """Asks the user whether a call may run (``session/request_permission`` over ACP, an event and a POST on the
+    daemon)."""
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice: ...
 
+
+class EditorReader(Protocol):
+    """The editor reads a text file (its unsaved buffer when it has one): ``fs/read_text_file``."""
+
     async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str: ...
 
+
+class EditorWriter(Protocol):
+    """The editor writes a text file (its buffer and the disk): ``fs/write_text_file``."""
+
     async def write_text_file(self, path: str, content: str) -> None: ...
+
+
+class EditorTerminal(Protocol):
+    """The editor runs a command line in a terminal it shows: ``terminal/*``."""
 
     async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
         """Start ``command`` (a shell command line) in a new terminal; returns its id."""
@@ -94,6 +100,20 @@ class ToolClient(Protocol):
     async def kill_terminal(self, terminal_id: str) -> None: ...
 
     async def release_terminal(self, terminal_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolClient:
+    """The client's side of one prompt's tool calls: who is asked for permission, and the parts of the editor the
+    tools use instead of local I/O. A part is None when the face has none (the client did not offer it, or the face
+    is not an editor): the tools then read, write and run commands themselves. Every method of a part may raise
+    :class:`~acp_server.errors.RemoteError` (the client answered an error, or the connection closed) and is
+    cancelled with the prompt. Paths are absolute."""
+
+    permission: PermissionAsker
+    reader: EditorReader | None = None
+    writer: EditorWriter | None = None
+    terminal: EditorTerminal | None = None
 
 
 ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]

@@ -231,7 +231,7 @@ async def _decision(
 
     async def ask() -> PermissionChoice:
         try:
-            return await client.request_permission(started)
+            return await client.permission.request_permission(started)
         except RemoteError as exc:
             logger.info("permission request for %s failed (%s): declined", started.call_id, exc)
             return "reject_once"

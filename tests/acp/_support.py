@@ -23,6 +23,7 @@ from acp_server.domain import Emit, Prompt, StopReason, TextChunk, TextPart, Tho
 class Runner:
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.clients: list[object] = []  # the client each turn was given, in order
         self.cancelled: list[str] = []
         self.running = anyio.Event()
         self._release = anyio.Event()
@@ -34,6 +35,7 @@ class Runner:
         first = prompt.parts[0]
         text = first.text if isinstance(first, TextPart) else ""
         self.started.append(text)
+        self.clients.append(client)
         if text.startswith("emit:"):
             for i in range(int(text.split(":")[1])):
                 await emit(ThoughtChunk(f"t{i}"))

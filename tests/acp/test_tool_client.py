@@ -1,5 +1,6 @@
-"""``AcpToolClient``: a request to the client follows the prompt's updates on the wire (it waits until the stream's
-reader has handed them over), and a permission answer maps to a choice, anything odd to ``reject_once``."""
+"""``AcpEditor``: a request to the client follows the prompt's updates on the wire (it waits until the stream's
+reader has handed them over), and a permission answer maps to a choice, anything odd to ``reject_once``. A prompt's
+tools get only the parts of it the client advertised in ``initialize`` (else they work locally)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import pytest
 from acp import schema
 
 from acp_server.acp import update_from_event
-from acp_server.acp._client import PERMISSION_OPTIONS, AcpToolClient, ClientCapabilities
+from acp_server.acp._client import PERMISSION_OPTIONS, AcpEditor
 from acp_server.bridge import PromptStream
 from acp_server.domain import DiffContent, PromptEnded, ToolCallStarted, ToolLocation
 from acp_server.errors import RemoteError
+from acp_server.tools import ToolClient
 
+from ._support import bound
 from .test_convert import dumps
 
 pytestmark = pytest.mark.anyio
@@ -69,8 +72,8 @@ class RecordingPeer:
         return False
 
 
-def client_of(peer: RecordingPeer) -> AcpToolClient:
-    return AcpToolClient(peer, ClientCapabilities({}), SID)
+def client_of(peer: RecordingPeer) -> AcpEditor:
+    return AcpEditor(peer, SID)
 
 
 def selected(option_id: object) -> dict[str, Any]:
@@ -174,3 +177,35 @@ async def test_a_terminal_created_after_its_call_was_given_up_is_released() -> N
     assert peer.log[-1] == ("post_request", "terminal/release", {"sessionId": SID, "terminalId": "t-late"})
     peer.on_late({"no": "id"})  # nothing to release
     assert peer.log[-1][1] == "terminal/release" and len([e for e in peer.log if e[0] == "post_request"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "parts"),
+    [
+        (None, ()),  # no clientCapabilities at all
+        ({}, ()),
+        ({"fs": {"readTextFile": True}}, ("reader",)),
+        ({"fs": {"writeTextFile": True}}, ("writer",)),
+        ({"terminal": True}, ("terminal",)),
+        ({"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}, ("reader", "writer", "terminal")),
+        ({"fs": {"readTextFile": "yes", "writeTextFile": 1}, "terminal": "true"}, ()),  # malformed: absent
+        ({"fs": True, "terminal": False}, ()),
+    ],
+    ids=repr,
+)
+async def test_a_prompts_tool_client_has_the_parts_the_client_advertised(
+    capabilities: Any, parts: tuple[str, ...]
+) -> None:
+    async with bound() as b:
+        params: dict[str, Any] = {"protocolVersion": 1}
+        if capabilities is not None:
+            params["clientCapabilities"] = capabilities
+        await b.requests["initialize"](params, b.peer())
+        session_id = await b.new_session()
+        assert await b.prompt(session_id, "stop:end_turn", b.peer()) == {"stopReason": "end_turn"}
+    [client] = b.runner.clients
+    assert isinstance(client, ToolClient)
+    assert tuple(name for name in ("reader", "writer", "terminal") if getattr(client, name) is not None) == parts
+    for name in parts:  # the prompt's editor, over this connection: the one that asks for permission
+        assert getattr(client, name) is client.permission
+    assert isinstance(client.permission, AcpEditor)

@@ -12,7 +12,7 @@ import anyio
 import pytest
 import trio.testing
 
-from acp_server.acp._client import AcpToolClient, ClientCapabilities
+from acp_server.acp._client import AcpEditor, ClientCapabilities
 from acp_server.errors import RemoteError
 from acp_server.limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from acp_server.tools import TOOL_NAMES, ToolCallError, prepare_call
@@ -62,7 +62,7 @@ CAPS = ClientCapabilities({"fs": {"readTextFile": True, "writeTextFile": True}})
 
 
 async def test_an_unanswered_read_and_write_fail_after_the_default_bound() -> None:
-    client = AcpToolClient(SilentPeer(), CAPS, SID)
+    client = AcpEditor(SilentPeer(), SID)
     for attempt in (client.read_text_file("/p/a.txt"), client.write_text_file("/p/a.txt", "x")):
         start = anyio.current_time()
         with anyio.fail_after(GUARD_S), pytest.raises(RemoteError, match="did not answer within 30000 ms") as caught:
@@ -73,7 +73,7 @@ async def test_an_unanswered_read_and_write_fail_after_the_default_bound() -> No
 
 async def test_the_bound_is_the_clients_setting_and_permission_requests_are_not_bounded_by_it() -> None:
     peer = SilentPeer()
-    client = AcpToolClient(peer, CAPS, SID, fs_timeout_ms=500)
+    client = AcpEditor(peer, SID, fs_timeout_ms=500)
     start = anyio.current_time()
     with pytest.raises(RemoteError, match="fs/read_text_file failed: the editor did not answer within 500 ms"):
         await client.read_text_file("/p/a.txt")
@@ -83,6 +83,10 @@ async def test_the_bound_is_the_clients_setting_and_permission_requests_are_not_
     assert waited.cancelled_caught
 
 
+def silent_editor() -> AcpEditor:
+    return AcpEditor(SilentPeer(), SID, fs_timeout_ms=500)
+
+
 async def _noop(content: object) -> None:
     pass
 
@@ -90,9 +94,9 @@ async def _noop(content: object) -> None:
 async def test_a_file_tool_through_a_silent_editor_ends_failed_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n")
     cwd = str(tmp_path)
-    reads = AcpToolClient(SilentPeer(), ClientCapabilities({"fs": {"readTextFile": True}}), SID, fs_timeout_ms=500)
-    writes = AcpToolClient(SilentPeer(), ClientCapabilities({"fs": {"writeTextFile": True}}), SID, fs_timeout_ms=500)
-    both = AcpToolClient(SilentPeer(), CAPS, SID, fs_timeout_ms=500)
+    reads = ClientCapabilities({"fs": {"readTextFile": True}}).tool_client(silent_editor())
+    writes = ClientCapabilities({"fs": {"writeTextFile": True}}).tool_client(silent_editor())
+    both = CAPS.tool_client(silent_editor())
     silent = "did not answer within 500 ms"
     with anyio.fail_after(GUARD_S):
         read = await prepare_call("read_file", '{"path": "a.txt"}', cwd=cwd, client=reads, offered=TOOL_NAMES)

@@ -87,7 +87,8 @@ async def test_the_deadline_ends_a_prompt_stuck_in_a_permission_wait_at_the_dead
                 entry = await bridge.open_session(str(tmp_path))
                 hold = Hold()  # the user never answers
                 start = anyio.current_time()
-                handle = runner.handle = bridge.send_prompt(entry.session_id, text_prompt("write"), client=Editor(hold))
+                client = Editor(hold).tool_client
+                handle = runner.handle = bridge.send_prompt(entry.session_id, text_prompt("write"), client=client)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(jump_once_asked, hold)
                     events = await read_all(handle.events)

@@ -120,7 +120,7 @@ async def test_a_cancel_mid_call_records_the_call_failed_and_the_answer_cancelle
     async with SessionBridge(turn) as bridge:
         entry = await bridge.open_session(str(project))
         sid = entry.session_id
-        handle = bridge.send_prompt(sid, text_prompt("overwrite a.txt"), client=Editor(hold))
+        handle = bridge.send_prompt(sid, text_prompt("overwrite a.txt"), client=Editor(hold).tool_client)
         events: list[PromptEvent] = []
 
         async def read() -> None:
@@ -169,7 +169,7 @@ async def test_a_mode_set_on_the_session_while_a_call_waits_is_stored_withdraws_
     hold = Hold("allow_once")
     async with SessionBridge(turn) as bridge:
         entry = await bridge.open_session(str(project))
-        handle = bridge.send_prompt(entry.session_id, text_prompt("write"), client=Editor(hold))
+        handle = bridge.send_prompt(entry.session_id, text_prompt("write"), client=Editor(hold).tool_client)
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_all, handle.events)
             with anyio.fail_after(GUARD_S):
@@ -199,7 +199,7 @@ async def test_the_whole_tool_loop_is_one_prompt_for_the_queue(
     hold = Hold("allow_once")
     async with SessionBridge(turn, max_pending_prompts_per_session=2) as bridge:
         entry = await bridge.open_session(str(project))
-        first = bridge.send_prompt(entry.session_id, text_prompt("write then read"), client=Editor(hold))
+        first = bridge.send_prompt(entry.session_id, text_prompt("write then read"), client=Editor(hold).tool_client)
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_all, first.events)
             with anyio.fail_after(GUARD_S):

@@ -254,6 +254,35 @@ async def test_a_command_runs_in_the_session_cwd_only_when_allowed(project: Path
             assert "declined" in output
 
 
+async def test_a_daemon_prompt_gets_a_tool_client_with_the_permission_part_only_and_its_tools_work_locally(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's client is no editor: its ``ToolClient`` has no reader, writer or terminal (the tools read, write
+    and run on the daemon's host), and its permission part asks over the event stream."""
+    app = project / "src" / "app.py"
+    async with LoopbackModel() as model, running_daemon(model, token=TOKEN) as served:
+        given: list[ToolClient | None] = []
+        send_prompt = served.bridge.send_prompt
+
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            given.append(kwargs.get("client"))
+            return send_prompt(*args, **kwargs)
+
+        monkeypatch.setattr(served.bridge, "send_prompt", recording)
+        model.enqueue(ToolCalls((ScriptedCall("edit_file", EDIT, id="e1"),)), Answer(text="done"))
+        session_id = await new_session(served, project)
+        async with served.events(session_id) as events:
+            await served.prompt(session_id, "edit app.py")
+            request = (await until(events, "permission_request"))[-1].data
+            assert (await answer(served, session_id, request["requestId"], "allow_once")).status_code == 204
+            after = await until(events, "turn_complete")
+    [client] = given
+    assert client is not None
+    assert (client.reader, client.writer, client.terminal) == (None, None, None)
+    assert call_updates(after, "e1")[-1]["status"] == "completed"
+    assert app.read_text() == EDITED  # written here, on disk
+
+
 async def test_a_read_in_default_mode_does_not_ask(project: Path) -> None:
     async with LoopbackModel() as model, running_daemon(model, token=TOKEN) as served:
         model.enqueue(ToolCalls((ScriptedCall("read_file", {"path": "src/app.py"}, id="r1"),)), Answer(text="ok"))

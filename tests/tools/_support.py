@@ -27,7 +27,8 @@ EXITED_0 = TerminalExit(0, None)
 
 
 class FakeClient:
-    """A :class:`ToolClient` that records every call in ``calls`` (name, arguments), in order.
+    """An editor that records every call in ``calls`` (name, arguments), in order; its :meth:`tool_client` has the
+    parts asked for (``read``, ``write``, ``terminal``; permission always).
 
     Files: ``buffers`` (absolute path → text, the editor's unsaved buffers) answer reads first, then the disk;
     writes go to ``written`` (never to disk). Terminals: ``exit`` answers ``wait_for_terminal_exit`` (None: it
@@ -63,17 +64,13 @@ class FakeClient:
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]
 
-    @property
-    def can_read_files(self) -> bool:
-        return self._read
-
-    @property
-    def can_write_files(self) -> bool:
-        return self._write
-
-    @property
-    def has_terminal(self) -> bool:
-        return self._terminal
+    def tool_client(self) -> ToolClient:
+        return ToolClient(
+            self,
+            reader=self if self._read else None,
+            writer=self if self._write else None,
+            terminal=self if self._terminal else None,
+        )
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
         self._record("request_permission", call)
@@ -115,8 +112,8 @@ class FakeClient:
         self._record("release_terminal", terminal_id)
 
 
-def _typed(client: FakeClient | None) -> ToolClient | None:
-    return client
+def _tool_client(client: FakeClient | None) -> ToolClient | None:
+    return None if client is None else client.tool_client()
 
 
 async def prepare(
@@ -126,7 +123,7 @@ async def prepare(
     offered: Collection[str] = TOOL_NAMES,
     **arguments: Any,
 ) -> PreparedCall:
-    return await prepare_call(name, json.dumps(arguments), cwd=str(cwd), client=_typed(client), offered=offered)
+    return await prepare_call(name, json.dumps(arguments), cwd=str(cwd), client=_tool_client(client), offered=offered)
 
 
 class Sink:

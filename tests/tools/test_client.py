@@ -51,6 +51,18 @@ async def test_without_the_capability_the_disk_is_read(project: Path) -> None:
     assert result.output == "     1\ton disk 1\n     2\ton disk 2\n" and client.calls == []
 
 
+async def test_a_client_with_the_permission_part_only_leaves_every_tool_local(project: Path) -> None:
+    client = FakeClient()  # no reader, writer or terminal: the daemon's shape
+    wrote = await call(project, "write_file", client, path="new.txt", content="fresh\n")
+    edited = await call(project, "edit_file", client, path="app.py", old_text="on disk 1", new_text="edited 1")
+    read = await call(project, "read_file", client, path="new.txt")
+    ran = await call(project, "run_command", client, command="cat app.py")
+    assert not any(result.failed for result in (wrote, edited, read, ran))
+    assert (project / "new.txt").read_text() == "fresh\n" and read.output == "     1\tfresh\n"
+    assert ran.output == "Exit code: 0\nedited 1\non disk 2\n"
+    assert client.calls == []
+
+
 async def test_a_binary_file_is_refused_before_the_client_is_asked(project: Path) -> None:
     (project / "logo.png").write_bytes(b"\x89PNG\x00\x00")
     client = FakeClient(read=True)

@@ -1,6 +1,6 @@
 """Fakes for the tool-loop tests: a recording session with a mode and "always" rules, an emit recorder, and an
-editor (``ToolClient``) that only answers permission requests (its files and terminals are not offered, so the
-tools run locally on the test's real files)."""
+editor that only answers permission requests (its ``ToolClient`` has no reader, writer or terminal, so the tools
+run locally on the test's real files)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from acp_server.domain import (
     ToolCallUpdated,
     TurnEvent,
 )
-from acp_server.tools import PermissionChoice, TerminalExit, TerminalOutput
+from acp_server.tools import PermissionChoice, ToolClient
 
 
 def text_prompt(text: str) -> Prompt:
@@ -110,16 +110,13 @@ class Hold:
 
 
 class Editor:
-    """A ``ToolClient`` that only answers permission requests, from a script (a choice, an exception to raise, a
-    :class:`Hold`); a request beyond the script fails the test. Files and terminals are not offered."""
-
-    can_read_files = False
-    can_write_files = False
-    has_terminal = False
+    """A ``PermissionAsker`` answering from a script (a choice, an exception to raise, a :class:`Hold`); a request
+    beyond the script fails the test. Its :attr:`tool_client` has no other part."""
 
     def __init__(self, *answers: PermissionChoice | BaseException | Hold) -> None:
         self.answers = list(answers)
         self.asked: list[ToolCallStarted] = []
+        self.tool_client = ToolClient(self)
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
         self.asked.append(call)
@@ -132,27 +129,6 @@ class Editor:
             await answer.release.wait()
             return answer.choice
         return answer
-
-    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
-        raise AssertionError("not offered")
-
-    async def write_text_file(self, path: str, content: str) -> None:
-        raise AssertionError("not offered")
-
-    async def create_terminal(self, command: str, cwd: str, output_byte_limit: int) -> str:
-        raise AssertionError("not offered")
-
-    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
-        raise AssertionError("not offered")
-
-    async def terminal_output(self, terminal_id: str) -> TerminalOutput:
-        raise AssertionError("not offered")
-
-    async def kill_terminal(self, terminal_id: str) -> None:
-        raise AssertionError("not offered")
-
-    async def release_terminal(self, terminal_id: str) -> None:
-        raise AssertionError("not offered")
 
 
 def tool_messages(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:

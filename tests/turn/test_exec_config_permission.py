@@ -43,7 +43,7 @@ async def run_turn(model: LoopbackModel, session: LoopSession, editor: Editor) -
     emit = Events(session)
     try:
         with anyio.fail_after(GUARD_S):
-            await runner(session, text_prompt("go"), emit, editor)
+            await runner(session, text_prompt("go"), emit, editor.tool_client)
     finally:
         await runner.aclose()
     return emit

@@ -113,7 +113,7 @@ async def test_a_switch_before_the_decision_refuses_a_call_an_always_rule_would_
     emit = SwitchesWhenAnnounced(session)
     try:
         with anyio.fail_after(GUARD_S):
-            await runner(session, text_prompt("go"), emit, editor)
+            await runner(session, text_prompt("go"), emit, editor.tool_client)
     finally:
         await runner.aclose()
     assert not (project / "one.new").exists()

@@ -33,7 +33,7 @@ async def _turn(model: LoopbackModel, session: LoopSession, editor: Editor) -> E
     emit = Events(session)
     try:
         with anyio.fail_after(10):
-            assert await runner(session, text_prompt("go"), emit, editor) == "end_turn"
+            assert await runner(session, text_prompt("go"), emit, editor.tool_client) == "end_turn"
     finally:
         await runner.aclose()
     return emit

@@ -62,7 +62,7 @@ async def run_turn(
     emit = Events(session)
     try:
         with anyio.fail_after(GUARD_S):
-            return await runner(session, text_prompt(text), emit, client), emit
+            return await runner(session, text_prompt(text), emit, client and client.tool_client), emit
     finally:
         await runner.aclose()
 

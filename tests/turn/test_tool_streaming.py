@@ -51,7 +51,7 @@ class Timed(Events):
 async def _turn(model: LoopbackModel, session: LoopSession, emit: Events, client: Editor | None = None) -> str:
     runner = ModelTurn(ModelSettings(base_url=model.base_url, model="m", policy=NO_RETRIES))
     try:
-        return await runner(session, text_prompt("write the notes"), emit, client)
+        return await runner(session, text_prompt("write the notes"), emit, client and client.tool_client)
     finally:
         await runner.aclose()
 
