@@ -373,9 +373,10 @@ class ModelTurn:
         model_client = await self._client_ready()
         if is_compact_command(prompt):
             return await self.compact(session, emit)
-        # Once per turn: what the model gets (linked files read), and (its text) what is stored.
-        content = user_content(await with_linked_files(prompt, session.cwd))
-        user = Message("user", content if isinstance(content, str) else content[0]["text"])
+        # Once per turn: the prompt with its linked files read; what the model gets, and its text, what is stored.
+        read = await with_linked_files(prompt, session.cwd)
+        content = user_content(read)
+        user = Message("user", read.text)
         history = await session.begin_turn(prompt, user)
         answer = _Answer()
         settings = self.settings
