@@ -100,6 +100,24 @@ class Prompt:
                 return part.text.strip().splitlines()[0][:80]
         return ""
 
+    @property
+    def text(self) -> str:
+        """The prompt as one text, its parts joined by blank lines: text as is, a link in Markdown, an embedded
+        resource in a ``<context uri>`` block (a binary one named), images left out. A session stores it as the
+        user's message; the model gets it, followed by the images."""
+        texts: list[str] = []
+        for part in self.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ResourceLinkPart):
+                texts.append(f"[{part.name}]({part.uri})" + (f" — {part.description}" if part.description else ""))
+            elif isinstance(part, ResourcePart):
+                if part.text is None:
+                    texts.append(f"[binary resource: {part.uri}]")
+                else:
+                    texts.append(f'<context uri="{part.uri}">\n{part.text}\n</context>')
+        return "\n\n".join(texts)
+
 
 @dataclass(frozen=True, slots=True)
 class TextChunk:

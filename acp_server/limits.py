@@ -11,6 +11,7 @@ import math
 
 __all__ = [
     "DEFAULT_FS_REQUEST_TIMEOUT_MS",
+    "DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION",
     "MAX_DEADLINE_MS",
     "validate_count_or_off",
     "validate_deadline_ms",
@@ -37,6 +38,11 @@ def validate_count_or_off(value: object, name: str, *, off: str) -> int | None:
     if value < 0:
         raise ValueError(f"{name} must be >= 0 ({off}); got {value!r}")
     return value or None
+
+
+DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION = 5
+"""Prompts waiting + running per session before new ones are refused, by default (the bridge's admission limit,
+``--max-pending-prompts-per-session``)."""
 
 
 def validate_max_pending(value: object, name: str = "max_pending_prompts_per_session") -> int | None:

@@ -11,7 +11,8 @@ Layers, lowest first (a module may import its own layer's modules and any lower 
     bridge     sessions, FIFOs, prompt event streams
     acp        ACP handlers (transport-neutral)
     rpc        JSON-RPC framing, dispatcher, transports
-    faces      daemon, client, config    then cli (which starts the daemon)
+    faces      daemon, client            then config (which hands each component its part, the daemon's too),
+               then cli (which starts the daemon)
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ RANKS: dict[str, int] = {
     "rpc": 6,
     "daemon": 7,
     "client": 7,
-    "config": 7,
-    "cli": 8,
+    "config": 8,
+    "cli": 9,
     "__init__": 0,
-    "__main__": 9,
+    "__main__": 10,
 }
 
 

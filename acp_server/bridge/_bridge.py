@@ -31,6 +31,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..domain import Conversation, Prompt
+from ..limits import DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
+from ..modes import DEFAULT_MODE
 from ..store import (
     DEFAULT_PAGE_SIZE,
     MemorySessionStore,
@@ -85,11 +87,11 @@ class SessionBridge:
         runner: TurnRunner,
         *,
         store: SessionStore | None = None,
-        max_pending_prompts_per_session: int | float | None = 5,
+        max_pending_prompts_per_session: int | float | None = DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION,
         prompt_deadline_ms: int | None = None,
         stream_capacity: int = DEFAULT_STREAM_CAPACITY,
         coalesce_bytes: int = 0,
-        default_mode: str = "default",
+        default_mode: str = DEFAULT_MODE,
         modes: Collection[str] | None = None,
         models: ModelCatalog | None = None,
         mcp: McpSettings | None = None,

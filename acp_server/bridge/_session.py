@@ -17,6 +17,7 @@ from anyio.abc import TaskGroup
 
 from ..domain import Compaction, Conversation, Message, ModelStep, Prompt
 from ..errors import ServerError
+from ..modes import DEFAULT_MODE
 from ..store import SessionStore, TurnTicket
 from ..tools.builtin import builtin_tool_set
 from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
@@ -90,7 +91,7 @@ class SessionEntry:
         *,
         journal: SessionStore | None = None,
         synced: int = 0,
-        mode: str = "default",
+        mode: str = DEFAULT_MODE,
         model: str | None = None,
         on_change: Callable[[SettingsChange], None] | None = None,
     ) -> None:

@@ -6,30 +6,26 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from typing import BinaryIO, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .. import __version__
-from ..acp import AcpAgent, AgentOptions, bind, preload
+from ..acp import AcpAgent, bind, preload
 from ..bridge import DEFAULT_COALESCE_BYTES, SessionBridge
 from ..config import Settings
-from ..modes import available_modes
-from ..pipeline import StreamPolicy
 from ..provider import public_endpoint
 from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
 from ..store import open_store
 from ..tasks import OwnedTaskGroup
-from ..tools.mcp_servers import McpSettings
-from ..turn import DEFAULT_SYSTEM_PROMPT, ModelSettings, ModelTurn
+from ..turn import ModelTurn
 
 __all__ = ["ModelDiscovery", "StoreStartError", "describe_model", "open_bridge", "run_stdio"]
 
 logger = logging.getLogger("acp_server")
 
-DEFAULT_MODEL = "gpt-4o-mini"
 OFFLINE_MODEL = "acp-server-offline"
 
 
@@ -71,32 +67,21 @@ async def open_bridge(
         )
         if settings.store is not None and store.persistent and store.problem is not None:
             raise StoreStartError(f"session store {store.location}: {store.problem.detail}")
-        base_url, api_key, model = settings.base_url, settings.api_key, settings.model
         if settings.offline:
             from ..provider.offline import LoopbackModel
 
             loopback = await stack.enter_async_context(LoopbackModel())
-            base_url, api_key, model = loopback.base_url, None, model or OFFLINE_MODEL
+            model = settings.model or OFFLINE_MODEL
+            settings = replace(settings, base_url=loopback.base_url, api_key=None, model=model)
             loopback.listed_models = [{"id": model}]  # it answers any model name: it lists the one in use
-        model = model or (settings.models[0] if settings.models else DEFAULT_MODEL)
-        logger.info("%s", describe_model(base_url, api_key, model, offline=settings.offline))
-        policy = StreamPolicy(
-            idle_timeout_ms=settings.stream_idle_timeout_ms, max_lifetime_ms=settings.stream_max_lifetime_ms
+        model_settings = settings.model_settings()
+        logger.info(
+            "%s",
+            describe_model(
+                model_settings.base_url, model_settings.api_key, model_settings.model, offline=settings.offline
+            ),
         )
-        turn = ModelTurn(
-            ModelSettings(
-                base_url=base_url,
-                api_key=api_key,
-                model=model,
-                models=settings.models,
-                context_window=settings.context_window,
-                compact_threshold=settings.compact_threshold,
-                policy=policy,
-                max_turn_requests=settings.max_turn_requests,
-                system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
-                project_instructions=not settings.no_project_instructions,
-            )
-        )
+        turn = ModelTurn(model_settings)
         stack.push_async_callback(turn.aclose)
         if not turn.models.final:
             owned = OwnedTaskGroup()
@@ -110,21 +95,9 @@ async def open_bridge(
         bridge = SessionBridge(
             turn,
             store=store,
-            max_pending_prompts_per_session=settings.max_pending_prompts_per_session,
-            prompt_deadline_ms=settings.prompt_deadline_ms,
             coalesce_bytes=DEFAULT_COALESCE_BYTES,  # a client slower than the model gets fewer, larger updates
-            default_mode=settings.default_mode,
-            modes=(
-                [mode.id for mode in available_modes(allow_bypass=settings.allow_bypass_permissions)]
-                if modes is None
-                else modes
-            ),
             models=turn.models,
-            mcp=McpSettings(
-                connect_timeout_s=settings.mcp_connect_timeout_ms / 1000,
-                call_timeout_s=settings.mcp_call_timeout_ms / 1000,
-                version=__version__,
-            ),
+            **settings.bridge_arguments(modes),
         )
         yield await stack.enter_async_context(bridge)
 
@@ -267,16 +240,15 @@ async def serve_connection(
     """
     outbox = Outbox()
     dispatcher = Dispatcher(outbox)
-    options = AgentOptions(version=__version__, fs_request_timeout_ms=settings.fs_request_timeout_ms)
-    agent = AcpAgent(bridge, options, lambda _id, method, params: dispatcher.post(method, params))
+    agent = AcpAgent(bridge, settings.agent_options(), lambda _id, method, params: dispatcher.post(method, params))
     dispatcher.register(*bind(agent))
     lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
     reading = anyio.CancelScope()
     async with anyio.create_task_group() as connection:
         connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg, discovery), stop)
-        connection.start_soon(_read_lines, receive, settings.max_message_bytes, lines_in, reading, stop)
+        connection.start_soon(_read_lines, receive, settings.line_limit(), lines_in, reading, stop)
         async with anyio.create_task_group() as dispatching:
-            dispatching.start_soon(_dispatch_lines, lines_out, dispatcher, outbox, settings.max_message_bytes, stop)
+            dispatching.start_soon(_dispatch_lines, lines_out, dispatcher, outbox, settings.line_limit(), stop)
             await stop.wait()
             reading.cancel()  # nothing more is read; what was read is dispatched (bounded by the grace)
         agent.close()  # no more news from the bridge

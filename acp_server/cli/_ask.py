@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from ..rpc import decode_line, iter_lines
+from ..rpc import DEFAULT_MAX_LINE_BYTES, decode_line, iter_lines
 
 __all__ = ["ask"]
 
@@ -45,7 +45,7 @@ class _Client:
     def __init__(self, process: Process, display: _Display) -> None:
         assert process.stdin is not None and process.stdout is not None
         self._process = process
-        self._lines = iter_lines(self._receive, 64 * 1024 * 1024)
+        self._lines = iter_lines(self._receive, DEFAULT_MAX_LINE_BYTES)
         self._next_id = 0
         self._display = display
 

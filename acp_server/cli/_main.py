@@ -190,7 +190,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     """``acp-server serve``: usage errors (a public address without a token included) exit 2 before anything
     starts; an address that cannot be bound exits 1. The sessions' modes are :func:`daemon_modes`: without a token
     only ``read-only`` (asking for another default mode, or for bypass, is a usage error)."""
-    from ..daemon import DaemonOptions, ListenError, bind_socket, daemon_modes, run_daemon
+    from ..daemon import ListenError, bind_socket, daemon_modes, run_daemon
     from ._agent import open_bridge
 
     serve: ServeSettings = serve_settings_from_args(parser, args)
@@ -208,20 +208,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
             )
         settings = replace(settings, default_mode=READ_ONLY_MODE)
     try:
-        options = DaemonOptions(
-            host=serve.host,
-            port=serve.port,
-            token=serve.token,
-            max_body_bytes=serve.max_body_bytes,
-            allow_origins=serve.allow_origins,
-            event_ring_size=serve.event_ring_size,
-            event_ring_total_bytes=serve.event_ring_total_bytes,
-            max_connections=serve.max_connections,
-            header_timeout_s=serve.header_timeout_ms / 1000,
-            body_timeout_s=serve.body_timeout_ms / 1000,
-            stream_idle_timeout_ms=settings.stream_idle_timeout_ms,
-            fs_request_timeout_ms=settings.fs_request_timeout_ms,
-        )
+        options = settings.daemon_options(serve)
     except ValueError as exc:
         parser.error(str(exc))
     secrets = [settings.api_key or "", serve.token or "", store_password(settings.store)]

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import anyio
 import httpx2
 
+from ..limits import DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
 from ._exceptions import (
     DaemonClientClosedError,
     DaemonClientError,
@@ -60,7 +61,7 @@ class DaemonClient:
         base_url: str,
         *,
         token: str | None = None,
-        max_pending_prompts_per_session: int | float | None = 5,
+        max_pending_prompts_per_session: int | float | None = DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION,
         timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,
         reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
         transport: httpx2.AsyncBaseTransport | None = None,

@@ -2,15 +2,17 @@
 
 Precedence: flag > environment variable > default. An invalid value is a usage error (exit 2) that names the flag
 or variable; nothing is started. The package's parts: ``_options.py`` (the table of every setting),
-``_parsers.py`` (their values' parsers), ``_settings.py`` (the resolved dataclasses), ``_secrets.py`` (which
-settings are secrets), ``_args.py`` (flags and environment resolved; the one reader of the settings' variables).
+``_parsers.py`` (their values' parsers), ``_settings.py`` (the resolved dataclasses, and each component's part of
+them: ``stream_policy()``, ``model_settings()``, ``bridge_arguments()``, ``daemon_options()``...),
+``_secrets.py`` (which settings are secrets), ``_args.py`` (flags and environment resolved; the one reader of the
+settings' variables). Defaults are the components' own (see ``_settings.py``).
 """
 
 from ._args import add_common_options, add_serve_options, serve_settings_from_args, settings_from_args, was_given
 from ._options import OPTIONS, SERVE_OPTIONS, Option, option_table
 from ._parsers import LOG_LEVELS, MAX_SYSTEM_PROMPT_BYTES
 from ._secrets import SECRET_OPTIONS, store_password
-from ._settings import ServeSettings, Settings
+from ._settings import BridgeArguments, ServeSettings, Settings
 
 __all__ = [
     "LOG_LEVELS",
@@ -18,6 +20,7 @@ __all__ = [
     "OPTIONS",
     "SECRET_OPTIONS",
     "SERVE_OPTIONS",
+    "BridgeArguments",
     "Option",
     "ServeSettings",
     "Settings",

@@ -1,7 +1,10 @@
 """The table of every setting: its flag, its environment variable, its parser and the help the README shows.
 
 Invariant: each setting is declared here once; the argparse flags, the environment lookup and the README's
-configuration table are all generated from these rows.
+configuration table are all generated from these rows. A default a help states is its component's: its constant,
+where config imports the component at start (``limits``, ``modes``), else written out and checked against what the
+component is handed (``tests/cli/test_config_defaults.py``: config does not import the model stack or the daemon at
+start, see ``_settings.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
+from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS, DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
+from ..modes import DEFAULT_MODE
 from ..store import check_store_url
 from . import _parsers as parse
 
@@ -74,7 +78,8 @@ OPTIONS: tuple[Option, ...] = (
         "--max-pending-prompts-per-session",
         "ACP_SERVER_MAX_PENDING_PROMPTS_PER_SESSION",
         parse.non_negative_int,
-        "prompts waiting + running per session before new ones are refused; 0 = unlimited (default 5)",
+        "prompts waiting + running per session before new ones are refused; 0 = unlimited "
+        f"(default {DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION})",
         "N",
     ),
     Option(
@@ -114,7 +119,7 @@ OPTIONS: tuple[Option, ...] = (
         "--log-level",
         "ACP_SERVER_LOG_LEVEL",
         parse.log_level,
-        "one of DEBUG, INFO, WARNING, ERROR, CRITICAL, any case (default INFO; WARNING for ask)",
+        f"one of {', '.join(parse.LOG_LEVELS)}, any case (default {parse.DEFAULT_LOG_LEVEL}; WARNING for ask)",
         "LEVEL",
     ),
     Option(
@@ -164,7 +169,7 @@ OPTIONS: tuple[Option, ...] = (
         "ACP_SERVER_DEFAULT_MODE",
         parse.mode,
         "mode of a new session: default (ask before edits and commands), accept-edits, read-only, or "
-        "bypass-permissions (needs --allow-bypass-permissions) (default: default)",
+        f"bypass-permissions (needs --allow-bypass-permissions) (default: {DEFAULT_MODE})",
         "MODE",
     ),
     Option(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..modes import MODES
 
 __all__ = [
+    "DEFAULT_LOG_LEVEL",
     "LOG_LEVELS",
     "MAX_SYSTEM_PROMPT_BYTES",
     "boolean",
@@ -91,6 +92,8 @@ def origins(text: str) -> tuple[str, ...]:
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+DEFAULT_LOG_LEVEL = "INFO"
+"""The log level when none is asked for (``ask`` lowers its own to WARNING)."""
 
 
 def log_level(text: str) -> str:

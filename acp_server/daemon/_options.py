@@ -8,12 +8,19 @@ from dataclasses import dataclass, field
 
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..modes import READ_ONLY_MODE, available_modes
+from ..pipeline import DEFAULT_IDLE_TIMEOUT_MS
 from ._events import DEFAULT_QUEUE_BYTES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4170
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_EVENT_RING_SIZE = 4096
+DEFAULT_EVENT_RING_TOTAL_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_BODY_TIMEOUT_S = 60.0
 MAX_EVENT_ID = 2**53 - 1
 """The largest event id (and ``Last-Event-ID``) there is: exact as a JSON number in every client (JavaScript too)."""
 
@@ -59,18 +66,18 @@ class DaemonOptions:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = field(default=None, repr=False)
-    max_body_bytes: int = 16 * 1024 * 1024
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allow_origins: tuple[str, ...] = ()
-    event_ring_size: int = 4096
+    event_ring_size: int = DEFAULT_EVENT_RING_SIZE
     subscriber_queue_size: int = 1024  # frames a subscriber may lag behind before it is dropped
     subscriber_queue_bytes: int = DEFAULT_QUEUE_BYTES  # bytes it may lag (merged frames: every piece) before that
     heartbeat_s: float = 15.0  # an idle event stream gets a comment this often
-    stream_idle_timeout_ms: int | None = 120_000  # advertised in /capabilities; None = watchdog off
+    stream_idle_timeout_ms: int | None = DEFAULT_IDLE_TIMEOUT_MS  # advertised in /capabilities; None = watchdog off
     shutdown_grace_s: float = 5.0  # how long a graceful shutdown waits for turns and streams to end
-    max_connections: int = 1024  # open client connections (SSE streams included)
-    header_timeout_s: float = 10.0  # from connect (or a keep-alive's first byte) to the end of the request headers
-    body_timeout_s: float = 60.0  # from the request headers to the end of its body
-    event_ring_total_bytes: int = 64 * 1024 * 1024  # all sessions' replay rings together
+    max_connections: int = DEFAULT_MAX_CONNECTIONS  # open client connections (SSE streams included)
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S  # from connect (or a keep-alive's first byte) to the headers
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S  # from the request headers to the end of its body
+    event_ring_total_bytes: int = DEFAULT_EVENT_RING_TOTAL_BYTES  # all sessions' replay rings together
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS  # an /acp client's fs/* answer
 
     def __post_init__(self) -> None:

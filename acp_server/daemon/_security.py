@@ -23,7 +23,7 @@ from ._exceptions import (
     RequestTimeoutError,
     UnauthorizedError,
 )
-from ._options import is_loopback_host
+from ._options import DEFAULT_BODY_TIMEOUT_S, is_loopback_host
 
 __all__ = ["PUBLIC_PATHS", "BodyLimit", "RequestGuard"]
 
@@ -100,7 +100,7 @@ class BodyLimit:
     the server's again: waiting for a disconnect (an SSE stream, ``?wait=true``) has no time limit.
     """
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float = 60.0) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> None:
         self.app = app
         self._max_bytes = max_bytes
         self._timeout_s = timeout_s

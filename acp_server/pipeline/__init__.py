@@ -25,9 +25,21 @@ from ._exceptions import (
     StreamTruncatedError,
 )
 from ._stream import run_chat, stream_chat
-from ._types import ChatRequest, Delta, Finished, RetryEvent, StreamEvent, StreamPolicy, ToolCallFragment
+from ._types import (
+    DEFAULT_IDLE_TIMEOUT_MS,
+    DEFAULT_MAX_LIFETIME_MS,
+    ChatRequest,
+    Delta,
+    Finished,
+    RetryEvent,
+    StreamEvent,
+    StreamPolicy,
+    ToolCallFragment,
+)
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT_MS",
+    "DEFAULT_MAX_LIFETIME_MS",
     "ChatRequest",
     "Delta",
     "Finished",

@@ -13,6 +13,11 @@ from ._classify import RetryClassification
 
 RetryPolicyName: TypeAlias = Literal["stream_transport", "connect", "backoff", "content"]
 
+DEFAULT_IDLE_TIMEOUT_MS = 120_000
+"""A model stream is aborted after this long without a chunk (``--stream-idle-timeout-ms``)."""
+DEFAULT_MAX_LIFETIME_MS = 900_000
+"""A model stream is aborted when it lasts longer than this (``--stream-max-lifetime-ms``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
@@ -74,8 +79,8 @@ class StreamPolicy:
     ``close_timeout_ms`` bounds the shielded ``stream.close()`` on every exit.
     """
 
-    idle_timeout_ms: float = 120_000
-    max_lifetime_ms: float = 900_000
+    idle_timeout_ms: float = DEFAULT_IDLE_TIMEOUT_MS
+    max_lifetime_ms: float = DEFAULT_MAX_LIFETIME_MS
     stream_max_retries: int = 2
     stream_retry_delays_ms: tuple[float, ...] = (1_000, 2_000)
     connect_max_retries: int = 1

@@ -4,12 +4,13 @@ transports (messages to per-stream channels), the error mapper."""
 
 from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer, is_response
 from ._errors import RpcError, to_rpc_error
-from ._framing import OversizedLine, check_envelope, decode_line, iter_lines, lone_surrogate_at
+from ._framing import DEFAULT_MAX_LINE_BYTES, OversizedLine, check_envelope, decode_line, iter_lines, lone_surrogate_at
 from ._outbox import Outbox, encode_json, encode_line
 from ._routed import Channel, RoutedConnection
 from ._stdio import StdioStreams, open_stdio
 
 __all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
     "Channel",
     "Dispatcher",
     "MessageSink",

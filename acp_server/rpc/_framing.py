@@ -13,7 +13,14 @@ from typing import Any
 
 from ._errors import RpcError
 
-__all__ = ["OversizedLine", "check_envelope", "decode_line", "iter_lines", "lone_surrogate_at"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "OversizedLine",
+    "check_envelope",
+    "decode_line",
+    "iter_lines",
+    "lone_surrogate_at",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +34,9 @@ class OversizedLine:
 
 
 EDGE_BYTES = 256
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line (one JSON-RPC message) read by default: 64 MiB (``--max-message-bytes``)."""
 
 
 async def iter_lines(receive: Callable[[], Awaitable[bytes]], max_bytes: int) -> AsyncIterator[bytes | OversizedLine]:

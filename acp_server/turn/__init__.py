@@ -10,6 +10,7 @@ from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
+    DEFAULT_MODEL,
     MODEL_LIST_TIMEOUT_S,
     ModelSettings,
     ModelTurn,
@@ -17,11 +18,13 @@ from ._turn import (
     offered_tools,
     usage_of,
 )
-from .context import step_messages, to_chat_messages, user_content
+from .context import DEFAULT_COMPACT_THRESHOLD, step_messages, to_chat_messages, user_content
 
 __all__ = [
     "COMPACT_COMMAND",
+    "DEFAULT_COMPACT_THRESHOLD",
     "DEFAULT_MAX_TURN_REQUESTS",
+    "DEFAULT_MODEL",
     "DEFAULT_SYSTEM_PROMPT",
     "FAMILY_CONTEXT_WINDOWS",
     "GIT_TIMEOUT_S",

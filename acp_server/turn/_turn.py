@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_TURN_REQUESTS",
+    "DEFAULT_MODEL",
     "MODEL_LIST_TIMEOUT_S",
     "ModelSettings",
     "ModelTurn",
@@ -64,6 +65,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("acp_server.turn")
+
+DEFAULT_MODEL = "gpt-4o-mini"
+"""The model a turn asks for when none is configured (no ``--model``, no ``--models``)."""
 
 DEFAULT_MAX_TURN_REQUESTS = 50
 """Model requests one prompt may make (each tool-calling answer is one); past it the prompt ends
@@ -133,7 +137,7 @@ class ModelSettings:
 
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    model: str = "gpt-4o-mini"
+    model: str = DEFAULT_MODEL
     models: tuple[str, ...] = ()
     context_window: int | None = None
     model_list_timeout_s: float = MODEL_LIST_TIMEOUT_S
@@ -369,9 +373,10 @@ class ModelTurn:
         model_client = await self._client_ready()
         if is_compact_command(prompt):
             return await self.compact(session, emit)
-        # Once per turn: what the model gets (linked files read), and (its text) what is stored.
-        content = user_content(await with_linked_files(prompt, session.cwd))
-        user = Message("user", content if isinstance(content, str) else content[0]["text"])
+        # Once per turn: the prompt with its linked files read; what the model gets, and its text, what is stored.
+        read = await with_linked_files(prompt, session.cwd)
+        content = user_content(read)
+        user = Message("user", read.text)
         history = await session.begin_turn(prompt, user)
         answer = _Answer()
         settings = self.settings

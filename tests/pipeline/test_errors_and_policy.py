@@ -29,9 +29,11 @@ from acp_server.pipeline._retry import RetryBudget, backoff_delay_s
 
 
 def test_public_surface_is_pinned_and_sorted() -> None:
-    assert pipeline.__all__ == sorted(pipeline.__all__)
+    assert pipeline.__all__ == sorted(pipeline.__all__, key=lambda name: (not name.isupper(), name))  # isort-style
     assert set(pipeline.__all__) == {
         "ChatRequest",
+        "DEFAULT_IDLE_TIMEOUT_MS",
+        "DEFAULT_MAX_LIFETIME_MS",
         "Delta",
         "Finished",
         "ModelHTTPError",

@@ -5,32 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...domain import Conversation, ImagePart, ModelStep, Prompt, ResourceLinkPart, ResourcePart, TextPart
+from ...domain import Conversation, ImagePart, ModelStep, Prompt
 
 __all__ = ["step_messages", "to_chat_messages", "tool_images", "user_content"]
 
 
 def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
-    """The prompt as the content of one OpenAI user message: its text parts (links and embedded resources
-    written as text), plus ``image_url`` parts when it has images."""
-    texts: list[str] = []
-    images: list[dict[str, Any]] = []
-    for part in prompt.parts:
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-        elif isinstance(part, ResourceLinkPart):
-            texts.append(f"[{part.name}]({part.uri})" + (f" — {part.description}" if part.description else ""))
-        elif isinstance(part, ResourcePart):
-            if part.text is None:
-                texts.append(f"[binary resource: {part.uri}]")
-            else:
-                texts.append(f'<context uri="{part.uri}">\n{part.text}\n</context>')
-        elif isinstance(part, ImagePart):
-            images.append(_image_url(part))
-    text = "\n\n".join(texts)
+    """The prompt as the content of one OpenAI user message: its text (:attr:`Prompt.text`), plus ``image_url``
+    parts when it has images."""
+    images = [_image_url(part) for part in prompt.parts if isinstance(part, ImagePart)]
     if not images:
-        return text
-    return [{"type": "text", "text": text}, *images]
+        return prompt.text
+    return [{"type": "text", "text": prompt.text}, *images]
 
 
 def step_messages(step: ModelStep) -> list[dict[str, Any]]:
