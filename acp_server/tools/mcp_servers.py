@@ -65,7 +65,7 @@ logger = logging.getLogger("acp_server.mcp")
 
 DEFAULT_MCP_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_MCP_CALL_TIMEOUT_S = 120.0
-DEFAULT_MCP_PROMPTS_WAIT_S = 5.0
+DEFAULT_MCP_PROMPTS_WAIT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ async def test_post_session_connects_the_servers_and_events_carry_their_calls(tm
         assert created.status_code == 201, created.text
         assert_documented("POST", "/session", created)
         session_id = created.json()["sessionId"]
-        state = {"name": "py", "transport": "stdio", "status": "connected", "tools": 10}
+        state = {"name": "py", "transport": "stdio", "status": "connected", "tools": 11}
         assert created.json()["mcpServers"] == [state]
 
         model.enqueue(ToolCalls((ScriptedCall("mcp__py__env", {"name": "V"}, id="m1"),)), Answer(text="ok"))

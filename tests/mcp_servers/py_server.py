@@ -5,12 +5,12 @@ Tools: ``echo`` and ``env`` (read-only), ``write_note`` (changes the project: ne
 ``started.txt`` in its cwd, waits until cancelled, then writes ``cancelled.txt``), ``fail`` (``isError``), ``pid``,
 ``big`` (a result of N bytes), ``grow`` (adds the tool ``late`` and sends ``tools/list_changed``), ``header`` (an
 HTTP request header), ``image`` (a text and N copies of a 1×1 PNG, sent with the given mime type), ``add_prompt``
-(adds the prompt ``late`` and sends ``prompts/list_changed``), ``release_prompts`` (see ``PY_SERVER_HANG_PROMPTS``).
+(adds the prompt ``late`` and sends ``prompts/list_changed``).
 
 Prompts: ``review(code, style="concise")`` (one user text), ``context`` (no arguments: a text, an embedded text
 resource, an assistant's text and a 1×1 PNG), ``slow`` (writes ``prompt_started.txt``, waits until cancelled, then
 writes ``prompt_cancelled.txt``). Environment: ``PY_SERVER_NO_PROMPTS=1`` serves no prompts (the capability is not
-advertised); ``PY_SERVER_HANG_PROMPTS=1`` makes ``prompts/list`` wait until the tool ``release_prompts`` is called.
+advertised); ``PY_SERVER_HANG_PROMPTS=<path>`` makes ``prompts/list`` wait until the file ``<path>`` exists.
 """
 
 from __future__ import annotations
@@ -156,29 +156,15 @@ async def add_prompt(ctx: Context) -> str:  # type: ignore[type-arg]
     return "added"
 
 
-_released: list[anyio.Event] = []  # made in the server's event loop, on first use
-
-
-def _release_event() -> anyio.Event:
-    if not _released:
-        _released.append(anyio.Event())
-    return _released[0]
-
-
-@server.tool(annotations=READ)
-def release_prompts() -> str:
-    """Let a waiting prompts/list answer (PY_SERVER_HANG_PROMPTS)."""
-    _release_event().set()
-    return "released"
-
-
 if os.environ.get("PY_SERVER_NO_PROMPTS") == "1":
     del server._mcp_server.request_handlers[ListPromptsRequest]
-elif os.environ.get("PY_SERVER_HANG_PROMPTS") == "1":
+elif os.environ.get("PY_SERVER_HANG_PROMPTS"):
     _listing = server._mcp_server.request_handlers[ListPromptsRequest]
+    _release = Path(os.environ["PY_SERVER_HANG_PROMPTS"])
 
     async def _hanging_listing(request: ListPromptsRequest) -> object:
-        await _release_event().wait()
+        while not _release.exists():  # noqa: ASYNC110, ASYNC240 - another process creates it
+            await anyio.sleep(0.01)
         return await _listing(request)
 
     server._mcp_server.request_handlers[ListPromptsRequest] = _hanging_listing  # type: ignore[assignment]
