@@ -145,7 +145,7 @@ async def test_a_silent_prompts_get_is_bounded_and_cancelled_on_the_server(tmp_p
     settings = McpSettings(connect_timeout_s=30, call_timeout_s=1)
     async with connected(tmp_path, py_server(), settings=settings) as (_, mcp):
         slow = by_command(mcp)["mcp__py__slow"]
-        with pytest.raises(McpPromptError) as silent:
+        with pytest.raises(McpPromptError) as silent, anyio.fail_after(20):
             await mcp.get_prompt(slow, {})
         assert str(silent.value) == "the MCP server 'py' did not answer within 1 s; the request was cancelled"
         await eventually((tmp_path / "prompt_cancelled.txt").exists)
