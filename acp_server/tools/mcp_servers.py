@@ -149,8 +149,11 @@ class McpServers:
         once, each bounded by the connect timeout. Never raises but for cancellation (then every server started is
         stopped)."""
         self._tg = tg
+        had_prompts = bool(self.prompts())
         await self._stop_all()
         self.configs = tuple(configs)
+        if had_prompts and self._on_prompts is not None:
+            self._on_prompts()  # the replaced servers' prompts are gone (the new ones tell theirs as they list)
         if self._closed or not configs:
             return
         started = [self._start(config) for config in self.configs]

@@ -107,3 +107,14 @@ async def test_the_commands_listeners_hear_a_changed_prompt_list(tmp_path: Path)
             await changed.wait()
         assert heard[0] is entry
         assert "mcp__py__late" in {command.name for command in bridge.commands_of(entry)}
+
+
+async def test_servers_replaced_without_prompts_take_theirs_away_and_the_listeners_hear_it(tmp_path: Path) -> None:
+    heard: list[SessionEntry] = []
+    async with session_with_server(tmp_path, ModelRunner()) as (bridge, entry):
+        bridge.add_commands_listener(heard.append)
+        assert bridge.commands_of(entry) != bridge.commands
+        with anyio.fail_after(30):
+            await bridge.resume_session(entry.session_id, mcp_servers=[])  # the client now passes none
+        assert heard == [entry]
+        assert bridge.commands_of(entry) == bridge.commands
