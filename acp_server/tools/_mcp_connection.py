@@ -72,7 +72,8 @@ def _session_class() -> type[ClientSession]:
 
 class McpConnection:
     """One server of one session. ``on_tools(connection)`` is called each time its tool list changes (listed,
-    re-listed, or gone: ``tools`` is then empty)."""
+    re-listed, or gone: ``tools`` is then empty), ``on_prompts(connection)`` each time its prompts do;
+    ``request_timeout_s`` bounds a ``prompts/list`` and a ``prompts/get``."""
 
     def __init__(
         self,
@@ -80,9 +81,9 @@ class McpConnection:
         cwd: str,
         on_tools: Callable[[McpConnection], None],
         *,
+        request_timeout_s: float,
         version: str = "0",
         on_prompts: Callable[[McpConnection], None] | None = None,
-        request_timeout_s: float = 120.0,
     ) -> None:
         self.config = config
         self.cwd = cwd
