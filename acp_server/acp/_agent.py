@@ -20,13 +20,13 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
+from ..bridge import Choice, Command, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..store import SessionRecord
 from ._client import AcpEditor, ClientCapabilities
-from ._commands import commands_update
+from ._commands import after_queued, commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._mcp import mcp_meta, mcp_servers_of
@@ -120,12 +120,13 @@ class _Told:
     """What a connection's client was last told of one session: its mode (as offered), its model (resolved; None:
     no choice) and its title (None: nothing told yet, e.g. a load that has not sent it)."""
 
-    __slots__ = ("mode", "model", "title")
+    __slots__ = ("commands", "mode", "model", "title")
 
     def __init__(self, mode: str, model: str | None, title: str | None) -> None:
         self.mode = mode
         self.model = model
         self.title = title
+        self.commands: tuple[Command, ...] | None = None  # None: none announced on this attach yet
 
 
 class AcpAgent:
@@ -147,6 +148,7 @@ class AcpAgent:
             self._unsubscribe = [
                 bridge.add_settings_listener(self._settings_changed),
                 bridge.add_close_listener(self._detached),
+                bridge.add_commands_listener(lambda entry: after_queued(partial(self._tell_commands, entry))),
             ]
 
     def close(self) -> None:
@@ -341,8 +343,19 @@ class AcpAgent:
         self._told[entry.session_id] = _Told(self._current_mode(entry), self._model_of(entry), title)
 
     def _announce_commands(self, entry: SessionEntry, peer: Peer) -> None:
-        """The session's slash commands, to follow the answer that makes it known to the client."""
-        peer.after_reply("session/update", commands_update(entry.session_id, self._bridge.commands))
+        """The session's slash commands, to follow the answer that makes it known to the client (just attached)."""
+        commands = self._told[entry.session_id].commands = self._bridge.commands_of(entry)
+        peer.after_reply("session/update", commands_update(entry.session_id, commands))
+
+    def _tell_commands(self, entry: SessionEntry) -> None:
+        """(bridge listener, run after what was queued: the answer announcing them first) The session's commands
+        changed (its MCP servers' prompts): announce them when they differ from what this connection told."""
+        told = self._told.get(entry.session_id)
+        commands = self._bridge.commands_of(entry)
+        if told is None or told.commands is None or told.commands == commands or self._announce is None:
+            return
+        told.commands = commands
+        self._announce(entry.session_id, "session/update", commands_update(entry.session_id, commands))
 
     def _told_of(self, entry: SessionEntry) -> _Told:
         """What the client knows of the session; a session it never attached here counts as known as it is now

@@ -46,12 +46,7 @@ from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._claims import Claims
 from ._commands import Command, SlashCommands
 from ._deadlines import DeadlineWatch
-from ._exceptions import (
-    BridgeClosedError,
-    InvalidCwdError,
-    PromptQueueFullError,
-    SessionNotFoundError,
-)
+from ._exceptions import BridgeClosedError, InvalidCwdError, PromptQueueFullError, SessionNotFoundError
 from ._fifo import Fifo
 from ._fork import Forks
 from ._limits import validate_deadline_ms, validate_max_pending
@@ -166,12 +161,20 @@ class SessionBridge:
         check_mcp_servers(servers, self.allows_mode)
 
     async def _connect(self, entry: SessionEntry, servers: Sequence[McpServerConfig] | None) -> None:
-        await entry.connect_mcp(servers, self._mcp, self._tasks.group)
+        await entry.connect_mcp(servers, self._mcp, self._tasks.group, partial(self._sessions.commands_changed, entry))
 
     @property
     def commands(self) -> tuple[Command, ...]:
-        """The slash commands a prompt may run (every face advertises these)."""
+        """The built-in slash commands (every session offers these)."""
         return self._runner.commands
+
+    def commands_of(self, entry: SessionEntry) -> tuple[Command, ...]:
+        """The slash commands a prompt of ``entry`` may run now: the built-ins, then its MCP servers' prompts."""
+        return self._runner.commands_of(entry)
+
+    def add_commands_listener(self, listener: Callable[[SessionEntry], None]) -> Callable[[], None]:
+        """Call ``listener(session)`` when a session's commands change; returns the remover (see ``_registry``)."""
+        return self._sessions.add_commands_listener(listener)
 
     @property
     def models(self) -> ModelCatalog | None:
@@ -205,7 +208,6 @@ class SessionBridge:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         """Close, then leave the task group once the interrupted prompts have unwound.
-
         A body error propagates unchanged (not wrapped in an exception group); cancellation goes to the group.
         """
         self._begin_close()
@@ -218,7 +220,6 @@ class SessionBridge:
 
     async def aclose(self) -> None:
         """Close every session (prompts settle with ``BridgeClosedError``); wait for running ones to unwind.
-
         Idempotent; safe to call inside ``async with`` (the task group itself is left by ``__aexit__``).
         """
         self._begin_close()
@@ -353,14 +354,11 @@ class SessionBridge:
         return self._sessions.get(session_id)
 
     def add_close_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``listener(session_id)`` each time :meth:`close_session` detaches a session; returns the remover
-        (see :meth:`SessionRegistry.add_close_listener <._registry.SessionRegistry.add_close_listener>`)."""
+        """Call ``listener(session_id)`` when :meth:`close_session` detaches a session; returns the remover."""
         return self._sessions.add_close_listener(listener)
 
     def add_settings_listener(self, listener: SettingsListener) -> Callable[[], None]:
-        """Call ``listener(change)`` for each change of an attached session's mode, model or title; returns the
-        remover (see :meth:`SessionRegistry.add_settings_listener <._registry.SessionRegistry.add_settings_listener>`).
-        """
+        """Call ``listener(change)`` for each change of a session's mode, model or title; returns the remover."""
         return self._sessions.add_settings_listener(listener)
 
     async def close_session(self, session_id: str) -> None:

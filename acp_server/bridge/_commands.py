@@ -6,7 +6,9 @@ starting with ``/`` goes to the model as it is. ``compact`` hands the turn its c
 compacts what the model sees; nothing is added to the conversation). ``init`` is a model turn with a prompt of its
 own (the normal tool loop, the mode's permissions, recorded in the history); the others answer at once with a text
 message and are not part of the conversation. ``mode`` and ``model`` apply the checks every face applies (the
-modes the bridge allows, the models its catalog offers) and tell every face of the change like any other.
+modes the bridge allows, the models its catalog offers) and tell every face of the change like any other. A
+session also offers its MCP servers' prompts (``/mcp__<server>__<prompt>``, see ``_mcp_commands``): the built-ins
+first, then those, in :meth:`SlashCommands.commands_of`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
 from ..turn import COMPACT_COMMAND
+from ._mcp_commands import prompt_commands, run_prompt
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
@@ -108,14 +111,24 @@ class SlashCommands:
         }
         self.commands = tuple(command for command in COMMANDS if command.name in self._handlers)
 
+    def commands_of(self, session: SessionEntry) -> tuple[Command, ...]:
+        """The commands ``session`` offers now: the built-ins, then its MCP servers' prompts."""
+        prompts = prompt_commands(session)
+        return self.commands + tuple(Command(p.command, p.description, p.hint) for p in prompts)
+
     async def __call__(
         self, session: SessionEntry, prompt: Prompt, emit: Emit, client: ToolClient | None, /
     ) -> StopReason:
         parsed = parse_command(prompt, self.commands)
-        if parsed is None:
+        if parsed is not None:
+            command, argument = parsed
+            return await self._handlers[command.name](session, argument, prompt, emit, client)
+        prompts = {p.command: p for p in prompt_commands(session)}
+        offered = tuple(Command(name, "") for name in prompts)
+        named = parse_command(prompt, offered) if offered else None
+        if named is None:
             return await self._runner(session, prompt, emit, client)
-        command, argument = parsed
-        return await self._handlers[command.name](session, argument, prompt, emit, client)
+        return await run_prompt(prompts[named[0].name], named[1], session, prompt, emit, client, self._runner)
 
     # -- the commands ------------------------------------------------------------------------------------------
 
@@ -172,7 +185,7 @@ class SlashCommands:
         self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
         lines = ["Slash commands (type them at the start of a prompt):"]
-        for command in self.commands:
+        for command in self.commands_of(session):
             usage = f"/{command.name}" + (f" <{command.hint}>" if command.hint else "")
             lines.append(f"- {usage}: {command.description}")
         lines.append("Any other text starting with / goes to the model as it is.")

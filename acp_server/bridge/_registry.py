@@ -3,7 +3,7 @@
 Invariants: at most one attached entry per session id; a session is attached in a mode allowed here (none given,
 or a stored one no longer allowed, reads as the default: a mode the server no longer allows is never applied);
 every detach by a close and every real settings change of an attached session is told to each listener added
-before it, exactly once, in order.
+before it, exactly once, in order; so is every change of an attached session's commands (its MCP servers' prompts).
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ class SessionRegistry:
     """The attached sessions by id, oldest first (each in a mode ``rules`` offer); the close and settings
     listeners."""
 
-    __slots__ = ("_close_listeners", "_deleting", "_rules", "_sessions", "_settings_listeners")
+    __slots__ = ("_close_listeners", "_commands_listeners", "_deleting", "_rules", "_sessions", "_settings_listeners")
 
     def __init__(self, rules: SettingsRules) -> None:
         self._rules = rules
         self._sessions: dict[str, SessionEntry] = {}
         self._close_listeners: list[Callable[[str], None]] = []
         self._settings_listeners: list[SettingsListener] = []
+        self._commands_listeners: list[Callable[[SessionEntry], None]] = []
         self._deleting: Counter[str] = Counter()  # deletes in progress by session: a load finds nothing meanwhile
 
     # -- the table -------------------------------------------------------------------------------------------
@@ -161,6 +162,25 @@ class SessionRegistry:
                 self._settings_listeners.remove(listener)
 
         return remove
+
+    def add_commands_listener(self, listener: Callable[[SessionEntry], None]) -> Callable[[], None]:
+        """Call ``listener(session)`` each time an attached session's commands may have changed (its MCP servers'
+        prompts listed, re-listed, gone or back; synchronously, from the MCP connection's task); returns the
+        remover. A listener must not raise or block."""
+        self._commands_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._commands_listeners:
+                self._commands_listeners.remove(listener)
+
+        return remove
+
+    def commands_changed(self, session: SessionEntry) -> None:
+        """Tell the commands listeners that ``session``'s commands changed (nothing when it is not attached)."""
+        if self._sessions.get(session.session_id) is not session:
+            return
+        for listener in list(self._commands_listeners):
+            listener(session)
 
     def _settings_changed(self, change: SettingsChange) -> None:
         if self._sessions.get(change.session_id) is not change.session:

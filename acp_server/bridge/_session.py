@@ -255,17 +255,22 @@ class SessionEntry:
         self._synced = ticket.answer_seq
 
     async def connect_mcp(
-        self, servers: Sequence[McpServerConfig] | None, settings: McpSettings, tg: TaskGroup
+        self,
+        servers: Sequence[McpServerConfig] | None,
+        settings: McpSettings,
+        tg: TaskGroup,
+        on_prompts: Callable[[], None] | None = None,
     ) -> None:
         """Connect the session to ``servers`` (None: keep what it has; the same list again: keep the connections;
         another list: replace them, the newest env and headers win), hosted in ``tg``; bounded by the settings'
-        connect timeout. A server that fails leaves its tools out (see :meth:`McpServers.status`)."""
+        connect timeout. A server that fails leaves its tools out (see :meth:`McpServers.status`). ``on_prompts``:
+        told when the servers' prompts change once connected (the session's commands)."""
         if servers is None or self.closed:
             return
         if self.mcp is None:
             if not servers:
                 return
-            self.mcp = McpServers(self.tools, self.cwd, settings)
+            self.mcp = McpServers(self.tools, self.cwd, settings, on_prompts)
         elif self.mcp.configs == tuple(servers):
             return
         await self.mcp.connect(servers, tg)

@@ -2,7 +2,11 @@
 
 The host task enters the transport and the session (the SDK's contexts must be left by the task that entered them),
 ``initialize``s, lists the tools, publishes them, then waits: for a ``tools/list_changed`` (it re-lists) or for
-:meth:`McpConnection.close`. A call runs in the caller's task on the open session. The connection is *up* from the
+:meth:`McpConnection.close`. Beside that, a server that advertises the ``prompts`` capability has its prompts listed
+(and re-listed on ``prompts/list_changed``), each listing bounded in pages, count and time; a listing that fails or
+times out leaves the prompts empty (logged), never the connection down.
+
+A call runs in the caller's task on the open session. The connection is *up* from the
 first listing until the transport ends, the server fails, or it is closed; then its tools' calls fail with the
 reason. Everything the server sends is handled in bounded memory: notifications only set a flag, server requests
 we do not support (sampling, elicitation, roots) are answered with the SDK's MCP error.
@@ -20,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ._exceptions import ToolCallError
+from ._exceptions import McpPromptError, ToolCallError
 from ._mcp_config import McpServerConfig, server_environment
 from ._mcp_stdio import stdio_transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
 
-__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "McpConnection"]
+__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "MAX_LISTED_PROMPTS", "McpConnection"]
 
 logger = logging.getLogger("acp_server.mcp")
 
@@ -38,6 +42,8 @@ _MAX_LISTED_TOOLS = 512
 _HTTP_TIMEOUT_S = 30.0  # an HTTP server's connect and write timeouts
 _HTTP_READ_TIMEOUT_S = 300.0  # how long its event stream may stay silent
 _MAX_LIST_PAGES = 16
+MAX_LISTED_PROMPTS = 128
+"""Prompts of one server offered as commands (the others are logged and left out)."""
 
 
 def _session_class() -> type[ClientSession]:
@@ -66,14 +72,27 @@ def _session_class() -> type[ClientSession]:
 
 class McpConnection:
     """One server of one session. ``on_tools(connection)`` is called each time its tool list changes (listed,
-    re-listed, or gone: ``tools`` is then empty)."""
+    re-listed, or gone: ``tools`` is then empty), ``on_prompts(connection)`` each time its prompts do;
+    ``request_timeout_s`` bounds a ``prompts/list`` and a ``prompts/get``."""
 
     def __init__(
-        self, config: McpServerConfig, cwd: str, on_tools: Callable[[McpConnection], None], *, version: str = "0"
+        self,
+        config: McpServerConfig,
+        cwd: str,
+        on_tools: Callable[[McpConnection], None],
+        *,
+        request_timeout_s: float,
+        version: str = "0",
+        on_prompts: Callable[[McpConnection], None] | None = None,
     ) -> None:
         self.config = config
         self.cwd = cwd
         self.tools: tuple[types.Tool, ...] = ()
+        self.prompts: tuple[types.Prompt, ...] = ()  # empty: none, not listed yet, or not up
+        self.prompts_listed = anyio.Event()  # set once: the first prompts listing is done (or there is none)
+        self._on_prompts = on_prompts
+        self._request_timeout_s = request_timeout_s  # how long a prompts/list or prompts/get may take
+        self._relist_prompts = anyio.Event()
         self.problem: str | None = None  # why it is not up (None while starting or up)
         self.ready = anyio.Event()  # set once: listed (up) or failed
         self.ended = anyio.Event()  # set when the host task has left (process reaped)
@@ -110,6 +129,15 @@ class McpConnection:
         self.ready.set()
         with contextlib.suppress(Exception):
             self._on_tools(self)  # its tools leave the offer as it is marked failed, not once its task has unwound
+        self._prompts_gone()
+
+    def _prompts_gone(self) -> None:
+        self.prompts_listed.set()
+        if self.prompts:
+            self.prompts = ()
+            if self._on_prompts is not None:
+                with contextlib.suppress(Exception):
+                    self._on_prompts(self)
 
     async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         config = self.config
@@ -160,6 +188,10 @@ class McpConnection:
             message.root, types.ToolListChangedNotification
         ):
             self._relist.set()
+        elif isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.PromptListChangedNotification
+        ):
+            self._relist_prompts.set()
         elif isinstance(message, Exception):
             logger.debug("mcp %s: %s", self.name, str(message)[:500])
 
@@ -181,6 +213,7 @@ class McpConnection:
             self.ended.set()
             with contextlib.suppress(Exception):
                 self._on_tools(self)
+            self._prompts_gone()
 
     async def _connected(self) -> None:
         from mcp import types
@@ -205,24 +238,82 @@ class McpConnection:
             self._on_tools(self)
             self.ready.set()
             logger.info("mcp %s: connected, %d tools", self.name, len(self.tools))
-            while not self._close.is_set():
-                async with anyio.create_task_group() as waiters:
+            capabilities = session.get_server_capabilities()
+            async with anyio.create_task_group() as loops:
+                loops.start_soon(self._tools_loop, session)
+                if capabilities is not None and capabilities.prompts is not None:
+                    loops.start_soon(self._prompts_loop, session)
+                else:
+                    self.prompts_listed.set()
+                await self._close.wait()
+                loops.cancel_scope.cancel()
 
-                    async def closed() -> None:
-                        await self._close.wait()
-                        waiters.cancel_scope.cancel()
+    async def _tools_loop(self, session: ClientSession) -> None:
+        while True:
+            await self._relist.wait()
+            self._relist = anyio.Event()
+            self.tools = await self._list(session)
+            logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
+            self._on_tools(self)
 
-                    async def relisted() -> None:
-                        await self._relist.wait()
-                        waiters.cancel_scope.cancel()
+    async def _prompts_loop(self, session: ClientSession) -> None:
+        """List the prompts, then again at each ``prompts/list_changed``; a listing that fails or takes longer
+        than the request timeout leaves none (the server stays up: its tools work on)."""
+        from mcp.shared.exceptions import McpError
 
-                    waiters.start_soon(closed)
-                    waiters.start_soon(relisted)
-                if self._relist.is_set() and not self._close.is_set():
-                    self._relist = anyio.Event()
-                    self.tools = await self._list(session)
-                    logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
-                    self._on_tools(self)
+        while True:
+            self._relist_prompts = anyio.Event()
+            try:
+                with anyio.fail_after(self._request_timeout_s):
+                    prompts = await self._list_prompts(session)
+            except (McpError, TimeoutError) as exc:
+                why = f"no answer within {self._request_timeout_s:g} s" if isinstance(exc, TimeoutError) else exc
+                logger.warning("mcp %s: prompts not listed: %s", self.name, why)
+                prompts = ()
+            changed = prompts != self.prompts
+            self.prompts = prompts
+            logger.info("mcp %s: %d prompts listed", self.name, len(prompts))
+            if changed and self._on_prompts is not None:
+                self._on_prompts(self)
+            self.prompts_listed.set()
+            await self._relist_prompts.wait()
+
+    async def _list_prompts(self, session: ClientSession) -> tuple[types.Prompt, ...]:
+        prompts: list[types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(_MAX_LIST_PAGES):
+            page = await session.list_prompts(cursor=cursor)
+            prompts.extend(page.prompts)
+            cursor = page.nextCursor
+            if not cursor or len(prompts) >= MAX_LISTED_PROMPTS:
+                break
+        if len(prompts) > MAX_LISTED_PROMPTS:
+            logger.warning(
+                "mcp %s: %d prompts listed; only the first %d are offered", self.name, len(prompts), MAX_LISTED_PROMPTS
+            )
+        return tuple(prompts[:MAX_LISTED_PROMPTS])
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """``prompts/get``; raises :class:`McpPromptError` when the server is not up, answers an error, or does not
+        answer within the request timeout (the request is then cancelled on the server). Cancellation propagates
+        (after ``notifications/cancelled``)."""
+        from mcp.shared.exceptions import McpError
+
+        session = self._session
+        if session is None or self.problem is not None:
+            raise McpPromptError(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
+        timeout_s = self._request_timeout_s
+        try:
+            with anyio.fail_after(timeout_s):
+                return await session.get_prompt(name, arguments)
+        except TimeoutError:
+            raise McpPromptError(
+                f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the request was cancelled"
+            ) from None
+        except McpError as exc:
+            raise McpPromptError(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            raise McpPromptError(f"the MCP server '{self.name}' stopped during the request") from None
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> types.CallToolResult:
         """Call ``tool``; raises :class:`ToolCallError` when the server is not up, fails the request, or does not

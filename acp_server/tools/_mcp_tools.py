@@ -35,7 +35,16 @@ if TYPE_CHECKING:
 
     from ._mcp_connection import McpConnection
 
-__all__ = ["IMAGE_TYPES", "MAX_IMAGES", "MAX_IMAGE_DATA", "MAX_TOOL_NAME", "mcp_tool_name", "mcp_tools", "result_of"]
+__all__ = [
+    "IMAGE_TYPES",
+    "MAX_IMAGES",
+    "MAX_IMAGE_DATA",
+    "MAX_TOOL_NAME",
+    "image_problem",
+    "mcp_tool_name",
+    "mcp_tools",
+    "result_of",
+]
 
 MAX_TOOL_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
@@ -72,7 +81,7 @@ def _parameters(tool: types.Tool) -> dict[str, Any]:
     return schema
 
 
-def _unshown(image: ImageContent, images: list[ImagePart], held: int) -> str | None:
+def image_problem(image: ImageContent, images: list[ImagePart], held: int) -> str | None:
     """Why ``image`` is not shown beside ``images`` (``held`` characters of base64); None: it is."""
     if image.mime_type not in IMAGE_TYPES:
         return "unsupported type"
@@ -100,7 +109,7 @@ def result_of(result: types.CallToolResult, server: str) -> ToolResult:
             parts.append(block.text)
         elif isinstance(block, types.ImageContent):
             image = ImageContent(block.data, block.mimeType)
-            why = _unshown(image, images, held)
+            why = image_problem(image, images, held)
             if why is None:
                 images.append(ImagePart(image.data, image.mime_type))
                 held += len(image.data)

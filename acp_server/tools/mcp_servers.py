@@ -7,18 +7,23 @@ start, answers an error, dies later) is logged with its name and reason, its too
 work on; the client reads :meth:`McpServers.status`. A dead server is started again by :meth:`revive` (the turn
 calls it once per prompt). :meth:`close` stops them all (stdio servers' process groups terminated and reaped);
 :meth:`aclose` also waits until they have stopped.
+
+Prompts: the servers' prompts are :meth:`McpServers.prompts` (as slash commands, see ``_mcp_prompts``). ``connect``
+also waits, at most ``prompts_wait_s`` more, for each server's first prompts listing; a listing that comes later,
+a re-listing and a server that goes or comes back are told to ``on_prompts`` (the session's command list changed).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
 
+from ._exceptions import McpPromptError
 from ._mcp_config import (
     AGENT_SECRETS,
     MAX_MCP_SERVERS,
@@ -28,21 +33,30 @@ from ._mcp_config import (
     server_environment,
 )
 from ._mcp_connection import McpConnection
+from ._mcp_prompts import McpPrompt, bind_arguments, mcp_prompt, prompt_parts
 from ._mcp_stdio import STOP_GRACE_S
 from ._mcp_tools import mcp_tool_name, mcp_tools, result_of
 from .registry import ToolSet
+
+if TYPE_CHECKING:
+    from mcp import types
 
 __all__ = [
     "AGENT_SECRETS",
     "DEFAULT_MCP_CALL_TIMEOUT_S",
     "DEFAULT_MCP_CONNECT_TIMEOUT_S",
+    "DEFAULT_MCP_PROMPTS_WAIT_S",
     "MAX_MCP_SERVERS",
+    "McpPrompt",
+    "McpPromptError",
     "McpServerConfig",
     "McpServers",
     "McpSettings",
+    "bind_arguments",
     "editor_config_servers",
     "mcp_tool_name",
     "parse_mcp_servers",
+    "prompt_parts",
     "result_of",
     "server_environment",
 ]
@@ -51,26 +65,32 @@ logger = logging.getLogger("acp_server.mcp")
 
 DEFAULT_MCP_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_MCP_CALL_TIMEOUT_S = 120.0
+DEFAULT_MCP_PROMPTS_WAIT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
 class McpSettings:
-    """How long a server may take to connect (``initialize`` + ``tools/list``) and to answer one call."""
+    """How long a server may take to connect (``initialize`` + ``tools/list``), to answer one call (a tool call,
+    ``prompts/list``, ``prompts/get``), and how much longer a connect waits for its first prompts listing."""
 
     connect_timeout_s: float = DEFAULT_MCP_CONNECT_TIMEOUT_S
     call_timeout_s: float = DEFAULT_MCP_CALL_TIMEOUT_S
     version: str = "0"
+    prompts_wait_s: float = DEFAULT_MCP_PROMPTS_WAIT_S
 
     def __post_init__(self) -> None:
-        if not self.connect_timeout_s > 0 or not self.call_timeout_s > 0:
+        if not self.connect_timeout_s > 0 or not self.call_timeout_s > 0 or not self.prompts_wait_s >= 0:
             raise ValueError("MCP timeouts must be > 0")
 
 
 class McpServers:
     """The MCP connections of one session, adding their tools to ``tools`` (each server as its own source)."""
 
-    def __init__(self, tools: ToolSet, cwd: str, settings: McpSettings) -> None:
+    def __init__(
+        self, tools: ToolSet, cwd: str, settings: McpSettings, on_prompts: Callable[[], None] | None = None
+    ) -> None:
         self.tools = tools
+        self._on_prompts = on_prompts
         self.cwd = cwd
         self.settings = settings
         self.configs: tuple[McpServerConfig, ...] = ()
@@ -88,12 +108,23 @@ class McpServers:
         others = self.tools.names_except(connection.name)
         self.tools.set_source(connection.name, mcp_tools(connection, others, self._call_timeout))
 
+    def _prompts_changed(self, connection: McpConnection) -> None:
+        if self._connections.get(connection.name) is connection and self._on_prompts is not None:
+            self._on_prompts()
+
     def _call_timeout(self) -> float:
         return self.settings.call_timeout_s
 
     def _start(self, config: McpServerConfig) -> McpConnection:
         assert self._tg is not None
-        connection = McpConnection(config, self.cwd, self._published, version=self.settings.version)
+        connection = McpConnection(
+            config,
+            self.cwd,
+            self._published,
+            version=self.settings.version,
+            on_prompts=self._prompts_changed,
+            request_timeout_s=self.settings.call_timeout_s,
+        )
         self._connections[config.name] = connection
         connection.start(self._tg)
         return connection
@@ -102,8 +133,11 @@ class McpServers:
         timeout = self.settings.connect_timeout_s
         with anyio.move_on_after(timeout):
             await connection.ready.wait()
+        if not connection.ready.is_set():
+            connection._fail(f"not connected within {timeout:g} s; stopped")
             return
-        connection._fail(f"not connected within {timeout:g} s; stopped")
+        with anyio.move_on_after(self.settings.prompts_wait_s):
+            await connection.prompts_listed.wait()  # later: told to on_prompts when it comes
 
     async def _wait_all(self, connections: Sequence[McpConnection]) -> None:
         async with anyio.create_task_group() as tg:
@@ -115,8 +149,11 @@ class McpServers:
         once, each bounded by the connect timeout. Never raises but for cancellation (then every server started is
         stopped)."""
         self._tg = tg
+        had_prompts = bool(self.prompts())
         await self._stop_all()
         self.configs = tuple(configs)
+        if had_prompts and self._on_prompts is not None:
+            self._on_prompts()  # the replaced servers' prompts are gone (the new ones tell theirs as they list)
         if self._closed or not configs:
             return
         started = [self._start(config) for config in self.configs]
@@ -155,6 +192,27 @@ class McpServers:
                 state["error"] = (connection.problem if connection is not None else None) or "not connected"
             states.append(state)
         return states
+
+    def prompts(self) -> tuple[McpPrompt, ...]:
+        """The prompts of the servers that are up, as commands (servers in the order given, prompts as listed)."""
+        prompts: list[McpPrompt] = []
+        taken: set[str] = set()
+        for config in self.configs:
+            connection = self._connections.get(config.name)
+            if connection is None or not connection.up:
+                continue
+            for listed in connection.prompts:
+                prompts.append(mcp_prompt(config.name, listed, taken))
+                taken.add(prompts[-1].command)
+        return tuple(prompts)
+
+    async def get_prompt(self, prompt: McpPrompt, arguments: dict[str, str]) -> types.GetPromptResult:
+        """``prompts/get`` of ``prompt`` on its server (bounded by the call timeout; see
+        :meth:`McpConnection.get_prompt`)."""
+        connection = self._connections.get(prompt.server)
+        if connection is None:
+            raise McpPromptError(f"the MCP server '{prompt.server}' is no longer connected")
+        return await connection.get_prompt(prompt.name, arguments)
 
     async def _stop_all(self) -> None:
         connections = list(self._connections.values())

@@ -29,7 +29,7 @@ async def test_post_session_connects_the_servers_and_events_carry_their_calls(tm
         assert created.status_code == 201, created.text
         assert_documented("POST", "/session", created)
         session_id = created.json()["sessionId"]
-        state = {"name": "py", "transport": "stdio", "status": "connected", "tools": 10}
+        state = {"name": "py", "transport": "stdio", "status": "connected", "tools": 11}
         assert created.json()["mcpServers"] == [state]
 
         model.enqueue(ToolCalls((ScriptedCall("mcp__py__env", {"name": "V"}, id="m1"),)), Answer(text="ok"))
@@ -93,3 +93,23 @@ async def test_acp_over_http_passes_mcp_servers_through(tmp_path: Path) -> None:
         assert (state["name"], state["status"]) == ("py", "connected")
         entry: Any = served.bridge.get(created["result"]["sessionId"])
         assert "mcp__py__env" in entry.tools.names
+
+
+async def test_a_rest_prompt_runs_an_mcp_prompt_command_like_any_face(tmp_path: Path) -> None:
+    async with LoopbackModel() as model, running_daemon(model, token=TOKEN) as served:
+        created = await served.client.post("/session", json={"cwd": str(tmp_path), "mcpServers": [PY]}, timeout=30)
+        session_id = created.json()["sessionId"]
+        model.enqueue(Answer(text="reviewed"))
+        async with served.events(session_id) as events:
+            assert (await served.prompt(session_id, "/mcp__py__review 'x = 1' style=strict")).status_code == 202
+            await until(events, "turn_complete")
+            assert (await served.prompt(session_id, "/mcp__py__review")).status_code == 202  # no model call
+            seen = await until(events, "turn_complete")
+        [request] = model.requests
+        assert request.messages[-1] == {"role": "user", "content": "Review this code (strict):\nx = 1"}
+        said = "".join(
+            e.data["update"]["content"]["text"]
+            for e in seen
+            if e.event == "session_update" and e.data["update"]["sessionUpdate"] == "agent_message_chunk"
+        )
+        assert said.startswith("/mcp__py__review needs the argument 'code'")

@@ -66,7 +66,7 @@ async def test_the_model_calls_an_mcp_tool_beside_a_broken_server(tmp_path: Path
             session = await new_session(conn, tmp_path, py_server(GIVEN="from the editor"), broken)
             response = await conn.prompt(session_id=session.session_id, prompt=[text_block("use the server")])
     states = {state["name"]: state for state in session.field_meta["acpServer"]["mcpServers"]}
-    assert states["py"]["status"] == "connected" and states["py"]["tools"] == 10
+    assert states["py"]["status"] == "connected" and states["py"]["tools"] == 11
     assert states["broken"]["status"] == "failed" and "command not found" in states["broken"]["error"]
     assert response.stop_reason == "end_turn"
     offered = model.requests[0].tool_names

@@ -1,7 +1,8 @@
 """The reference MCP servers from npm through the real agent: ``@modelcontextprotocol/server-everything`` over stdio
 and Streamable HTTP, ``@modelcontextprotocol/server-filesystem`` over stdio, the official ACP Python SDK as the
-editor, the loopback model calling their tools. Skips with the reason when node or npm is missing or the packages
-cannot be installed; ``MCP_REFERENCE_SERVERS_DIR`` may name a directory where they are installed (``.ci/run``)."""
+editor, the loopback model calling their tools; server-everything's prompts as slash commands. Skips with the reason
+when node or npm is missing or the packages cannot be installed; ``MCP_REFERENCE_SERVERS_DIR`` may name a directory
+where they are installed (``.ci/run``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, Too
 from acp_server.tools.builtin import builtin_tool_set
 from acp_server.tools.mcp_servers import McpServers, McpSettings, parse_mcp_servers
 
+from ._agent import spawn_agent
 from .test_mcp import agent, new_session
+from .test_mcp_prompts import _new_session, _said
 from .test_tools import Editor, _tool_messages
 
 pytestmark = pytest.mark.anyio
@@ -184,3 +187,24 @@ async def test_filesystem_reads_freely_and_asks_before_writing(servers_dir: Path
     assert "hello from disk" in _tool_messages(model, 1)["r1"]
     assert len(editor.permission_requests) == 1 and editor.permission_requests[0][0].tool_call_id == "w1"
     assert editor.final("w1").status == "failed" and not (project / "new.txt").exists()
+
+
+async def test_everything_prompts_are_slash_commands(servers_dir: Path, tmp_path: Path) -> None:
+    everything = {"name": "everything", "command": binary(servers_dir, "mcp-server-everything"), "args": ["stdio"]}
+    async with spawn_agent("--offline", "--no-persist", "--mcp-connect-timeout-ms", "60000") as agent:
+        await agent.initialize()
+        sid, update = await _new_session(agent, {"cwd": str(tmp_path), "mcpServers": [{**everything, "env": []}]})
+        by_name = {command["name"]: command for command in update["availableCommands"]}
+        assert {"mcp__everything__simple-prompt", "mcp__everything__resource-prompt"} <= set(by_name)
+        assert by_name["mcp__everything__args-prompt"] == {
+            "name": "mcp__everything__args-prompt",
+            "description": "A prompt with two arguments, one required and one optional (MCP server 'everything')",
+            "input": {"hint": "city [state]"},
+        }
+        assert await _said(agent, sid, "/mcp__everything__args-prompt Paris") == "You said: What's weather in Paris?"
+        refused = await _said(agent, sid, "/mcp__everything__args-prompt state=TX")
+        assert refused.startswith("/mcp__everything__args-prompt needs the argument 'city'")
+        refused = await _said(agent, sid, "/mcp__everything__resource-prompt resourceType=Nope resourceId=1")
+        assert refused.startswith("/mcp__everything__resource-prompt failed: the MCP server 'everything' answered")
+        embedded = await _said(agent, sid, "/mcp__everything__resource-prompt Text 1")
+        assert embedded.startswith("You said: ")

@@ -4,7 +4,13 @@
 Tools: ``echo`` and ``env`` (read-only), ``write_note`` (changes the project: needs permission), ``hang`` (writes
 ``started.txt`` in its cwd, waits until cancelled, then writes ``cancelled.txt``), ``fail`` (``isError``), ``pid``,
 ``big`` (a result of N bytes), ``grow`` (adds the tool ``late`` and sends ``tools/list_changed``), ``header`` (an
-HTTP request header), ``image`` (a text and N copies of a 1×1 PNG, sent with the given mime type).
+HTTP request header), ``image`` (a text and N copies of a 1×1 PNG, sent with the given mime type), ``add_prompt``
+(adds the prompt ``late`` and sends ``prompts/list_changed``).
+
+Prompts: ``review(code, style="concise")`` (one user text), ``context`` (no arguments: a text, an embedded text
+resource, an assistant's text and a 1×1 PNG), ``slow`` (writes ``prompt_started.txt``, waits until cancelled, then
+writes ``prompt_cancelled.txt``). Environment: ``PY_SERVER_NO_PROMPTS=1`` serves no prompts (the capability is not
+advertised); ``PY_SERVER_HANG_PROMPTS=<path>`` makes ``prompts/list`` wait until the file ``<path>`` exists.
 """
 
 from __future__ import annotations
@@ -15,15 +21,21 @@ from pathlib import Path
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ImageContent, TextContent, ToolAnnotations
+from mcp.server.fastmcp.prompts import base
+from mcp.types import (
+    EmbeddedResource,
+    ImageContent,
+    ListPromptsRequest,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 
 READ = ToolAnnotations(readOnlyHint=True)
 
 server = FastMCP("py-test", host="127.0.0.1")
 
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 """A 1×1 PNG, base64."""
 
 
@@ -100,6 +112,62 @@ def image(count: int = 1, mime_type: str = "image/png") -> list[TextContent | Im
     """A text, then `count` images."""
     images = [ImageContent(type="image", data=PNG, mimeType=mime_type) for _ in range(count)]
     return [TextContent(type="text", text=f"{count} image(s)"), *images]
+
+
+@server.prompt()
+def review(code: str, style: str = "concise") -> str:
+    """Review a piece of code."""
+    return f"Review this code ({style}):\n{code}"
+
+
+@server.prompt()
+def context() -> list[base.Message]:
+    """The project's context, in several parts."""
+    resource = TextResourceContents(uri="file:///notes.md", text="the notes", mimeType="text/markdown")  # type: ignore[arg-type]
+    return [
+        base.UserMessage("Here is the context."),
+        base.UserMessage(EmbeddedResource(type="resource", resource=resource)),
+        base.AssistantMessage("Understood."),
+        base.UserMessage(ImageContent(type="image", data=PNG, mimeType="image/png")),
+    ]
+
+
+@server.prompt()
+async def slow() -> str:
+    """Writes prompt_started.txt, then never answers; when the client cancels it, writes prompt_cancelled.txt."""
+    Path("prompt_started.txt").write_text("started")  # noqa: ASYNC240 - a tiny marker file
+    try:
+        await anyio.sleep_forever()
+    finally:
+        Path("prompt_cancelled.txt").write_text("cancelled")  # noqa: ASYNC240 - a tiny marker file
+    return "unreachable"
+
+
+@server.tool(annotations=READ)
+async def add_prompt(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Add the prompt 'late' and tell the client."""
+
+    def late(topic: str) -> str:
+        """A prompt added later."""
+        return f"late prompt about {topic}"
+
+    server.prompt()(late)
+    await ctx.session.send_prompt_list_changed()
+    return "added"
+
+
+if os.environ.get("PY_SERVER_NO_PROMPTS") == "1":
+    del server._mcp_server.request_handlers[ListPromptsRequest]
+elif os.environ.get("PY_SERVER_HANG_PROMPTS"):
+    _listing = server._mcp_server.request_handlers[ListPromptsRequest]
+    _release = Path(os.environ["PY_SERVER_HANG_PROMPTS"])
+
+    async def _hanging_listing(request: ListPromptsRequest) -> object:
+        while not _release.exists():  # noqa: ASYNC110, ASYNC240 - another process creates it
+            await anyio.sleep(0.01)
+        return await _listing(request)
+
+    server._mcp_server.request_handlers[ListPromptsRequest] = _hanging_listing  # type: ignore[assignment]
 
 
 if __name__ == "__main__":

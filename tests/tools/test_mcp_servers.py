@@ -91,7 +91,7 @@ async def test_tools_are_listed_named_and_offered_by_their_read_only_hint(tmp_pa
         assert "mcp__py__write_note" in tools.offered("default")
         entry = tools.entries(["mcp__py__echo"])[0]
         assert entry["function"]["name"] == "mcp__py__echo"
-        assert mcp.status() == [{"name": "py", "transport": "stdio", "status": "connected", "tools": 10}]
+        assert mcp.status() == [{"name": "py", "transport": "stdio", "status": "connected", "tools": 11}]
         arguments = '{"text": "x"}'
         prepared = await tools.prepare("mcp__py__write_note", arguments, cwd="/", client=None, offered=tools.names)
         assert prepared.title == "py: write_note" and prepared.rule == "mcp__py__write_note"
