@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 from acp_server.config import option_table
@@ -35,7 +36,7 @@ def test_readme_links_stay_inside_the_repository() -> None:
 
 
 def test_the_license_file_matches_pyproject() -> None:
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'license = { text = "MIT" }' in pyproject
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License") and "Copyright (c) acp-server contributors" in text
