@@ -220,7 +220,7 @@ async def test_a_response_to_no_pending_request_is_ignored_even_with_the_id_of_a
     for stray in strays:
         dispatcher.feed(stray)
     assert asker.outcomes == [] and sink.messages == [outgoing]
-    assert 5 in dispatcher._protocol._request_futures  # the client's request is still running
+    assert 5 in dispatcher._tasks  # the client's request is still running
     dispatcher.feed(result(outgoing["id"], "right one"))
     await sink.until(2)
     assert sink.messages[1] == result(5, {"got": "right one"})
