@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 plumbing: one ACP connection whatever its transport (dispatcher, agent, shutdown order), NDJSON
-framing, the pygls-based dispatcher (messages out, not bytes; requests to the client awaited until their responses),
-the stdio transport and its ordered outbox, the routed connection of remote transports (messages to per-stream
-channels), the error mapper."""
+framing, the dispatcher (messages out, not bytes; requests to the client awaited until their responses; pygls
+confined to running its handler tasks), the stdio transport and its ordered outbox, the routed connection of remote
+transports (messages to per-stream channels), the error mapper."""
 
 from ._connection import SHUTDOWN_GRACE_S, Connection, Transport
 from ._dispatcher import Dispatcher, MessageSink, NotificationHandler, RequestHandler, RequestPeer, is_response

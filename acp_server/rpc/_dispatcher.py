@@ -37,8 +37,8 @@ class MessageSink(Protocol):
     """Where a connection's outgoing messages go, in order; the transport encodes each one once."""
 
     def put(self, message: Message) -> None:
-        """Queue a reply or an error (or a notification posted on behalf of no request); never waits (pygls answers
-        from plain callbacks)."""
+        """Queue a reply or an error (or a notification posted on behalf of no request); never waits (a reply is
+        written from its handler task's done-callback)."""
         ...
 
     async def send(self, message: Message, origin: MsgId | None = None) -> None:

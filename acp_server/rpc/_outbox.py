@@ -44,7 +44,7 @@ def encode_line(message: Mapping[str, Any]) -> bytes:
 class Outbox:
     """A FIFO of encoded messages drained by exactly one writer task; the transport of a connection on a byte stream.
 
-    ``put`` is synchronous (pygls answers from plain callbacks); ``send`` queues and then waits while more than
+    ``put`` is synchronous (replies are written from done-callbacks); ``send`` queues and then waits while more than
     ``high_water`` bytes are queued (backpressure for producers that can wait).
     """
 

@@ -9,8 +9,8 @@ client's responses to our requests come back on any stream (they are matched by 
 lets them through). A request to the client that finds its channel closed fails at once (nothing would answer it).
 
 Nothing is dropped for a slow reader: a channel holds ``capacity`` messages before the handler sending the next
-notification waits for its reader (backpressure up to the turn). Replies never wait (pygls answers from plain
-callbacks): they are queued even over ``capacity``, up to ``hard_limit``, past which the channel reports overflow
+notification waits for its reader (backpressure up to the turn). Replies never wait (they are written from
+done-callbacks): they are queued even over ``capacity``, up to ``hard_limit``, past which the channel reports overflow
 (its owner drops the connection: loud, never a silent loss). A closed channel discards what is sent to it.
 """
 
