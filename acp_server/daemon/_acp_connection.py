@@ -182,12 +182,13 @@ class AcpConnection:
         await self.routed.send(message, origin)
 
     def abandon(self) -> None:
+        """End every stream at once: what comes after is discarded (a reader still gets what was queued)."""
         for channel in self._ending:
             channel.close()
 
     async def finish(self, grace_s: float) -> None:
-        """End every stream; each reader drains what is queued (no wait here: a stream is read at its reader's pace,
-        and an unread one has its own timer)."""
+        """End every stream known when the close began; a reader still drains what is queued, at its own pace (no
+        wait here)."""
         for channel in self._ending:
             channel.close()
 
