@@ -59,6 +59,7 @@ class HandlerTasks:
 
     def start(self, msg_id: MsgId, finished: Finished, handler: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run ``handler(*args)`` as the task of request ``msg_id`` (not in flight already: the caller checks)."""
+        # owner: this table (pygls makes the task with a bare ensure_future; it stays here until its done-callback)
         self._protocol._execute_handler(msg_id, _run, partial(self._finished, msg_id, finished), args=(handler, *args))
 
     def _finished(self, msg_id: MsgId, finished: Finished, future: Future[Any]) -> None:
