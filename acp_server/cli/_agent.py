@@ -13,11 +13,20 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..acp import AcpAgent, bind, preload
+from ..acp import preload
 from ..bridge import DEFAULT_COALESCE_BYTES, SessionBridge
 from ..config import Settings
 from ..provider import public_endpoint
-from ..rpc import Dispatcher, Outbox, OversizedLine, RpcError, decode_line, iter_lines, open_stdio
+from ..rpc import (
+    SHUTDOWN_GRACE_S,
+    Connection,
+    Outbox,
+    OversizedLine,
+    RpcError,
+    decode_line,
+    iter_lines,
+    open_stdio,
+)
 from ..store import open_store
 from ..tasks import OwnedTaskGroup
 from ..turn import ModelTurn
@@ -126,10 +135,6 @@ Send = Callable[[bytes], Awaitable[None]]
 
 Line: TypeAlias = "bytes | OversizedLine"
 
-SHUTDOWN_GRACE_S = 5.0
-"""At shutdown, each wait for the client is bounded by this: lines already read waiting for a client that does not
-read its answers, handlers finishing, answers being flushed."""
-
 
 async def _read_lines(
     receive: Receive, max_bytes: int, lines: MemoryObjectSendStream[Line], reading: anyio.CancelScope, stop: anyio.Event
@@ -148,7 +153,7 @@ async def _read_lines(
 
 
 async def _dispatch_lines(
-    lines: MemoryObjectReceiveStream[Line], dispatcher: Dispatcher, outbox: Outbox, max_bytes: int, stop: anyio.Event
+    lines: MemoryObjectReceiveStream[Line], connection: Connection, outbox: Outbox, max_bytes: int, stop: anyio.Event
 ) -> None:
     """Dispatch each line in order; a bad line gets its error reply and never ends the loop.
 
@@ -161,6 +166,7 @@ async def _dispatch_lines(
             if not await _writable_or_given_up(outbox, stop):
                 logger.warning("the client stopped reading its answers: the last lines it sent are not handled")
                 return
+            dispatcher = connection.dispatcher
             if isinstance(line, OversizedLine):
                 dispatcher.refuse_oversized(line.size, max_bytes, line.head + b"\n" + line.tail)
                 continue
@@ -235,28 +241,22 @@ async def serve_connection(
 ) -> None:
     """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush.
 
-    Shutdown order: stop reading, dispatch the lines already read, cancel every prompt, wait for the handlers (each
-    request answered once), flush the answers (bounded), close.
+    Shutdown order: stop reading, dispatch the lines already read, then the connection's own order
+    (:meth:`Connection.aclose`: cancel every prompt, wait for the handlers, each request answered once, flush the
+    answers, bounded), and stop the writer.
     """
     outbox = Outbox()
-    dispatcher = Dispatcher(outbox)
-    agent = AcpAgent(bridge, settings.agent_options(), lambda _id, method, params: dispatcher.post(method, params))
-    dispatcher.register(*bind(agent))
+    rpc = Connection(outbox, bridge, settings.agent_options())
     lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
     reading = anyio.CancelScope()
     async with anyio.create_task_group() as connection:
         connection.start_soon(_pump, outbox, _preload_after_first_reply(send, tg, discovery), stop)
         connection.start_soon(_read_lines, receive, settings.line_limit(), lines_in, reading, stop)
         async with anyio.create_task_group() as dispatching:
-            dispatching.start_soon(_dispatch_lines, lines_out, dispatcher, outbox, settings.line_limit(), stop)
+            dispatching.start_soon(_dispatch_lines, lines_out, rpc, outbox, settings.line_limit(), stop)
             await stop.wait()
             reading.cancel()  # nothing more is read; what was read is dispatched (bounded by the grace)
-        agent.close()  # no more news from the bridge
-        agent.cancel_all()  # every prompt admitted so far, late ones included, is cancelled and answered
-        await dispatcher.aclose(SHUTDOWN_GRACE_S)
-        with anyio.move_on_after(SHUTDOWN_GRACE_S):
-            await outbox.wait_empty()
-        outbox.close()
+        await rpc.aclose(grace_s=SHUTDOWN_GRACE_S)  # every prompt cancelled, each request answered once, flushed
         connection.cancel_scope.cancel()
 
 

@@ -1,6 +1,7 @@
-"""One ``/acp`` connection: the same dispatcher and ACP agent as stdio, its channels (the connection stream and one
-per session it knows), and, over HTTP, the timers that drop it when a stream goes unread. The endpoint that frames
-and routes its messages is ``_acp_http.py``; the registry that owns every connection is its ``AcpOverHttp``.
+"""One ``/acp`` connection: the transport of an :class:`~acp_server.rpc.Connection` (the same dispatcher, ACP agent
+and shutdown order as stdio) — its channels (the connection stream and one per session it knows), and, over HTTP,
+the timers that drop it when a stream goes unread. The endpoint that frames and routes its messages is
+``_acp_http.py``; the registry that owns every connection is its ``AcpOverHttp``.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..acp import AcpAgent, AgentOptions, bind
+from ..acp import AgentOptions
 from ..bridge import SessionBridge
-from ..rpc import Channel, RoutedConnection
+from ..rpc import Channel, Connection, RoutedConnection
 
 __all__ = ["ATTACHING_METHODS", "AcpConnection", "ConnectionOwner"]
 
@@ -44,7 +45,8 @@ def _result_session(message: dict[str, Any]) -> str | None:
 
 
 class AcpConnection:
-    """One ``/acp`` connection: its dispatcher and agent, its channels, and (HTTP) the timers of unread channels.
+    """One ``/acp`` connection: its :class:`~acp_server.rpc.Connection` (``rpc``: dispatcher, agent, shutdown order),
+    the transport it plugs in — its channels, routed — and (HTTP) the timers of unread channels.
 
     Invariants: ``channels[None]`` is the connection stream; ``channels[sid]`` exists exactly while ``sid`` is
     known to the connection; a timer runs for a channel exactly while it has no reader and (it holds messages, or it
@@ -60,9 +62,9 @@ class AcpConnection:
         stream = self._channel("connection")
         self.channels: dict[str | None, Channel] = {None: stream}
         self._pending: dict[Any, tuple[str, str | None, bool]] = {}  # id → (method, session, created by it)
+        self._ending: list[Channel] = []  # at close: the channels to end
         self.routed = RoutedConnection(stream, on_answer=self._answered)
-        self.agent = AcpAgent(owner.bridge, owner.agent_options, self._announce)
-        self.routed.dispatcher.register(*bind(self.agent))
+        self.rpc = Connection(self, owner.bridge, owner.agent_options, self._announce)
         if not websocket:
             self._arm(stream)
 
@@ -146,7 +148,12 @@ class AcpConnection:
             if method in ATTACHING_METHODS and session_id is not None:
                 created = self.add_session(session_id)
             self._pending[message["id"]] = (method, session_id, created)
-        self.routed.submit(message, channel)
+        if self.routed.route(message, channel):
+            self.rpc.feed(message)
+
+    def respond(self, message: dict[str, Any]) -> None:
+        """Dispatch the client's response to one of our requests (matched by its id, whatever stream it came on)."""
+        self.rpc.feed(message)
 
     def _answered(self, msg_id: Any, message: dict[str, Any]) -> None:
         """Keep the known sessions in step with the answers (runs before the answer is queued)."""
@@ -166,21 +173,33 @@ class AcpConnection:
             if channel is not None:  # the answer still goes out on it, then the stream ends
                 asyncio.get_running_loop().call_soon(channel.close)
 
+    # -- the connection's transport ---------------------------------------------------------------------------
+
+    def put(self, message: dict[str, Any]) -> None:
+        self.routed.put(message)
+
+    async def send(self, message: dict[str, Any], origin: str | int | None = None) -> None:
+        await self.routed.send(message, origin)
+
+    def abandon(self) -> None:
+        """End every stream at once: what comes after is discarded (a reader still gets what was queued)."""
+        for channel in self._ending:
+            channel.close()
+
+    async def finish(self, grace_s: float) -> None:
+        """End every stream known when the close began; a reader still drains what is queued, at its own pace (no
+        wait here)."""
+        for channel in self._ending:
+            channel.close()
+
     async def aclose(self, *, deliver: bool) -> None:
         """End the connection: cancel its prompts, let handlers answer (``deliver``: on the streams, else nowhere),
-        then end every stream."""
+        then end every stream known when the close began."""
         if self.closed:
             return
         self.closed = True
-        self.agent.close()
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        channels = list(self.channels.values())
-        if not deliver:
-            for channel in channels:
-                channel.close()
-        self.agent.cancel_all()
-        await self.routed.dispatcher.aclose()
-        for channel in channels:
-            channel.close()
+        self._ending = list(self.channels.values())
+        await self.rpc.aclose(deliver=deliver)

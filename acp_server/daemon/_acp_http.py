@@ -1,8 +1,8 @@
 """``/acp``: ACP's remote transport — Streamable HTTP (``POST`` / ``GET`` / ``DELETE``) and WebSocket, one endpoint.
 
-Each connection is one JSON-RPC connection: the *same* pygls dispatcher and ACP handlers as stdio
-(:class:`~acp_server.rpc.RoutedConnection` + :class:`~acp_server.acp.AcpAgent`) over the daemon's bridge. This
-module adds framing and routing only.
+Each connection is one :class:`~acp_server.rpc.Connection`, as on stdio (the same dispatcher, ACP agent and
+shutdown order) over the daemon's bridge, its messages routed to channels (:class:`~acp_server.rpc.RoutedConnection`).
+This module adds framing and routing only.
 
 Streamable HTTP (ACP RFD "Streamable HTTP & WebSocket Transport"):
 
@@ -249,7 +249,7 @@ class AcpOverHttp:
         connection = self._http_connection(request)
         if isinstance(connection, Response):
             return connection
-        connection.routed.submit(message, connection.channels[None])
+        connection.respond(message)
         return Response(status_code=202)
 
     async def _initialize(self, message: dict[str, Any]) -> Response:
@@ -258,7 +258,7 @@ class AcpOverHttp:
             return full
         connection = self._open(websocket=False)
         answer = Channel("initialize")
-        connection.routed.submit(message, answer)
+        connection.submit(message, answer)
         reply: dict[str, Any] | None = None
         with anyio.move_on_after(INITIALIZE_TIMEOUT_S):
             reply = await answer.receive()
@@ -393,7 +393,7 @@ class AcpOverHttp:
                 stream.put({"jsonrpc": "2.0", "id": None, "error": batch.to_wire()})
                 continue
             if is_response(message):
-                connection.routed.submit(message, stream)  # the dispatcher checks it; never answered
+                connection.respond(message)  # the dispatcher checks it; never answered
                 continue
             checked, invalid, reply_id = check_envelope(message)
             if invalid is not None:

@@ -1,26 +1,15 @@
-"""JSON-RPC dispatch on pygls: one registry of methods per connection, every reply through the one error mapper,
-every outgoing message handed whole (a dict, not bytes) to the connection's :class:`MessageSink`.
+"""JSON-RPC dispatch: one method table per connection, every reply through the one error mapper, every outgoing
+message handed whole (a dict, not bytes) to the connection's :class:`MessageSink`.
 
-pygls' :class:`JsonRPCProtocol` supplies the handler registry (``fm.feature``), one asyncio task per request, the
-request-id context (``msg_id``) and the table of in-flight requests. This module is the only one that touches pygls.
-Where pygls has no public API for what we need, we override or read one private member; each is listed here and
-pinned by ``tests/rpc/test_pygls_contract.py``:
+A message is looked up once, in this table, and reaches its handler with its params as decoded (the handler's
+schema model is the one reshape). Request handlers run as tasks through pygls, confined to ``_pygls.py``
+(:class:`HandlerTasks`: the task, its table of in-flight requests, the done-callback); notification handlers run
+inline. Replies are built here: a result, the error of :func:`to_rpc_error` (never a traceback), or -32800.
 
-- ``_send_data`` — pygls would encode, log the whole body, and write fire-and-forget; we hand the message to the sink.
-- ``_send_response`` — pygls would build attrs response classes; we build the plain reply dict.
-- ``_send_handler_result`` — pygls would send tracebacks (``JsonRpcInternalError.of``) for unexpected failures;
-  we map every exception once with :func:`to_rpc_error`.
-- ``_check_handler_result`` — the same for notifications (logged, never answered).
-- ``_request_futures`` — the in-flight request tasks: read to cancel one (``$/cancel_request``) and, at close, to
-  wait for and cancel the rest. This table makes pygls the owner of handler tasks; :meth:`Dispatcher.aclose` ends them.
-
-Params stay plain dicts (pygls' default converter would turn them into namedtuples).
-
-Requests *to* the client (:meth:`Dispatcher.request`) do not use pygls' ``send_request``: its futures live in
-``_request_futures`` too, the table of the client's in-flight requests, so a client response carrying the id of one
-of its own requests would reach that handler's task (``Task.set_result``: a crash), and it writes through
-``_send_data`` with no origin and no backpressure. The dispatcher keeps its own table, keyed by ids of the form
-``"acp-server:<n>"``; responses never reach pygls (so no structure hook is needed for them).
+Requests *to* the client (:meth:`Dispatcher.request`) keep a table of their own, keyed by ids of the form
+``"acp-server:<n>"``: pygls' ``send_request`` would put their futures in the table of the client's in-flight requests,
+so a client response carrying the id of one of its own requests would reach that handler's task (``Task.set_result``:
+a crash), and it writes with no origin and no backpressure. Responses never reach pygls.
 """
 
 from __future__ import annotations
@@ -30,23 +19,12 @@ import itertools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import Future
-from typing import Any, Protocol, TypeGuard, cast
-
-import cattrs
-from lsprotocol import converters
-from lsprotocol.types import ResponseError
-from pygls.protocol.json_rpc import (
-    JsonRPCNotification,
-    JsonRPCProtocol,
-    JsonRPCRequestMessage,
-    MsgId,
-)
-from pygls.server import JsonRPCServer
+from typing import Any, Protocol, TypeGuard
 
 from ..errors import InvalidInputError, RemoteError
 from ._errors import RpcError, to_rpc_error
 from ._framing import check_envelope, lone_surrogate_at
+from ._pygls import HandlerTasks, MsgId
 
 __all__ = ["Dispatcher", "MessageSink", "NotificationHandler", "RequestHandler", "RequestPeer", "is_response"]
 
@@ -59,8 +37,8 @@ class MessageSink(Protocol):
     """Where a connection's outgoing messages go, in order; the transport encodes each one once."""
 
     def put(self, message: Message) -> None:
-        """Queue a reply or an error (or a notification posted on behalf of no request); never waits (pygls answers
-        from plain callbacks)."""
+        """Queue a reply or an error (or a notification posted on behalf of no request); never waits (a reply is
+        written from its handler task's done-callback)."""
         ...
 
     async def send(self, message: Message, origin: MsgId | None = None) -> None:
@@ -107,21 +85,6 @@ RequestHandler = Callable[[Any, RequestPeer], Awaitable[Any]]
 NotificationHandler = Callable[[Any, RequestPeer], None]
 
 
-def _keep_params(obj: dict[str, Any], cls: type[Any]) -> Any:
-    if cls is JsonRPCRequestMessage:
-        return cls(id=obj["id"], method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params"))
-    return cls(method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params"))
-
-
-def _plain_converter() -> cattrs.Converter:
-    """lsprotocol's converter, with requests and notifications structured with their params as they came (responses
-    never go through pygls: see the module docstring)."""
-    converter = converters.get_converter()
-    for cls in (JsonRPCRequestMessage, JsonRPCNotification):
-        converter.register_structure_hook(cls, _keep_params)
-    return converter
-
-
 def is_response(message: Any) -> TypeGuard[dict[str, Any]]:
     """Whether a decoded message is shaped as a response (an object with ``result``, ``error`` or ``id`` but no
     ``method``); a response is never answered, even when malformed (its id is in the other side's id space)."""
@@ -147,54 +110,17 @@ class _Outgoing:
         self.future = future  # the checked response, or the error that ended the wait (connection closed)
 
 
-class _Protocol(JsonRPCProtocol):
-    """pygls' protocol with replies built as plain dicts and handed to a :class:`MessageSink`."""
-
-    sink: MessageSink
-    followers: dict[MsgId, list[Message]]  # by request id: the notifications its result is followed by
-
-    def _send_data(self, data: Any) -> None:
-        if isinstance(data, dict):
-            self.sink.put(data)
-            return
-        # pygls' own messages (attrs classes): unstructure with its converter.
-        self.sink.put(self._converter.unstructure(data))
-
-    def _send_response(self, msg_id: MsgId, result: Any | None = None, error: Any | None = None) -> None:
-        if isinstance(error, ResponseError):
-            error = RpcError(error.code, error.message, error.data if isinstance(error.data, dict) else None)
-        if isinstance(error, RpcError):
-            self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
-        else:
-            self._send_data({"jsonrpc": "2.0", "id": msg_id, "result": result})
-
-    def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
-        self._request_futures.pop(msg_id, None)
-        followers = self.followers.pop(msg_id, ())
-        if future.cancelled():
-            self._send_response(msg_id, error=RpcError.request_cancelled())
-        elif (exc := future.exception()) is not None:
-            self._send_response(msg_id, error=to_rpc_error(exc))
-        else:
-            self._send_response(msg_id, result=future.result())
-            for message in followers:
-                self.sink.put(message)
-
-    def _check_handler_result(self, future: Future[Any]) -> None:
-        if not future.cancelled() and (exc := future.exception()) is not None:
-            to_rpc_error(exc)  # logs unexpected failures; a notification has no reply
-
-
 class Dispatcher:
     """Routes parsed JSON-RPC messages of one connection to handlers; every outgoing message goes to ``sink``.
 
-    Request handlers are coroutines (one task each, owned by the dispatcher through pygls' request table and ended
-    by :meth:`aclose`); notification handlers are synchronous by design (pygls keeps async notification futures
-    forever). ``on_admitted(request_id)`` runs when a handler reports that its request passed admission.
+    Request handlers are coroutines (one task each, owned by the dispatcher through its :class:`HandlerTasks` and
+    ended by :meth:`aclose`); notification handlers are synchronous by design (they run inline, in arrival order).
+    ``on_admitted(request_id)`` runs when a handler reports that its request passed admission.
 
     Messages are handled in the order they arrive: a request's handler runs its first step (up to its first
     suspension: where a prompt is admitted) before any notification fed after it, so a ``session/cancel`` that follows
-    a ``session/prompt`` in one read finds the prompt (pygls starts request handlers as tasks, one loop turn later).
+    a ``session/prompt`` in one read finds the prompt (a request handler's task takes its first step one loop turn
+    later).
 
     Requests to the client (:meth:`request`): each waits in ``_outgoing`` until its response, its caller's
     cancellation, or :meth:`aclose`; whichever comes first removes it, and a response that finds nothing pending is
@@ -204,10 +130,9 @@ class Dispatcher:
     def __init__(self, sink: MessageSink, on_admitted: Callable[[MsgId], None] | None = None) -> None:
         self.sink = sink
         self.on_admitted = on_admitted
-        server = JsonRPCServer(protocol_cls=_Protocol, converter_factory=_plain_converter)
-        self._protocol: _Protocol = server.protocol  # type: ignore[assignment]
-        self._protocol.sink = sink
-        self._protocol.followers = {}
+        self._tasks = HandlerTasks()
+        self._followers: dict[MsgId, list[Message]] = {}  # by request id: the notifications its result is followed by
+        # The one method table, by kind: a name is in exactly one of the two.
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
         self._outgoing: dict[str, _Outgoing] = {}
@@ -220,27 +145,14 @@ class Dispatcher:
     def register(
         self, requests: Mapping[str, RequestHandler], notifications: Mapping[str, NotificationHandler]
     ) -> None:
-        """Add one handler per method; a name registered twice is an error."""
-        for name, handler in requests.items():
-            self._protocol.fm.feature(name)(self._as_request(handler))
-        for name, notify in notifications.items():
-            self._protocol.fm.feature(name)(self._as_notification(notify))
+        """Add one handler per method; a name registered twice (of either kind) is an error, and adds nothing."""
+        names = [*requests, *notifications]
+        taken = sorted({name for name in names if name in self._requests or name in self._notifications})
+        taken += sorted({name for name in names if names.count(name) > 1})
+        if taken:
+            raise ValueError(f"already registered: {', '.join(taken)}")
         self._requests.update(requests)
         self._notifications.update(notifications)
-
-    def _as_request(self, handler: RequestHandler) -> Callable[[Any], Awaitable[Any]]:
-        """A fresh coroutine function per registration (pygls tags handlers with attributes; bound methods refuse)."""
-
-        async def request(params: Any) -> Any:
-            return await handler(params, RequestPeer(self, self._protocol.msg_id))
-
-        return request
-
-    def _as_notification(self, handler: NotificationHandler) -> Callable[[Any], None]:
-        def notification(params: Any) -> None:
-            handler(params, RequestPeer(self, None))
-
-        return notification
 
     def feed(self, message: Any) -> None:
         """Handle one decoded JSON value: a response ends the wait of its request; answer a malformed envelope,
@@ -271,7 +183,7 @@ class Dispatcher:
                 refusal = RpcError.invalid_request(f"{method} is a notification: send it without an id")
             elif method not in self._requests:
                 refusal = RpcError.method_not_found(method)
-            elif msg_id in self._protocol._request_futures:  # pygls would overwrite the first one: answer once each
+            elif msg_id in self._tasks:  # a second task under one id would orphan the first: answer once each
                 refusal = RpcError.invalid_request(f"request id {msg_id!r} is already in flight")
             if refusal is not None:
                 self.send_error(msg_id, refusal)
@@ -280,37 +192,57 @@ class Dispatcher:
             kind = "a request method" if method in self._requests else "unknown"
             logger.debug("Ignoring notification %r (%s)", method, kind)
             return
-        try:
-            structured = self._protocol.structure_message(checked)
-        except Exception:
-            self.send_error(reply_id, RpcError.invalid_request("unreadable message"))
-            return
-        self._handle_in_order(structured, is_request="id" in checked)
+        self._handle_in_order(checked)
 
-    def _handle_in_order(self, structured: Any, is_request: bool) -> None:
-        """Handle a structured message after every request handler scheduled before it has taken its first step."""
+    def _handle_in_order(self, message: Message) -> None:
+        """Handle a checked message after every request handler scheduled before it has taken its first step."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop: nothing is scheduled, so nothing can be overtaken
-            self._protocol.handle_message(structured)
+            self._handle(message)
             return
-        if is_request:
-            self._protocol.handle_message(structured)  # schedules the handler's task: its first step is queued
+        if "id" in message:
+            self._handle(message)  # schedules the handler's task: its first step is queued
             self._starting += 1
             loop.call_soon(self._started)  # queued after that step: once it runs, the handler has started
             return
         if self._starting or self._deferred:
             self._deferred += 1
-            loop.call_soon(self._handle_deferred, structured)  # queued after the first steps of the handlers before
+            loop.call_soon(self._handle_deferred, message)  # queued after the first steps of the handlers before
             return
-        self._protocol.handle_message(structured)
+        self._handle(message)
 
     def _started(self) -> None:
         self._starting -= 1
 
-    def _handle_deferred(self, structured: Any) -> None:
+    def _handle_deferred(self, message: Message) -> None:
         self._deferred -= 1
-        self._protocol.handle_message(structured)
+        self._handle(message)
+
+    def _handle(self, message: Message) -> None:
+        """Start a request's handler task, or run a notification's handler (its failure is logged, never answered)."""
+        method, params = message["method"], message.get("params")
+        if "id" in message:
+            msg_id = message["id"]
+            self._tasks.start(msg_id, self._answer, self._requests[method], params, RequestPeer(self, msg_id))
+            return
+        try:
+            self._notifications[method](params, RequestPeer(self, None))
+        except Exception as exc:
+            to_rpc_error(exc)  # logs unexpected failures; a notification has no reply
+
+    def _answer(self, msg_id: MsgId, task: asyncio.Future[Any]) -> None:
+        """A request's one answer, once its handler task is done: its result (then the notifications that follow it),
+        the mapped error, or -32800 when it was cancelled."""
+        followers = self._followers.pop(msg_id, ())
+        if task.cancelled():
+            self.send_error(msg_id, RpcError.request_cancelled())
+        elif (exc := task.exception()) is not None:
+            self.send_error(msg_id, to_rpc_error(exc))
+        else:
+            self.sink.put({"jsonrpc": "2.0", "id": msg_id, "result": task.result()})
+            for message in followers:
+                self.sink.put(message)
 
     def _take_response(self, message: dict[str, Any]) -> None:
         """Hand a response to the request awaiting it; anything else (malformed, unknown id) is logged, never
@@ -354,7 +286,7 @@ class Dispatcher:
                 outgoing.future.set_result(RemoteError(f"{outgoing.method} failed: {problem}"))
 
     def send_error(self, msg_id: Any, error: RpcError) -> None:
-        """Write an error reply; ``msg_id`` None gives ``"id": null`` (pygls' converter would drop it)."""
+        """Write an error reply (``msg_id`` None gives ``"id": null``)."""
         self.sink.put({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
 
     async def notify(self, method: str, params: Mapping[str, Any], origin: MsgId | None = None) -> None:
@@ -366,7 +298,7 @@ class Dispatcher:
         """Queue a notification to be written right after the result of request ``msg_id`` (never waits, like
         the reply; dropped when the request answers an error or is cancelled)."""
         message = {"jsonrpc": "2.0", "method": method, "params": params}
-        self._protocol.followers.setdefault(msg_id, []).append(message)
+        self._followers.setdefault(msg_id, []).append(message)
 
     def post(self, method: str, params: Mapping[str, Any]) -> None:
         """Queue a notification at once, on behalf of no request (never waits, like a reply): news from elsewhere,
@@ -441,16 +373,15 @@ class Dispatcher:
 
     def cancel_request(self, msg_id: MsgId) -> bool:
         """Cancel a running request handler; it answers -32800. False when no such request is in flight."""
-        future = self._protocol._request_futures.get(msg_id)
-        return bool(future is not None and future.cancel())
+        task = self._tasks.get(msg_id)
+        return bool(task is not None and task.cancel())
 
     async def aclose(self, grace_s: float = 5.0) -> None:
         """Fail every request awaiting the client (and refuse new ones), wait up to ``grace_s`` for in-flight requests
         to answer, then cancel the rest and let them answer -32800."""
         self._closed = True
         self._fail_outgoing()
-        # Every handler we register is a coroutine, so pygls stores asyncio tasks (typed as concurrent futures).
-        pending = [cast("asyncio.Future[Any]", f) for f in self._protocol._request_futures.values()]
+        pending = self._tasks.running()
         if pending:
             _, still = await asyncio.wait(pending, timeout=grace_s)
             for future in still:

@@ -42,9 +42,9 @@ def encode_line(message: Mapping[str, Any]) -> bytes:
 
 
 class Outbox:
-    """A FIFO of encoded messages drained by exactly one writer task; the dispatcher's sink on a byte stream.
+    """A FIFO of encoded messages drained by exactly one writer task; the transport of a connection on a byte stream.
 
-    ``put`` is synchronous (pygls answers from plain callbacks); ``send`` queues and then waits while more than
+    ``put`` is synchronous (replies are written from done-callbacks); ``send`` queues and then waits while more than
     ``high_water`` bytes are queued (backpressure for producers that can wait).
     """
 
@@ -102,6 +102,17 @@ class Outbox:
         self._writable.set()
         self._empty.set()
         self._wakeup.set()
+
+    def abandon(self) -> None:
+        """As a connection's transport: deliver nothing more (see :meth:`close`)."""
+        self.close()
+
+    async def finish(self, grace_s: float) -> None:
+        """As a connection's transport: wait up to ``grace_s`` for the writer to hand over what is queued, then
+        close."""
+        with anyio.move_on_after(grace_s):
+            await self.wait_empty()
+        self.close()
 
     async def pump(self, send: Callable[[bytes], Awaitable[None]]) -> None:
         """Hand queued messages to ``send`` in order, batching what is ready; returns after ``close``."""

@@ -5,12 +5,12 @@ Routing rule: the transport names the channel of each request when it submits it
 every notification and request its handler sends (``origin``: a prompt's updates and permission requests, a load's
 replay) go to that channel, so they stay in order with each other on one stream. A message with no known request (a
 reply to a malformed message, a notification sent on behalf of no request) goes to the ``fallback`` channel. The
-client's responses to our requests come back through :meth:`RoutedConnection.submit` on any stream (they are
-matched by id). A request to the client that finds its channel closed fails at once (nothing would answer it).
+client's responses to our requests come back on any stream (they are matched by id: :meth:`RoutedConnection.route`
+lets them through). A request to the client that finds its channel closed fails at once (nothing would answer it).
 
 Nothing is dropped for a slow reader: a channel holds ``capacity`` messages before the handler sending the next
-notification waits for its reader (backpressure up to the turn). Replies never wait (pygls answers from plain
-callbacks): they are queued even over ``capacity``, up to ``hard_limit``, past which the channel reports overflow
+notification waits for its reader (backpressure up to the turn). Replies never wait (they are written from
+done-callbacks): they are queued even over ``capacity``, up to ``hard_limit``, past which the channel reports overflow
 (its owner drops the connection: loud, never a silent loss). A closed channel discards what is sent to it.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from ..errors import RemoteError
-from ._dispatcher import Dispatcher, Message
+from ._dispatcher import Message
 from ._errors import RpcError
 
 __all__ = ["Channel", "RoutedConnection"]
@@ -134,7 +134,8 @@ class Channel:
 
 
 class RoutedConnection:
-    """One dispatcher plus the router of its outgoing messages to channels (it is the dispatcher's sink).
+    """The router of one connection's outgoing messages to channels: its dispatcher's sink (the dispatcher and the
+    agent are the :class:`~acp_server.rpc.Connection`'s).
 
     ``on_answer(msg_id, message)`` runs for each response before it is queued (a transport registers the session a
     ``session/new`` answer names, so the stream can be opened as soon as the client reads the answer).
@@ -143,23 +144,21 @@ class RoutedConnection:
     def __init__(self, fallback: Channel, on_answer: Callable[[Any, Message], None] | None = None) -> None:
         self.fallback = fallback
         self.on_answer = on_answer
-        self.dispatcher = Dispatcher(self)
         self._routes: dict[str | int, Channel] = {}
 
-    def submit(self, message: Message, channel: Channel) -> None:
-        """Dispatch one message (a response from the client included); a request's response, and the notifications
-        and requests its handler sends, go to ``channel``.
-
-        A request whose id is still in flight is refused on ``channel`` (answering it would misroute the first).
+    def route(self, message: Message, channel: Channel) -> bool:
+        """Before one message (a response from the client included) is dispatched: a request's response, and the
+        notifications and requests its handler sends, go to ``channel``. False: a request whose id is still in flight,
+        refused on ``channel`` (answering it would misroute the first); it must not be dispatched.
         """
         if "method" in message and "id" in message:
             msg_id = message["id"]
             if msg_id in self._routes:
                 error = RpcError.invalid_request(f"request id {msg_id!r} is already in flight")
                 channel.put({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
-                return
+                return False
             self._routes[msg_id] = channel
-        self.dispatcher.feed(message)
+        return True
 
     # -- the dispatcher's sink ---------------------------------------------------------------------------------
 

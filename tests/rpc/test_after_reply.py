@@ -67,4 +67,4 @@ async def test_an_error_or_a_cancellation_drops_the_followers() -> None:
     messages = await sink.until(2)  # a follower would be written with its reply, in the same callback
     assert [m.get("id") for m in messages] == [1, 2]
     assert all("method" not in m for m in sink.messages)  # no follower went out
-    assert dispatcher._protocol.followers == {}  # nothing kept for them
+    assert dispatcher._followers == {}  # nothing kept for them

@@ -1,4 +1,4 @@
-"""The pygls-based :class:`Dispatcher` in-process: parsed messages in, whole reply dicts out to a fake sink."""
+"""The :class:`Dispatcher` in-process: parsed messages in, whole reply dicts out to a fake sink."""
 
 from __future__ import annotations
 
@@ -332,6 +332,48 @@ async def test_registering_a_method_twice_is_an_error() -> None:
     dispatcher, handlers = make(sink)
     with pytest.raises(Exception, match="echo"):
         dispatcher.register({"echo": handlers.echo}, {})
+
+
+async def test_a_refused_registration_adds_nothing_and_a_name_is_one_kind_only() -> None:
+    sink = Sink()
+    dispatcher, handlers = make(sink)
+    with pytest.raises(ValueError, match="already registered: echo"):
+        dispatcher.register({"fresh": handlers.echo, "echo": handlers.echo}, {})
+    with pytest.raises(ValueError, match="already registered: note"):
+        dispatcher.register({"note": handlers.echo}, {})
+    with pytest.raises(ValueError, match="already registered: both"):
+        dispatcher.register({"both": handlers.echo}, {"both": handlers.note})
+    dispatcher.feed(req(1, "fresh"))
+    dispatcher.feed(req(2, "both"))
+    await sink.until(2)
+    assert [m["error"]["code"] for m in sink.messages] == [-32601, -32601]  # neither was added
+
+
+async def test_messages_reach_their_handlers_through_one_table_and_no_reshape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dispatcher's table is the only lookup and the params the only shape: pygls' feature table and its
+    structure/handle path are never used (they would look up and reshape a second time)."""
+    from pygls.feature_manager import FeatureManager
+    from pygls.protocol.json_rpc import JsonRPCProtocol
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("pygls' own table or reshape was used")
+
+    for owner, name in [
+        (FeatureManager, "feature"),
+        (JsonRPCProtocol, "structure_message"),
+        (JsonRPCProtocol, "handle_message"),
+        (JsonRPCProtocol, "_get_handler"),
+    ]:
+        monkeypatch.setattr(owner, name, refuse)
+    sink = Sink()
+    dispatcher, handlers = make(sink)
+    params = {"a": [1, {"b": None}]}
+    dispatcher.feed(req(1, "echo", params))
+    dispatcher.feed({"jsonrpc": "2.0", "method": "note", "params": params})
+    await sink.until(1)
+    await dispatcher.aclose()
+    assert sink.messages == [{"jsonrpc": "2.0", "id": 1, "result": params}]
+    assert handlers.params[0] is params and handlers.notes[0][0] is params  # the very dicts decoded
 
 
 async def test_send_error_with_no_id_writes_id_null() -> None:

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from acp_server.errors import RemoteError, ServerError
-from acp_server.rpc import Channel, Dispatcher, Outbox, RequestPeer, RoutedConnection, is_response, to_rpc_error
+from acp_server.rpc import Channel, Dispatcher, Outbox, RequestPeer, is_response, to_rpc_error
 
 from .test_dispatcher import Sink, req
+from .test_routed import Routed
 
 pytestmark = pytest.mark.anyio
 
@@ -219,7 +220,7 @@ async def test_a_response_to_no_pending_request_is_ignored_even_with_the_id_of_a
     for stray in strays:
         dispatcher.feed(stray)
     assert asker.outcomes == [] and sink.messages == [outgoing]
-    assert 5 in dispatcher._protocol._request_futures  # the client's request is still running
+    assert 5 in dispatcher._tasks  # the client's request is still running
     dispatcher.feed(result(outgoing["id"], "right one"))
     await sink.until(2)
     assert sink.messages[1] == result(5, {"got": "right one"})
@@ -348,7 +349,7 @@ async def receive(channel: Channel) -> Message:
 
 async def test_routed_a_request_goes_on_the_channel_of_the_request_whose_handler_sent_it() -> None:
     fallback, session, other = Channel("connection"), Channel("session"), Channel("other")
-    routed = RoutedConnection(fallback)
+    routed = Routed(fallback)
     asker = Asker()
     routed.dispatcher.register({"ask": asker.ask}, {})
     routed.submit(req("p", "ask", READ), session)
@@ -366,7 +367,7 @@ async def test_routed_a_request_goes_on_the_channel_of_the_request_whose_handler
 
 async def test_routed_a_request_whose_channel_is_closed_fails_at_once() -> None:
     fallback, session = Channel("connection"), Channel("session")
-    routed = RoutedConnection(fallback)
+    routed = Routed(fallback)
     asker = Asker()
     routed.dispatcher.register({"ask": asker.ask}, {})
     session.close()  # e.g. the session's stream ended (session/close) or the connection was dropped
@@ -382,7 +383,7 @@ async def test_routed_a_request_whose_channel_is_closed_fails_at_once() -> None:
 
 async def test_routed_a_request_waits_while_its_channel_is_full() -> None:
     fallback, session = Channel("connection"), Channel("session", capacity=1)
-    routed = RoutedConnection(fallback)
+    routed = Routed(fallback)
     asker = Asker()
     routed.dispatcher.register({"chatty_ask": asker.chatty_ask}, {})
     routed.submit(req("p", "chatty_ask"), session)

@@ -9,9 +9,21 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_server.rpc import Channel, RoutedConnection
+from acp_server.rpc import Channel, Dispatcher, RoutedConnection
 
 pytestmark = pytest.mark.anyio
+
+
+class Routed(RoutedConnection):
+    """A routed connection and its dispatcher, wired as a face wires them: each message routed, then dispatched."""
+
+    def __init__(self, fallback: Channel) -> None:
+        super().__init__(fallback)
+        self.dispatcher = Dispatcher(self)
+
+    def submit(self, message: dict[str, Any], channel: Channel) -> None:
+        if self.route(message, channel):
+            self.dispatcher.feed(message)
 
 
 def update(session_id: str, text: str) -> dict[str, object]:
@@ -44,7 +56,7 @@ async def test_answers_and_updates_go_to_the_channel_of_their_request() -> None:
 
 async def test_a_request_id_in_flight_is_refused_on_the_new_channel() -> None:
     fallback, first, second = Channel("connection"), Channel("a"), Channel("b")
-    routed = RoutedConnection(fallback)
+    routed = Routed(fallback)
     routed._routes[7] = first
     routed.submit({"jsonrpc": "2.0", "id": 7, "method": "x", "params": {}}, second)
     (refusal,) = drain(second)
