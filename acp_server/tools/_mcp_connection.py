@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -44,6 +44,9 @@ _HTTP_READ_TIMEOUT_S = 300.0  # how long its event stream may stay silent
 _MAX_LIST_PAGES = 16
 MAX_LISTED_PROMPTS = 128
 """Prompts of one server offered as commands (the others are logged and left out)."""
+
+_T = TypeVar("_T")
+_Page = tuple[Sequence[_T], str | None]  # one page's items and the next cursor (None: the last page)
 
 
 def _session_class() -> type[ClientSession]:
@@ -168,18 +171,26 @@ class McpConnection:
 
         return await stack.enter_async_context(sse_client(config.url, headers=headers))
 
-    async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
-        tools: list[types.Tool] = []
+    async def _paged(self, what: str, page: Callable[[str | None], Awaitable[_Page[_T]]], cap: int) -> tuple[_T, ...]:
+        """A paged listing (``tools/list``, ``prompts/list``): at most ``_MAX_LIST_PAGES`` pages, ``cap`` items kept
+        (what a server lists past that is logged and left out)."""
+        items: list[_T] = []
         cursor: str | None = None
         for _ in range(_MAX_LIST_PAGES):
-            page = await session.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.nextCursor
-            if not cursor or len(tools) >= _MAX_LISTED_TOOLS:
+            found, cursor = await page(cursor)
+            items.extend(found)
+            if not cursor or len(items) >= cap:
                 break
-        if len(tools) > _MAX_LISTED_TOOLS:
-            logger.warning("mcp %s: %d tools listed; only the first %d are offered", self.name, len(tools), 512)
-        return tuple(tools[:_MAX_LISTED_TOOLS])
+        if len(items) > cap:
+            logger.warning("mcp %s: %d %s listed; only the first %d are offered", self.name, len(items), what, cap)
+        return tuple(items[:cap])
+
+    async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
+        async def page(cursor: str | None) -> _Page[types.Tool]:
+            result = await session.list_tools(cursor=cursor)
+            return result.tools, result.nextCursor
+
+        return await self._paged("tools", page, _MAX_LISTED_TOOLS)
 
     async def _on_message(self, message: Any) -> None:
         from mcp import types
@@ -279,19 +290,11 @@ class McpConnection:
             await self._relist_prompts.wait()
 
     async def _list_prompts(self, session: ClientSession) -> tuple[types.Prompt, ...]:
-        prompts: list[types.Prompt] = []
-        cursor: str | None = None
-        for _ in range(_MAX_LIST_PAGES):
-            page = await session.list_prompts(cursor=cursor)
-            prompts.extend(page.prompts)
-            cursor = page.nextCursor
-            if not cursor or len(prompts) >= MAX_LISTED_PROMPTS:
-                break
-        if len(prompts) > MAX_LISTED_PROMPTS:
-            logger.warning(
-                "mcp %s: %d prompts listed; only the first %d are offered", self.name, len(prompts), MAX_LISTED_PROMPTS
-            )
-        return tuple(prompts[:MAX_LISTED_PROMPTS])
+        async def page(cursor: str | None) -> _Page[types.Prompt]:
+            result = await session.list_prompts(cursor=cursor)
+            return result.prompts, result.nextCursor
+
+        return await self._paged("prompts", page, MAX_LISTED_PROMPTS)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
         """``prompts/get``; raises :class:`McpPromptError` when the server is not up, answers an error, or does not
