@@ -58,15 +58,20 @@ def write_note(text: str) -> str:
     return "written"
 
 
-@server.tool(annotations=READ)
-async def hang() -> str:
-    """Writes started.txt, then never answers; when the client cancels it, writes cancelled.txt."""
-    Path("started.txt").write_text("started")  # noqa: ASYNC240 - a tiny marker file
+async def _hang_until_cancelled(prefix: str) -> str:
+    """Write ``<prefix>started.txt``, never answer; when cancelled, write ``<prefix>cancelled.txt``."""
+    Path(f"{prefix}started.txt").write_text("started")  # noqa: ASYNC240 - a tiny marker file
     try:
         await anyio.sleep_forever()
     finally:
-        Path("cancelled.txt").write_text("cancelled")  # noqa: ASYNC240 - a tiny marker file
+        Path(f"{prefix}cancelled.txt").write_text("cancelled")  # noqa: ASYNC240 - a tiny marker file
     return "unreachable"
+
+
+@server.tool(annotations=READ)
+async def hang() -> str:
+    """Writes started.txt, then never answers; when the client cancels it, writes cancelled.txt."""
+    return await _hang_until_cancelled("")
 
 
 @server.tool(annotations=READ)
@@ -135,12 +140,7 @@ def context() -> list[base.Message]:
 @server.prompt()
 async def slow() -> str:
     """Writes prompt_started.txt, then never answers; when the client cancels it, writes prompt_cancelled.txt."""
-    Path("prompt_started.txt").write_text("started")  # noqa: ASYNC240 - a tiny marker file
-    try:
-        await anyio.sleep_forever()
-    finally:
-        Path("prompt_cancelled.txt").write_text("cancelled")  # noqa: ASYNC240 - a tiny marker file
-    return "unreachable"
+    return await _hang_until_cancelled("prompt_")
 
 
 @server.tool(annotations=READ)
