@@ -153,6 +153,13 @@ def offered_tools(mode: str) -> tuple[str, ...]:
     return BUILTIN.offered(mode)
 
 
+def additional_of(session: SessionLike) -> tuple[str, ...]:
+    """The session's additional directories (ACP ``additionalDirectories``): further roots its tools may use, after
+    its cwd; none when the session has no ``additional_directories``."""
+    additional = getattr(session, "additional_directories", ())
+    return tuple(additional) if isinstance(additional, tuple | list) else ()
+
+
 def tools_of(session: SessionLike) -> ToolSet:
     """The session's tools: its ``tools`` set when it has one (built-ins plus its MCP servers'), else the
     built-ins."""
@@ -314,7 +321,9 @@ class ModelTurn:
     async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
         settings = self.settings
-        system = await build_system_prompt(settings.system_prompt, session.cwd, settings.project_instructions)
+        system = await build_system_prompt(
+            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
+        )
         view = ContextView(system, history, content)
         ask = partial(summary_text, self._get_client(), policy=settings.policy)
         threshold = settings.compact_threshold
@@ -370,14 +379,14 @@ class ModelTurn:
         if is_compact_command(prompt):
             return await self.compact(session, emit)
         # Once per turn: what the model gets (linked files read), and (its text) what is stored.
-        content = user_content(await with_linked_files(prompt, session.cwd))
+        content = user_content(await with_linked_files(prompt, session.cwd, additional_of(session)))
         user = Message("user", content if isinstance(content, str) else content[0]["text"])
         history = await session.begin_turn(prompt, user)
         answer = _Answer()
         settings = self.settings
         seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
-        announcer = CallAnnouncer(emit, session.cwd, seen, tools_of(session))
+        announcer = CallAnnouncer(emit, session.cwd, seen, tools_of(session), additional_of(session))
 
         async def on_delta(delta: Delta) -> None:
             if delta.tool_calls:
@@ -431,6 +440,7 @@ class ModelTurn:
                         call.name,
                         call.arguments,
                         cwd=session.cwd,
+                        additional=additional_of(session),
                         mode=mode,
                         offered=tools.still_offered(offered, mode),
                         rules=session.permission_rules,
