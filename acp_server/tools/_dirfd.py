@@ -1,12 +1,13 @@
 """Confined under races: a checked path is reached again through directory descriptors, never through its name.
 
-A :class:`Target` was resolved (every symbolic link followed) and confined when its call was prepared; by the time
-it runs (a permission request may have waited minutes) another process may have swapped one of its directories for
-a symbolic link to somewhere else. :func:`open_parent` walks from ``/`` through the real path of the target's root
-(the project directory, or the additional directory it lies in) to the target's directory one component at a time, each opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the
-one before (``openat``), so a component that is no longer a real directory fails the call with a
-:class:`ToolCallError` naming it, and the final name is then used relative to that directory's descriptor
-(``dir_fd=``): nothing is read, created or replaced outside the project, whatever was swapped in and when.
+A :class:`Target` was resolved (every symbolic link followed) and confined when its call was prepared; by the time it
+runs (a permission request may have waited minutes) another process may have swapped one of its directories for a
+symbolic link to somewhere else. :func:`open_parent` walks from ``/`` through the real path of the target's root (the
+project directory, or the additional directory it lies in) to the target's directory one component at a time, each
+opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the one before (``openat``), so a component that is no longer a
+real directory fails the call with a :class:`ToolCallError` naming it, and the final name is then used relative to that
+directory's descriptor (``dir_fd=``): nothing is read, created or replaced outside that root, whatever was swapped in
+and when.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """Confinement: every path a tool touches resolves inside the project directory (the session's ``cwd``) or inside
 one of the session's additional directories (ACP ``additionalDirectories``): the workspace's roots.
 
-A path is relative to the project directory or absolute inside one of the roots. It is resolved like the kernel would (``..``
-and every symbolic link, :func:`os.path.realpath`, the project directory's own real path included), and what lands
-outside is refused with a :class:`ToolCallError` before anything is shown to the user or asked of the client. So
-is an empty path, one with a NUL byte, and one that is not valid Unicode (a lone surrogate, which JSON can
-carry but no file name can: :func:`check_unicode`). A :class:`Target` carries the resolved path three ways: ``real`` (no
-symbolic link in it) for local I/O, ``path`` (absolute, spelled under its root as the session gave it) for
-announcements and the client, ``rel`` (relative to the project directory; in an additional directory its absolute
-``path``: a relative path always means the project directory) for titles and messages; and ``root``, the real path of
-the root it lies in (what a race-safe reopening walks from). The project directory comes first: a path inside both it
-and an additional directory belongs to the project directory.
+A path is relative to the project directory or absolute inside one of the roots. It is resolved like the kernel would
+(``..`` and every symbolic link, :func:`os.path.realpath`, each root's own real path included), and what lands outside
+every root is refused with a :class:`ToolCallError` before anything is shown to the user or asked of the client. So is
+an empty path, one with a NUL byte, and one that is not valid Unicode (a lone surrogate, which JSON can carry but no
+file name can: :func:`check_unicode`). A :class:`Target` carries the resolved path three ways: ``real`` (no symbolic
+link in it) for local I/O, ``path`` (absolute, spelled under its root as the session gave it) for announcements and the
+client, ``rel`` (relative to the project directory; in an additional directory its absolute ``path``: a relative path
+always means the project directory) for titles and messages; and ``root``, the real path of the root it lies in (what a
+race-safe reopening walks from). The project directory comes first: a path inside both it and an additional directory
+belongs to the project directory.
 """
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ class Workspace:
     def _outside(self) -> str:
         if not self.extra:
             return f"the project directory {self.cwd}"
-        return f"the project directory {self.cwd} and the additional directories ({', '.join(r.shown for r in self.extra)})"
+        listed = ", ".join(root.shown for root in self.extra)
+        return f"the project directory {self.cwd} and the additional directories ({listed})"
 
     def resolve(self, path: str, what: str = "path") -> Target:
         """``path`` resolved and confined (it need not exist); ``what`` names the parameter in messages."""

@@ -164,9 +164,10 @@ class ToolSet:
         offered: Collection[str],
         additional: Sequence[str] = (),
     ) -> PreparedCall:
-        """The call of tool ``name`` with the model's raw JSON ``arguments``, in the project directory ``cwd`` (with
-        the session's ``additional`` directories as further roots), validated, confined and announced; the client (None: none) reads, writes and runs when it can. Raises
-        :class:`ToolCallError` (the model's message) when the call cannot be made; cancellation propagates."""
+        """The call of tool ``name`` with the model's raw JSON ``arguments``, in the project directory ``cwd`` (with the
+        session's ``additional`` directories as further roots), validated, confined and announced; the client (None:
+        none) reads, writes and runs when it can. Raises :class:`ToolCallError` (the model's message) when the call
+        cannot be made; cancellation propagates."""
         tool = self._tools.get(name)
         if name not in offered or tool is None:
             available = ", ".join(known for known in self._tools if known in offered) or "none"
