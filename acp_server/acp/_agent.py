@@ -90,8 +90,10 @@ def _iso(moment: datetime) -> str:
 
 
 def _session_info(record: SessionRecord) -> dict[str, Any]:
-    """``SessionInfo`` of ``session/list``: timestamps in ISO 8601 UTC."""
+    """``SessionInfo`` of ``session/list``: timestamps in ISO 8601 UTC, the additional directories as last activated."""
     info: dict[str, Any] = {"sessionId": record.session_id, "cwd": record.cwd, "updatedAt": _iso(record.updated_at)}
+    if record.additional_directories:  # omitted and empty mean the same: none
+        info["additionalDirectories"] = list(record.additional_directories)
     if record.title:
         info["title"] = record.title
     info["_meta"] = {"acpServer": {"createdAt": _iso(record.created_at)}}
@@ -165,7 +167,14 @@ class AcpAgent:
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}},
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "fork": {},
+                "delete": {},
+                "additionalDirectories": {},
+            },
             "_meta": {
                 "acpServer": {
                     "promptQueue": {
@@ -206,7 +215,8 @@ class AcpAgent:
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
         servers = mcp_servers_of(request.mcp_servers)
-        entry = await self._bridge.open_session(request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # ACP: omitted or empty activates none
+        entry = await self._bridge.open_session(request.cwd, mcp_servers=servers, additional_directories=roots)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
         self._announce_commands(entry, peer)
@@ -217,7 +227,10 @@ class AcpAgent:
         ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
         session_id = request.session_id
         servers = mcp_servers_of(request.mcp_servers)
-        entry, history = await self._bridge.load_session(session_id, cwd=request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
+        entry, history = await self._bridge.load_session(
+            session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        )
         for update in replay_updates(session_id, history, entry.conversation.compaction):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
@@ -229,7 +242,10 @@ class AcpAgent:
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
         servers = mcp_servers_of(request.mcp_servers)
-        entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
+        entry = await self._bridge.resume_session(
+            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        )
         logger.info("session %s resumed", request.session_id)
         told = self._told.get(entry.session_id)
         self._attach(entry, entry.title if told is None else told.title)
@@ -270,7 +286,10 @@ class AcpAgent:
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         servers = mcp_servers_of(request.mcp_servers)
-        entry = await self._bridge.fork(request.session_id, cwd=request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # the fork's own list (omitted: none)
+        entry = await self._bridge.fork(
+            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        )
         self._attach(entry, entry.title)  # the source's, which the client knows
         self._announce_commands(entry, peer)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}  # mode/model inherited

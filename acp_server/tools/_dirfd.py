@@ -44,7 +44,7 @@ def _swapped(target: Target, parent_fd: int, name: str, shown: str, verb: str) -
         now = "something else" if mode else "gone"
     return ToolCallError(
         f"cannot {verb} {target.rel}: {shown} changed after the call was checked (it is now {now}, no longer the "
-        "directory inside the project it was); nothing was done"
+        f"directory inside the {'project' if target.primary else 'additional directory'} it was); nothing was done"
     )
 
 
@@ -76,8 +76,9 @@ def _open_root(target: Target, verb: str) -> int:
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
+                which = "project" if target.primary else "additional"
                 raise ToolCallError(
-                    f"cannot {verb} {target.rel}: the project directory {root} cannot be reached as it was checked "
+                    f"cannot {verb} {target.rel}: the {which} directory {root} cannot be reached as it was checked "
                     f"({exc.strerror}: its path changed since); nothing was done"
                 ) from None
             os.close(fd)
