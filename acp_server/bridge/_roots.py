@@ -80,7 +80,7 @@ def check_additional_directories(
                 shown = "null" if entry is None else type(entry).__name__
             else:  # a lone surrogate is never echoed as such
                 shown = ascii(entry) if "Unicode" in problem else repr(entry)
-            raise InvalidInputError.for_field(name, problem, f"{name} {problem}, got {shown}")
+            raise InvalidInputError.for_field(name, problem, f"{name}: {problem}, got {shown}")
     return tuple(os.path.normpath(str(entry)) for entry in directories)
 
 
