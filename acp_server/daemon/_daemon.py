@@ -76,6 +76,7 @@ FEATURES: tuple[str, ...] = (
     "session.prompt.cancel",
     "session.create",
     "session.delete",
+    "session.directories",
     "session.events",
     "session.events.replay",
     "session.mode",

@@ -32,6 +32,7 @@ async def test_a_rest_session_reads_its_additional_directory_and_nothing_outside
             ),
             Answer(text="read"),
         )
+        assert "session.directories" in (await served.client.get("/capabilities")).json()["features"]
         body = {"cwd": str(project), "additionalDirectories": [str(extra), str(extra) + "/", str(project)]}
         response = await served.client.post("/session", json=body)
         assert response.status_code == 201, response.text
