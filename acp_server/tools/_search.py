@@ -121,7 +121,8 @@ def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet
         if len(set(column)) != 1 or has_magic(column[0]):
             break
         base.append(column[0])
-    target = workspace.resolve(os.path.join(top, *base), "pattern")
+    within = "/".join(base) or "."
+    target = workspace.resolve(within if top == workspace.cwd else os.path.join(top, within), "pattern")
     globs = GlobSet("/".join(segments) for segments in split)
     deep = any("**" in segment for segments in split for segment in segments)
     depth = None if deep else max(len(segments) for segments in split) - len(base)

@@ -223,3 +223,11 @@ async def test_an_additional_root_swapped_for_a_symbolic_link_is_refused(roots: 
     assert result.failed
     assert result.output.startswith(f"Error: cannot write {target}: the additional directory {extra} cannot be ")
     assert not (outside / "sub" / "new.txt").exists()
+
+
+async def test_the_file_system_root_as_an_additional_directory_reaches_everything(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    target = tmp_path / "elsewhere" / "made.txt"
+    result = await call(project, "write_file", additional=["/"], path=str(target), content="anywhere\n")
+    assert not result.failed and target.read_text() == "anywhere\n"  # the editor asked for it: its choice
