@@ -299,16 +299,11 @@ class SessionBridge:
         directories = self._check_request(cwd, mcp_servers, additional_directories)
         entry = self._sessions.find(session_id)
         if entry is not None:
-            await self._activate(entry, directories)
+            await entry.activate_directories(directories)
             await self._connect(entry, mcp_servers)
             return entry
         entry, _ = await self._load(session_id, cwd, mcp_servers, directories)
         return entry
-
-    async def _activate(self, entry: SessionEntry, directories: tuple[str, ...] | None) -> None:
-        """``directories`` (checked; None: keep) become the session's additional directories."""
-        if directories is not None:
-            await entry.set_additional_directories(active_directories(entry.cwd, directories))
 
     async def load_session(
         self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
@@ -336,7 +331,7 @@ class SessionBridge:
         entry = self._sessions.find(session_id)
         if entry is None:
             entry = self._sessions.add_stored(snapshot, cwd, self._store)
-        await self._activate(entry, directories)
+        await entry.activate_directories(directories)
         await self._connect(entry, mcp_servers)
         return entry, snapshot.messages
 

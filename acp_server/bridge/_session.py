@@ -23,6 +23,7 @@ from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._exceptions import BridgeClosedError, SessionClosedError
 from ._fifo import Fifo
 from ._prompt import Cause, PromptHandle, PromptJob
+from ._roots import active_directories
 
 __all__ = ["ForkRequest", "SessionEntry", "Setting", "SettingsChange", "now"]
 
@@ -205,6 +206,12 @@ class SessionEntry:
             await self._journal.set_model(self.session_id, model)
         previous, self.model = self.model, model
         self._changed("model", previous, model, origin)
+
+    async def activate_directories(self, checked: tuple[str, ...] | None) -> None:
+        """The ``checked`` directories (``_roots.check_additional_directories``; None: keep the session's) are its
+        whole list of additional directories from its next tool call, less those that add nothing to its cwd."""
+        if checked is not None:
+            await self.set_additional_directories(active_directories(self.cwd, checked))
 
     async def set_additional_directories(self, directories: tuple[str, ...]) -> None:
         """The session's additional directories are ``directories`` from its next tool call (store first, then
