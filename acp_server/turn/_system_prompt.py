@@ -169,8 +169,8 @@ def _additional_lines(additional: Sequence[str]) -> list[str]:
         return []
     return [
         "- Additional directories (the tools may read and, with permission, write there too; give paths in them as "
-        "absolute paths; relative paths, glob patterns and grep without a path stay in the working directory; "
-        "commands start in the working directory):",
+        "absolute paths; relative paths, relative glob patterns and grep without a path stay in the working "
+        "directory; commands start in the working directory):",
         *(f"  - {directory}" for directory in additional),
     ]
 
