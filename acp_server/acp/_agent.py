@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +23,6 @@ from ..bridge import Choice, Command, PromptHandle, SessionBridge, SessionEntry,
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ..store import SessionRecord
 from ._client import AcpEditor, ClientCapabilities
 from ._commands import after_queued, commands_update
 from ._config import config_options
@@ -39,6 +37,7 @@ from ._params import (
     invalid_params,
 )
 from ._peer import Peer
+from ._replies import UsageTotals, capabilities, iso, session_info
 
 if TYPE_CHECKING:
     from acp.schema import (
@@ -85,37 +84,6 @@ class AgentOptions:
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
 
 
-def _iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _session_info(record: SessionRecord) -> dict[str, Any]:
-    """``SessionInfo`` of ``session/list``: timestamps in ISO 8601 UTC."""
-    info: dict[str, Any] = {"sessionId": record.session_id, "cwd": record.cwd, "updatedAt": _iso(record.updated_at)}
-    if record.title:
-        info["title"] = record.title
-    info["_meta"] = {"acpServer": {"createdAt": _iso(record.created_at)}}
-    return info
-
-
-class _Totals:
-    """A prompt's token usage summed over its model requests (``_meta.acpServer.usage`` of its answer)."""
-
-    __slots__ = ("input", "output", "requests")
-
-    def __init__(self) -> None:
-        self.input = self.output = self.requests = 0
-
-    def add(self, event: UsageReported) -> None:
-        self.input += event.input_tokens
-        self.output += event.output_tokens
-        self.requests += 1
-
-    def meta(self) -> dict[str, Any]:
-        usage = {"inputTokens": self.input, "outputTokens": self.output, "totalTokens": self.input + self.output}
-        return {"acpServer": {"usage": {**usage, "requests": self.requests}}}
-
-
 class _Told:
     """What a connection's client was last told of one session: its mode (as offered), its model (resolved; None:
     no choice) and its title (None: nothing told yet, e.g. a load that has not sent it)."""
@@ -157,36 +125,6 @@ class AcpAgent:
         for remove in unsubscribe:
             remove()
 
-    # -- capabilities -------------------------------------------------------------------------------------------
-
-    def _capabilities(self) -> dict[str, Any]:
-        limit = self._bridge.limit
-        store = self._bridge.store
-        problem = store.problem
-        return {
-            "loadSession": True,
-            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}},
-            "_meta": {
-                "acpServer": {
-                    "promptQueue": {
-                        "maxPendingPromptsPerSession": limit,
-                        "queuesWhileRunning": True,
-                        "order": "fifo",
-                        "whenFull": {"code": -32603, "errorKind": "prompt_queue_full", "retryable": True},
-                        "cancelScope": "session",
-                        "withdrawWaiting": "$/cancel_request",
-                    },
-                    "sessionStore": {
-                        "persistent": store.persistent,
-                        "available": problem is None,
-                        **({"errorKind": problem.error_kind, "message": str(problem)} if problem else {}),
-                    },
-                }
-            },
-        }
-
     # -- requests -----------------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any, peer: Peer) -> dict[str, Any]:
@@ -194,7 +132,7 @@ class AcpAgent:
         self._client_caps = ClientCapabilities(params.get("clientCapabilities"))
         return {
             "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": self._capabilities(),
+            "agentCapabilities": capabilities(self._bridge),
             "authMethods": [],
             "agentInfo": {"name": self._options.name, "title": "acp-server", "version": self._options.version},
         }
@@ -208,7 +146,8 @@ class AcpAgent:
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
         servers = mcp_servers_of(request.mcp_servers)
-        entry = await self._bridge.open_session(request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # ACP: omitted or empty activates none
+        entry = await self._bridge.open_session(request.cwd, mcp_servers=servers, additional_directories=roots)
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
         self._announce_commands(entry, peer)
@@ -219,7 +158,10 @@ class AcpAgent:
         ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
         session_id = request.session_id
         servers = mcp_servers_of(request.mcp_servers)
-        entry, history = await self._bridge.load_session(session_id, cwd=request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
+        entry, history = await self._bridge.load_session(
+            session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        )
         for update in replay_updates(session_id, history, entry.conversation.compaction):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
@@ -231,7 +173,10 @@ class AcpAgent:
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
         servers = mcp_servers_of(request.mcp_servers)
-        entry = await self._bridge.resume_session(request.session_id, cwd=request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
+        entry = await self._bridge.resume_session(
+            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        )
         logger.info("session %s resumed", request.session_id)
         told = self._told.get(entry.session_id)
         self._attach(entry, entry.title if told is None else told.title)
@@ -240,7 +185,7 @@ class AcpAgent:
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
         page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
-        reply: dict[str, Any] = {"sessions": [_session_info(record) for record in page.sessions]}
+        reply: dict[str, Any] = {"sessions": [session_info(record) for record in page.sessions]}
         if page.next_cursor is not None:
             reply["nextCursor"] = page.next_cursor
         return reply
@@ -272,7 +217,10 @@ class AcpAgent:
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
         servers = mcp_servers_of(request.mcp_servers)
-        entry = await self._bridge.fork(request.session_id, cwd=request.cwd, mcp_servers=servers)
+        roots = request.additional_directories or ()  # the fork's own list (omitted: none)
+        entry = await self._bridge.fork(
+            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        )
         self._attach(entry, entry.title)  # the source's, which the client knows
         self._announce_commands(entry, peer)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}  # mode/model inherited
@@ -301,7 +249,7 @@ class AcpAgent:
         if request_id is not None:
             self._prompts[request_id] = handle
         peer.admitted()
-        totals = _Totals()
+        totals = UsageTotals()
         try:
             async for event in handle.events:
                 if isinstance(event, PromptEnded):
@@ -379,7 +327,7 @@ class AcpAgent:
         told.mode, told.model = mode, model
         if told.title != entry.title and (told.title is not None or entry.title):
             title = {"sessionUpdate": "session_info_update", "title": entry.title or None}
-            updates.append({**title, "updatedAt": _iso(entry.updated_at)})
+            updates.append({**title, "updatedAt": iso(entry.updated_at)})
             told.title = entry.title
         return [{"sessionId": session_id, "update": update} for update in updates]
 
@@ -397,7 +345,7 @@ class AcpAgent:
             return
         told.title = entry.title
         update = {"sessionUpdate": "session_info_update", "title": entry.title or None}
-        update["updatedAt"] = _iso(entry.updated_at)
+        update["updatedAt"] = iso(entry.updated_at)
         await peer.notify("session/update", {"sessionId": entry.session_id, "update": update})
 
     def _settings_changed(self, change: SettingsChange) -> None:

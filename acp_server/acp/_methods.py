@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._agent import SET_TITLE_METHOD, AcpAgent, Peer
+from ._params import check_additional_directories_sent
 from ._schema import model, validate
 
 __all__ = ["METHODS", "NOTIFICATIONS", "Method", "Notification", "bind"]
@@ -23,12 +24,14 @@ NotificationHandler = Callable[[Any, Peer], None]
 class Method:
     """A request: its schema model (None: the handler checks raw params itself) and handler.
 
-    ``params_optional``: absent params validate as ``{}``.
+    ``params_optional``: absent params validate as ``{}``; ``check``: what is checked of the params as sent, once
+    the model has validated them (before the handler).
     """
 
     model: str | None
     handler: Callable[[AcpAgent, Any, Peer], Awaitable[Any]]
     params_optional: bool = False
+    check: Callable[[Any, str], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +42,19 @@ class Notification:
     handler: Callable[[AcpAgent, Any, Peer], None]
 
 
+_DIRECTORIES = check_additional_directories_sent
+
 METHODS: Mapping[str, Method] = {
     "initialize": Method(None, AcpAgent.initialize),  # checked by hand: its reply must not wait for the schema
     "authenticate": Method("AuthenticateRequest", AcpAgent.authenticate),
-    "session/new": Method("NewSessionRequest", AcpAgent.new_session),
-    "session/load": Method("LoadSessionRequest", AcpAgent.load_session),
-    "session/resume": Method("ResumeSessionRequest", AcpAgent.resume_session),
+    "session/new": Method("NewSessionRequest", AcpAgent.new_session, check=_DIRECTORIES),
+    "session/load": Method("LoadSessionRequest", AcpAgent.load_session, check=_DIRECTORIES),
+    "session/resume": Method("ResumeSessionRequest", AcpAgent.resume_session, check=_DIRECTORIES),
     "session/list": Method("ListSessionsRequest", AcpAgent.list_sessions, params_optional=True),
     "session/close": Method("CloseSessionRequest", AcpAgent.close_session),
     "session/delete": Method("DeleteSessionRequest", AcpAgent.delete_session),
     "session/prompt": Method("PromptRequest", AcpAgent.prompt),
-    "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session),
+    "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session, check=_DIRECTORIES),
     "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),
     "session/set_config_option": Method("SetSessionConfigOptionSelectRequest", AcpAgent.set_config_option),
     SET_TITLE_METHOD: Method(None, AcpAgent.set_title),  # an extension: no schema model, checked by hand
@@ -67,7 +72,10 @@ def _request(agent: AcpAgent, name: str, method: Method) -> RequestHandler:
             return await method.handler(agent, params, peer)
         if params is None and method.params_optional:
             params = {}
-        return await method.handler(agent, validate(model(method.model), params, name), peer)
+        request = validate(model(method.model), params, name)
+        if method.check is not None:
+            method.check(params, name)
+        return await method.handler(agent, request, peer)
 
     return call
 

@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..bridge import check_additional_directories
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
 
 __all__ = [
     "MAX_TITLE_CHARS",
     "SET_TITLE_METHOD",
+    "check_additional_directories_sent",
     "check_initialize",
     "check_set_title",
     "deadline_from_meta",
@@ -34,6 +36,16 @@ def invalid_params(method: str) -> Iterator[None]:
         yield
     except InvalidInputError as refused:
         raise InvalidInputError(f"Invalid params for {method}: {refused}", refused.errors) from None
+
+
+def check_additional_directories_sent(params: Any, method: str) -> None:
+    """``additionalDirectories`` of a session request checked as sent, by the bridge's rule: the schema model drops
+    the entries that are not strings (``skip_invalid_items``), so a refusal naming ``additionalDirectories[i]``
+    must be made before it."""
+    sent = params.get("additionalDirectories") if isinstance(params, dict) else None
+    if isinstance(sent, list):
+        with invalid_params(method):
+            check_additional_directories(sent)
 
 
 def check_initialize(params: Any) -> int:

@@ -19,6 +19,7 @@ from ._exceptions import (
 )
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._prompt import PromptHandle
+from ._roots import MAX_ADDITIONAL_DIRECTORIES, check_additional_directories
 from ._session import SessionEntry, SettingsChange
 from ._settings import Choice, SettingsRules
 from ._stream import DEFAULT_COALESCE_BYTES, DEFAULT_STREAM_CAPACITY, PromptStream
@@ -27,6 +28,7 @@ __all__ = [
     "COMMANDS",
     "DEFAULT_COALESCE_BYTES",
     "DEFAULT_STREAM_CAPACITY",
+    "MAX_ADDITIONAL_DIRECTORIES",
     "BridgeClosedError",
     "BridgeError",
     "Choice",
@@ -44,6 +46,7 @@ __all__ = [
     "SettingsChange",
     "SettingsRules",
     "TurnRunner",
+    "check_additional_directories",
     "validate_deadline_ms",
     "validate_max_pending",
 ]

@@ -20,7 +20,6 @@ Invariants:
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
@@ -46,13 +45,15 @@ from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._claims import Claims
 from ._commands import Command, SlashCommands
 from ._deadlines import DeadlineWatch
-from ._exceptions import BridgeClosedError, InvalidCwdError, PromptQueueFullError, SessionNotFoundError
+from ._exceptions import BridgeClosedError, PromptQueueFullError, SessionNotFoundError
 from ._fifo import Fifo
 from ._fork import Forks
 from ._limits import validate_deadline_ms, validate_max_pending
 from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._registry import SessionRegistry, SettingsListener
+from ._roots import Directories, active_directories, check_additional_directories
+from ._roots import check_cwd as _check_cwd
 from ._session import ForkRequest, SessionEntry, now
 from ._settings import Choice, SettingsRules
 from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
@@ -64,11 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionBridge", "SettingsListener", "TurnRunner"]
 
-
-def _check_cwd(cwd: str | None) -> None:
-    """A session's working directory is an absolute path (None: not given)."""
-    if cwd is not None and not os.path.isabs(cwd):
-        raise InvalidCwdError(cwd)
+Servers = Sequence[McpServerConfig] | None  # a session's MCP servers as a face gives them (None: none given)
 
 
 class SessionBridge:
@@ -155,6 +152,15 @@ class SessionBridge:
     ) -> SessionEntry:
         """Store a choice :attr:`settings` checked (``config_choice``, ``mode_choice``): :meth:`SettingsRules.apply`."""
         return await self._rules.apply(self.get, session_id, choice, origin=origin, before=before)
+
+    def _check_request(self, cwd: str | None, servers: Servers, directories: Directories) -> tuple[str, ...] | None:
+        """What every way in checks before it does anything: open, an absolute cwd, the additional directories
+        (returned checked), the MCP servers."""
+        self._check_open()
+        _check_cwd(cwd)
+        checked = check_additional_directories(directories)
+        self.check_mcp_servers(servers)
+        return checked
 
     def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
         """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
@@ -258,58 +264,63 @@ class SessionBridge:
     ) -> SessionEntry:
         """A new memory-only session (never written to the store) with an empty (or given) conversation;
         ``session_id`` defaults to a uuid4 hex. ACP ``session/new`` uses :meth:`open_session`."""
-        self._check_open()
-        _check_cwd(cwd)
+        self._check_request(cwd, None, None)
         return self._sessions.add(cwd, session_id, Conversation() if conversation is None else conversation)
 
     async def open_session(
-        self, cwd: str, *, mode: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+        self, cwd: str, *, mode: str | None = None, mcp_servers: Servers = None,
+        additional_directories: Directories = None,
     ) -> SessionEntry:
         """A new journaled session in ``mode`` (None: :attr:`default_mode`; one this bridge does not allow is a
         ``ValueError``): its row, with that mode, is committed to the store before it exists here, so a server
         with another default that loads it later keeps the mode it started in. It connects to ``mcp_servers``
-        before it is returned (see :meth:`SessionEntry.connect_mcp`), as do loaded, resumed and forked ones."""
-        self._check_open()
-        _check_cwd(cwd)
-        self.check_mcp_servers(mcp_servers)
+        before it is returned (see :meth:`SessionEntry.connect_mcp`), as do loaded, resumed and forked ones.
+        ``additional_directories``: its further roots (``_roots.py``: checked before anything is done)."""
+        directories = active_directories(cwd, self._check_request(cwd, mcp_servers, additional_directories) or ())
         mode = self.default_mode if mode is None else mode
         if not self.allows_mode(mode):
             raise ValueError(f"mode {mode!r} is not allowed here")
         session_id = uuid.uuid4().hex
-        record = await self._store.create_session(session_id, cwd, mode=mode)
+        record = await self._store.create_session(session_id, cwd, mode=mode, additional_directories=directories)
         await self._store.claim(session_id)
         if self._life is not Lifecycle.OPEN:
             await self._claims.drop(session_id)
         self._check_open()
-        entry = self._sessions.add(cwd, session_id, Conversation(), journal=self._store, mode=mode)
+        entry = self._sessions.add(cwd, session_id, Conversation(), journal=self._store, mode=mode, roots=directories)
         entry.created_at = entry.updated_at = record.created_at
         await self._connect(entry, mcp_servers)
         return entry
 
     async def resume_session(
-        self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+        self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
+        additional_directories: Directories = None,
     ) -> SessionEntry:
         """Attach a stored session (no-op if attached); its conversation is read from the store.
 
         ``cwd`` (the client's working directory now) is the attached session's cwd; the stored one is kept.
+        ``additional_directories`` (None: keep the session's) is its whole list from now on, stored.
         """
-        self._check_open()
-        _check_cwd(cwd)
-        self.check_mcp_servers(mcp_servers)
+        directories = self._check_request(cwd, mcp_servers, additional_directories)
         entry = self._sessions.find(session_id)
         if entry is not None:
+            await entry.activate_directories(directories)
             await self._connect(entry, mcp_servers)
             return entry
-        entry, _ = await self.load_session(session_id, cwd=cwd, mcp_servers=mcp_servers)
+        entry, _ = await self._load(session_id, cwd, mcp_servers, directories)
         return entry
 
     async def load_session(
-        self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+        self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
+        additional_directories: Directories = None,
     ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
-        """Attach a stored session (if not attached) and return its whole committed history, oldest first."""
-        self._check_open()
-        _check_cwd(cwd)
-        self.check_mcp_servers(mcp_servers)
+        """Attach a stored session (if not attached) and return its whole committed history, oldest first;
+        ``additional_directories`` as for :meth:`resume_session`."""
+        directories = self._check_request(cwd, mcp_servers, additional_directories)
+        return await self._load(session_id, cwd, mcp_servers, directories)
+
+    async def _load(
+        self, session_id: str, cwd: str | None, mcp_servers: Servers, directories: tuple[str, ...] | None
+    ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
         if session_id not in self._sessions:
             await self._store.claim(session_id)  # first: the history read below is then the last owner's final one
         try:
@@ -323,21 +334,8 @@ class SessionBridge:
             raise
         entry = self._sessions.find(session_id)
         if entry is None:
-            messages = snapshot.messages
-            synced = next((i for i, message in enumerate(messages) if not message.final), len(messages))
-            record = snapshot.record
-            compaction = snapshot.compaction if snapshot.compaction and snapshot.compaction.through <= synced else None
-            entry = self._sessions.add(
-                cwd if cwd is not None else record.cwd,
-                session_id,
-                Conversation([message.to_message() for message in messages[:synced]], compaction),
-                record.title,
-                journal=self._store,
-                synced=synced,
-                mode=record.mode,
-                model=record.model,
-            )
-            entry.created_at, entry.updated_at = record.created_at, record.updated_at
+            entry = self._sessions.add_stored(snapshot, cwd, self._store)
+        await entry.activate_directories(directories)
         await self._connect(entry, mcp_servers)
         return entry, snapshot.messages
 
@@ -345,8 +343,7 @@ class SessionBridge:
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
     ) -> SessionPage:
         """Stored sessions (attached or not), most recently updated first; see ``SessionStore.list_sessions``."""
-        self._check_open()
-        _check_cwd(cwd)
+        self._check_request(cwd, None, None)
         return await self._store.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
 
     def get(self, session_id: str) -> SessionEntry:
@@ -454,18 +451,20 @@ class SessionBridge:
     # -- forks -----------------------------------------------------------------------------------------------
 
     async def fork(
-        self, session_id: str, *, cwd: str | None = None, mcp_servers: Sequence[McpServerConfig] | None = None
+        self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
+        additional_directories: Directories = None,
     ) -> SessionEntry:
         """A new session with a copy of the conversation, taken after every item queued before it; it connects its
-        own ``mcp_servers`` (None: the source's).
+        own ``mcp_servers`` (None: the source's) and has its own ``additional_directories`` (None: the source's).
 
         Serialized behind the FIFO, never counted, never refused.
         """
+        directories = self._check_request(cwd, mcp_servers, additional_directories)
         tg = self._check_open()
-        _check_cwd(cwd)
-        self.check_mcp_servers(mcp_servers)
         session = self.get(session_id)
-        request = ForkRequest(self._next_key(), cwd)
+        if directories is not None:
+            directories = active_directories(cwd if cwd is not None else session.cwd, directories)
+        request = ForkRequest(self._next_key(), cwd, directories)
         session.fifo.enqueue_fork(request)
         self._ensure_worker(tg, session)
         try:

@@ -33,12 +33,16 @@ class Forks:
         """Copy the session (in the store first when journaled); always sets ``item.done``."""
         try:
             cwd = item.cwd if item.cwd is not None else session.cwd
+            own = item.additional_directories
+            directories = session.additional_directories if own is None else own
             child_id = uuid.uuid4().hex
             mode = session.mode  # the child's mode at creation, stored with it (read once: a switch may land meanwhile)
             journal = session.journal
             if journal is not None:
                 try:
-                    await journal.fork_session(session.session_id, child_id, cwd=cwd, mode=mode)
+                    await journal.fork_session(
+                        session.session_id, child_id, cwd=cwd, mode=mode, additional_directories=directories
+                    )
                     await journal.claim(child_id)  # new: nobody else can hold it
                 except ServerError as exc:
                     item.fail(exc)
@@ -58,6 +62,7 @@ class Forks:
                     synced=session.synced,
                     mode=mode,
                     model=session.model,
+                    roots=directories,
                 )
         finally:
             item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..domain import Conversation
-from ..store import SessionStore
+from ..store import SessionSnapshot, SessionStore
 from ._exceptions import SessionAlreadyExistsError, SessionNotFoundError
 from ._prompt import Cause, PromptJob
 from ._session import SessionEntry, SettingsChange
@@ -75,8 +75,10 @@ class SessionRegistry:
         synced: int = 0,
         mode: str | None = None,
         model: str | None = None,
+        roots: tuple[str, ...] = (),
     ) -> SessionEntry:
-        """Attach a new entry (``session_id`` None: a uuid4 hex); an attached id: ``SessionAlreadyExistsError``."""
+        """Attach a new entry (``session_id`` None: a uuid4 hex; ``roots``: its additional directories); an attached
+        id: ``SessionAlreadyExistsError``."""
         session_id = session_id if session_id is not None else uuid.uuid4().hex
         if session_id in self._sessions:
             raise SessionAlreadyExistsError(session_id)
@@ -91,7 +93,30 @@ class SessionRegistry:
             model=model,
             on_change=self._settings_changed,
         )
+        entry.additional_directories = roots
         self._sessions[session_id] = entry
+        return entry
+
+    def add_stored(self, snapshot: SessionSnapshot, cwd: str | None, journal: SessionStore) -> SessionEntry:
+        """Attach a stored session as read (``cwd``: the client's now; None: the stored one): the stored messages
+        up to the first one not final, its latest compaction when it covers no more, its title, mode, model and
+        additional directories."""
+        messages = snapshot.messages
+        synced = next((i for i, message in enumerate(messages) if not message.final), len(messages))
+        record = snapshot.record
+        compaction = snapshot.compaction if snapshot.compaction and snapshot.compaction.through <= synced else None
+        entry = self.add(
+            cwd if cwd is not None else record.cwd,
+            record.session_id,
+            Conversation([message.to_message() for message in messages[:synced]], compaction),
+            record.title,
+            journal=journal,
+            synced=synced,
+            mode=record.mode,
+            model=record.model,
+            roots=record.additional_directories,
+        )
+        entry.created_at, entry.updated_at = record.created_at, record.updated_at
         return entry
 
     def discard(self, entry: SessionEntry) -> bool:

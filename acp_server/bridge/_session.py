@@ -24,6 +24,7 @@ from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._exceptions import BridgeClosedError, SessionClosedError
 from ._fifo import Fifo
 from ._prompt import Cause, PromptHandle, PromptJob
+from ._roots import active_directories
 
 __all__ = ["ForkRequest", "SessionEntry", "Setting", "SettingsChange", "now"]
 
@@ -37,11 +38,12 @@ def now() -> datetime:
 class ForkRequest:
     """A fork waiting in a session's FIFO: serialized like a prompt, but never counted and never refused."""
 
-    __slots__ = ("abandoned", "child", "cwd", "done", "error", "key")
+    __slots__ = ("abandoned", "additional_directories", "child", "cwd", "done", "error", "key")
 
-    def __init__(self, key: int, cwd: str | None) -> None:
+    def __init__(self, key: int, cwd: str | None, additional_directories: tuple[str, ...] | None = None) -> None:
         self.key = key
         self.cwd = cwd
+        self.additional_directories = additional_directories  # the child's (None: the source's)
         self.child: SessionEntry | None = None
         self.error: ServerError | None = None
         self.done = anyio.Event()
@@ -97,6 +99,7 @@ class SessionEntry:
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
+        self.additional_directories: tuple[str, ...] = ()  # further roots of its tools, after the cwd (in order)
         self.conversation = conversation
         self.title = title  # the store's title (the first prompt's first line unless set), '' for none yet
         self.mode = mode  # how tool calls are permitted (the turn layer defines the modes)
@@ -204,6 +207,21 @@ class SessionEntry:
             await self._journal.set_model(self.session_id, model)
         previous, self.model = self.model, model
         self._changed("model", previous, model, origin)
+
+    async def activate_directories(self, checked: tuple[str, ...] | None) -> None:
+        """The ``checked`` directories (``_roots.check_additional_directories``; None: keep the session's) are its
+        whole list of additional directories from its next tool call, less those that add nothing to its cwd."""
+        if checked is not None:
+            await self.set_additional_directories(active_directories(self.cwd, checked))
+
+    async def set_additional_directories(self, directories: tuple[str, ...]) -> None:
+        """The session's additional directories are ``directories`` from its next tool call (store first, then
+        memory; nothing is written when they are the same)."""
+        if directories == self.additional_directories:
+            return
+        if self._journal is not None:
+            await self._journal.set_additional_directories(self.session_id, directories)
+        self.additional_directories = directories
 
     async def set_title(self, title: str, *, origin: object | None = None) -> None:
         """Change the session's title (store first, then memory, then told); ``''`` lets the next prompt title it."""

@@ -210,17 +210,22 @@ class DaemonClient:
         *,
         mode_id: str | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] | None = None,
+        additional_directories: Sequence[str | os.PathLike[str]] | None = None,
     ) -> str:
         """``POST /session``: a new session working in ``cwd`` (an absolute path) in ``mode_id`` (None: the daemon's
         default, ``Capabilities.default_mode_id``), stored with it either way; its id. A mode the daemon does not
         offer is :class:`DaemonInvalidRequestError` (a daemon without a token offers only ``read-only``).
         ``mcp_servers``: MCP servers it connects to, in ACP's ``mcpServers`` shape (``{"name", "command", "args",
-        "env": [{"name", "value"}]}``, or ``{"type": "http"|"sse", "name", "url", "headers": [...]}``)."""
+        "env": [{"name", "value"}]}``, or ``{"type": "http"|"sse", "name", "url", "headers": [...]}``).
+        ``additional_directories``: further roots its tools may use (absolute paths of existing directories; a bad
+        one is :class:`DaemonInvalidRequestError` naming it)."""
         request: dict[str, Any] = {"cwd": os.fspath(cwd)}
         if mode_id is not None:
             request["modeId"] = mode_id
         if mcp_servers is not None:
             request["mcpServers"] = [dict(server) for server in mcp_servers]
+        if additional_directories is not None:
+            request["additionalDirectories"] = [os.fspath(directory) for directory in additional_directories]
         body = await self._json("POST", "/session", json=request, expect=(201, 200))
         return self._session_id_of(body, "POST", "/session")
 
@@ -271,11 +276,13 @@ class DaemonClient:
         cwd: str | os.PathLike[str] | None = None,
         *,
         mcp_servers: Sequence[Mapping[str, Any]] | None = None,
+        additional_directories: Sequence[str | os.PathLike[str]] | None = None,
     ) -> str:
         """``POST /session/{id}/resume`` (a stored session, no replay), connecting to ``mcp_servers`` (as
-        :meth:`create_session`; None: the attached session keeps its own); :class:`DaemonFeatureUnavailableError`
-        when the daemon does not serve it."""
-        return await self._attach("resume", "session.resume", session_id, cwd, mcp_servers)
+        :meth:`create_session`; None: the attached session keeps its own) with ``additional_directories`` as its
+        whole list (None: it keeps its own); :class:`DaemonFeatureUnavailableError` when the daemon does not serve
+        it."""
+        return await self._attach("resume", "session.resume", session_id, cwd, mcp_servers, additional_directories)
 
     async def _attach(
         self,
@@ -284,11 +291,14 @@ class DaemonClient:
         session_id: str,
         cwd: str | os.PathLike[str] | None,
         mcp_servers: Sequence[Mapping[str, Any]] | None = None,
+        additional_directories: Sequence[str | os.PathLike[str]] | None = None,
     ) -> str:
         path = self._session_path(session_id, f"/{verb}")
         body: dict[str, Any] = {} if cwd is None else {"cwd": os.fspath(cwd)}
         if mcp_servers is not None:
             body["mcpServers"] = [dict(server) for server in mcp_servers]
+        if additional_directories is not None:
+            body["additionalDirectories"] = [os.fspath(directory) for directory in additional_directories]
         try:
             answer = await self._json("POST", path, json=body, expect=(200, 201))
         except DaemonNotFoundError as exc:  # no such route (an unknown session is DaemonSessionNotFoundError)

@@ -77,6 +77,7 @@ FEATURES: tuple[str, ...] = (
     "session.prompt.cancel",
     "session.create",
     "session.delete",
+    "session.directories",
     "session.events",
     "session.events.replay",
     "session.mode",
@@ -245,25 +246,39 @@ class Daemon:
     # -- sessions --------------------------------------------------------------------------------------------
 
     async def create_session(
-        self, cwd: str, mode_id: str | None = None, *, mcp_servers: Sequence[McpServerConfig] = ()
+        self,
+        cwd: str,
+        mode_id: str | None = None,
+        *,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        additional_directories: Sequence[object] | None = None,
     ) -> str:
         """A new journaled session (like ACP ``session/new``) in ``mode_id`` (None: the daemon's default); ``cwd``
         must be absolute. The mode is stored with the session either way: it stays this mode whatever the daemon's
         default becomes. A mode this daemon does not offer is refused before anything is created."""
         self._check_open()
         mode = self.bridge.default_mode if mode_id is None else self.offered_mode(mode_id)
-        entry = await self.bridge.open_session(cwd, mode=mode, mcp_servers=mcp_servers)
+        entry = await self.bridge.open_session(
+            cwd, mode=mode, mcp_servers=mcp_servers, additional_directories=additional_directories
+        )
         self._channel(entry.session_id)
         logger.info("session %s created (cwd %s, mode %s)", entry.session_id, cwd, mode)
         return entry.session_id
 
     async def resume_session(
-        self, session_id: str, cwd: str | None = None, *, mcp_servers: Sequence[McpServerConfig] | None = None
+        self,
+        session_id: str,
+        cwd: str | None = None,
+        *,
+        mcp_servers: Sequence[McpServerConfig] | None = None,
+        additional_directories: Sequence[object] | None = None,
     ) -> str:
         """Attach a stored session without replaying its history (like ACP ``session/resume``); no-op if attached
-        (but for ``mcp_servers``: a new list replaces its connections)."""
+        (but for ``mcp_servers``: a new list replaces its connections; and ``additional_directories``, None: kept)."""
         self._check_open()
-        entry = await self.bridge.resume_session(session_id, cwd=cwd, mcp_servers=mcp_servers)
+        entry = await self.bridge.resume_session(
+            session_id, cwd=cwd, mcp_servers=mcp_servers, additional_directories=additional_directories
+        )
         self._channel(entry.session_id)
         logger.info("session %s resumed", session_id)
         return entry.session_id

@@ -18,21 +18,27 @@ from ._request import daemon_of, json_object, required_str
 
 __all__ = ["create_session", "delete_session", "remove_session", "resume_session", "set_config", "set_mode"]
 
-_SESSION_FIELDS = frozenset({"cwd", "modeId", "mcpServers"})
-_RESUME_FIELDS = frozenset({"cwd", "mcpServers"})
+_SESSION_FIELDS = frozenset({"cwd", "modeId", "mcpServers", "additionalDirectories"})
+_RESUME_FIELDS = frozenset({"cwd", "mcpServers", "additionalDirectories"})
 _MODE_FIELDS = frozenset({"modeId"})
 _CONFIG_FIELDS = frozenset({"configId", "value"})
 
 
 def session_answer(daemon: Daemon, session_id: str) -> dict[str, Any]:
-    """``{sessionId, modeId, modelId, mcpServers?}``: the session as it stands (``mcpServers`` only if it has some)."""
-    answer = {
+    """``{sessionId, modeId, modelId, mcpServers?, additionalDirectories?}``: the session as it stands (each list
+    only if it has some)."""
+    answer: dict[str, Any] = {
         "sessionId": session_id,
         "modeId": daemon.current_mode(session_id),
         "modelId": daemon.current_model(session_id),
     }
     servers = daemon.mcp_status(session_id)
-    return {**answer, "mcpServers": servers} if servers else answer
+    if servers:
+        answer["mcpServers"] = servers
+    directories = daemon.bridge.get(session_id).additional_directories
+    if directories:
+        answer["additionalDirectories"] = list(directories)
+    return answer
 
 
 async def create_session(request: Request) -> Response:
@@ -42,7 +48,8 @@ async def create_session(request: Request) -> Response:
     cwd = required_str(body, "cwd")
     mode_id = daemon.offered_mode(body["modeId"]) if body.get("modeId") is not None else None
     servers = parse_mcp_servers(body.get("mcpServers"))
-    session_id = await daemon.create_session(cwd, mode_id, mcp_servers=servers)
+    directories = body.get("additionalDirectories")  # checked by the bridge's rule, like cwd
+    session_id = await daemon.create_session(cwd, mode_id, mcp_servers=servers, additional_directories=directories)
     # Location names the new session: a balancer in front learns from it where the session lives.
     return JSONResponse(
         session_answer(daemon, session_id), status_code=201, headers={"Location": f"/session/{session_id}"}
@@ -57,7 +64,10 @@ async def resume_session(request: Request) -> Response:
     if cwd is not None and not isinstance(cwd, str):
         raise InvalidRequestError.for_field("cwd", "must be a string", "cwd must be a string")
     servers = parse_mcp_servers(body["mcpServers"]) if "mcpServers" in body else None
-    session_id = await daemon.resume_session(request.path_params["session_id"], cwd, mcp_servers=servers)
+    directories = body.get("additionalDirectories")  # absent or null: keep the session's
+    session_id = await daemon.resume_session(
+        request.path_params["session_id"], cwd, mcp_servers=servers, additional_directories=directories
+    )
     return JSONResponse(session_answer(daemon, session_id))
 
 

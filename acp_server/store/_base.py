@@ -144,9 +144,12 @@ class SessionStore(abc.ABC):
     # -- sessions --------------------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    async def create_session(self, session_id: str, cwd: str, *, mode: str | None = None) -> SessionRecord:
-        """Record a new, empty session (``session/new``) with its mode (in the same transaction: a session never
-        exists without the mode it started in; None only for callers that have no mode to give)."""
+    async def create_session(
+        self, session_id: str, cwd: str, *, mode: str | None = None, additional_directories: tuple[str, ...] = ()
+    ) -> SessionRecord:
+        """Record a new, empty session (``session/new``) with its mode and additional directories (in the same
+        transaction: a session never exists without the mode it started in; None only for callers that have no
+        mode to give)."""
 
     @abc.abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None: ...
@@ -163,10 +166,17 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def fork_session(
-        self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None
+        self,
+        source_id: str,
+        session_id: str,
+        *,
+        cwd: str,
+        mode: str | None = None,
+        additional_directories: tuple[str, ...] = (),
     ) -> SessionRecord:
         """A new session with a copy of the source's history (steps included), title, mode and model; a pending
-        answer is copied as ``interrupted``. ``mode``: the new session's mode (None: the source's stored one)."""
+        answer is copied as ``interrupted``. ``mode``: the new session's mode (None: the source's stored one);
+        ``additional_directories``: the new session's own (never the source's: a fork request names its list)."""
 
     @abc.abstractmethod
     async def delete_session(self, session_id: str) -> None:
@@ -182,6 +192,10 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     async def set_model(self, session_id: str, model: str | None) -> None:
         """Store the session's model name (None: back to the server's default), like :meth:`set_mode`."""
+
+    @abc.abstractmethod
+    async def set_additional_directories(self, session_id: str, directories: tuple[str, ...]) -> None:
+        """Store the session's additional directories (a load or resume activates a list), like :meth:`set_mode`."""
 
     @abc.abstractmethod
     async def set_title(self, session_id: str, title: str) -> None:

@@ -79,12 +79,15 @@ class MemorySessionStore(SessionStore):
 
     # -- sessions --------------------------------------------------------------------------------------------
 
-    async def create_session(self, session_id: str, cwd: str, *, mode: str | None = None) -> SessionRecord:
+    async def create_session(
+        self, session_id: str, cwd: str, *, mode: str | None = None, additional_directories: tuple[str, ...] = ()
+    ) -> SessionRecord:
         await self._enter()
         if session_id in self._sessions:
             raise StoreIOError(self.location, f"session {session_id} already exists")
         now = self._tick()
-        record = self._sessions[session_id] = SessionRecord(session_id, cwd, "", now, now, mode)
+        record = SessionRecord(session_id, cwd, "", now, now, mode, None, tuple(additional_directories))
+        self._sessions[session_id] = record
         self._rows[session_id] = []
         return record
 
@@ -119,7 +122,13 @@ class MemorySessionStore(SessionStore):
         return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
 
     async def fork_session(
-        self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None
+        self,
+        source_id: str,
+        session_id: str,
+        *,
+        cwd: str,
+        mode: str | None = None,
+        additional_directories: tuple[str, ...] = (),
     ) -> SessionRecord:
         await self._enter()
         source = self._sessions.get(source_id)
@@ -127,7 +136,14 @@ class MemorySessionStore(SessionStore):
             raise StoredSessionNotFoundError(source_id)
         now = self._tick()
         record = self._sessions[session_id] = SessionRecord(
-            session_id, cwd, source.title, now, now, source.mode if mode is None else mode, source.model
+            session_id,
+            cwd,
+            source.title,
+            now,
+            now,
+            source.mode if mode is None else mode,
+            source.model,
+            tuple(additional_directories),
         )
         self._rows[session_id] = [
             _Row(replace(row.message, outcome="interrupted") if row.message.outcome == "running" else row.message)
@@ -159,6 +175,13 @@ class MemorySessionStore(SessionStore):
         if record is None:
             raise StoredSessionNotFoundError(session_id)
         self._sessions[session_id] = replace(record, model=model)
+
+    async def set_additional_directories(self, session_id: str, directories: tuple[str, ...]) -> None:
+        await self._enter()
+        record = self._sessions.get(session_id)
+        if record is None:
+            raise StoredSessionNotFoundError(session_id)
+        self._sessions[session_id] = replace(record, additional_directories=tuple(directories))
 
     async def set_title(self, session_id: str, title: str) -> None:
         await self._enter()

@@ -75,6 +75,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 2: who owns a live session (the advisory lock decides; the row names the holder, see _pg_owners)
         "CREATE TABLE session_owners (session_id TEXT PRIMARY KEY, instance TEXT NOT NULL, since_us BIGINT NOT NULL)",
     ),
+    ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 3: JSON array of the extra roots
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

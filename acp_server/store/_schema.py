@@ -83,6 +83,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (session_id, through)
         )""",
     ),
+    ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 6: JSON array of the extra roots
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

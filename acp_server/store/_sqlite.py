@@ -53,6 +53,8 @@ from ._types import (
     TurnTicket,
     cwd_key,
     decode_cursor,
+    directories_from_json,
+    directories_to_json,
     encode_cursor,
     journal_length,
     journal_rows,
@@ -69,7 +71,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteSessionStore"]
 
 T = TypeVar("T")
 
-_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model"
+_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model, additional_directories"
 _MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
 _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
@@ -97,7 +99,7 @@ def _latest_compaction(conn: sqlite3.Connection, session_id: str) -> Compaction 
 
 
 def _record(row: Any) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories_from_json(row[7]))
 
 
 class SqliteSessionStore(SessionStore):
@@ -200,15 +202,18 @@ class SqliteSessionStore(SessionStore):
 
     # -- sessions --------------------------------------------------------------------------------------------
 
-    async def create_session(self, session_id: str, cwd: str, *, mode: str | None = None) -> SessionRecord:
+    async def create_session(
+        self, session_id: str, cwd: str, *, mode: str | None = None, additional_directories: tuple[str, ...] = ()
+    ) -> SessionRecord:
         now = self._tick()
-        record = SessionRecord(session_id, cwd, "", now, now, mode)
+        directories = tuple(additional_directories)
+        record = SessionRecord(session_id, cwd, "", now, now, mode, None, directories)
 
         def create(conn: sqlite3.Connection) -> None:
             with _write(conn):
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                    (session_id, cwd, "", now, now, mode),
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                    (session_id, cwd, "", now, now, mode, directories_to_json(directories)),
                 )
 
         await self._call(create)
@@ -258,9 +263,16 @@ class SqliteSessionStore(SessionStore):
         return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
 
     async def fork_session(
-        self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None
+        self,
+        source_id: str,
+        session_id: str,
+        *,
+        cwd: str,
+        mode: str | None = None,
+        additional_directories: tuple[str, ...] = (),
     ) -> SessionRecord:
         now = self._tick()
+        directories = tuple(additional_directories)
 
         def fork(conn: sqlite3.Connection) -> SessionRecord:
             with _write(conn):
@@ -270,8 +282,8 @@ class SqliteSessionStore(SessionStore):
                 title, stored_mode, model = row
                 child_mode = stored_mode if mode is None else mode
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, cwd, title, now, now, child_mode, model, source_id),
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, cwd, title, now, now, child_mode, model, directories_to_json(directories), source_id),
                 )
                 conn.execute(
                     f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
@@ -294,7 +306,7 @@ class SqliteSessionStore(SessionStore):
                             "UPDATE messages SET steps = ? WHERE session_id = ? AND seq = ?",
                             (journaled, session_id, seq),
                         )
-                return SessionRecord(session_id, cwd, title, now, now, child_mode, model)
+                return SessionRecord(session_id, cwd, title, now, now, child_mode, model, directories)
 
         return await self._call(fork)
 
@@ -315,6 +327,9 @@ class SqliteSessionStore(SessionStore):
 
     async def set_model(self, session_id: str, model: str | None) -> None:
         await self._set_column(session_id, "model", model)
+
+    async def set_additional_directories(self, session_id: str, directories: tuple[str, ...]) -> None:
+        await self._set_column(session_id, "additional_directories", directories_to_json(tuple(directories)))
 
     async def set_title(self, session_id: str, title: str) -> None:
         await self._set_column(session_id, "title", title)

@@ -59,6 +59,8 @@ __all__ = [
     "StoredMessage",
     "TurnTicket",
     "cwd_key",
+    "directories_from_json",
+    "directories_to_json",
 ]
 
 DEFAULT_PAGE_SIZE = 50
@@ -74,6 +76,24 @@ def cwd_key(cwd: str) -> str:
     return "/" + key.lstrip("/") if key.startswith("//") else key
 
 
+def directories_to_json(directories: tuple[str, ...]) -> str | None:
+    """How a session's additional directories are stored: a JSON array of strings, NULL for none."""
+    return json.dumps(list(directories)) if directories else None
+
+
+def directories_from_json(text: str | None) -> tuple[str, ...]:
+    """The additional directories of a stored column (NULL, or anything that is not an array of strings: none)."""
+    if not text:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return ()
+    return tuple(value)
+
+
 def now_us() -> int:
     """Wall-clock microseconds since the epoch: the unit of every stored timestamp."""
     return time.time_ns() // 1000
@@ -83,7 +103,8 @@ def now_us() -> int:
 class SessionRecord:
     """One stored session. ``title`` is the first line of its first prompt ('' until then) unless set since;
     ``mode`` / ``model`` the session's mode id / model name as last set (None: never set, the server's default
-    applies)."""
+    applies); ``additional_directories`` the session's further roots (ACP ``additionalDirectories``), in order, as
+    last activated (``()``: none)."""
 
     session_id: str
     cwd: str
@@ -92,6 +113,7 @@ class SessionRecord:
     updated_us: int
     mode: str | None = None
     model: str | None = None
+    additional_directories: tuple[str, ...] = ()
 
     @property
     def created_at(self) -> datetime:

@@ -1,12 +1,13 @@
 """Confined under races: a checked path is reached again through directory descriptors, never through its name.
 
-A :class:`Target` was resolved (every symbolic link followed) and confined when its call was prepared; by the time
-it runs (a permission request may have waited minutes) another process may have swapped one of its directories for
-a symbolic link to somewhere else. :func:`open_parent` walks from ``/`` through the project directory's real path
-to the target's directory one component at a time, each opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the
-one before (``openat``), so a component that is no longer a real directory fails the call with a
-:class:`ToolCallError` naming it, and the final name is then used relative to that directory's descriptor
-(``dir_fd=``): nothing is read, created or replaced outside the project, whatever was swapped in and when.
+A :class:`Target` was resolved (every symbolic link followed) and confined when its call was prepared; by the time it
+runs (a permission request may have waited minutes) another process may have swapped one of its directories for a
+symbolic link to somewhere else. :func:`open_parent` walks from ``/`` through the real path of the target's root (the
+project directory, or the additional directory it lies in) to the target's directory one component at a time, each
+opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the one before (``openat``), so a component that is no longer a
+real directory fails the call with a :class:`ToolCallError` naming it, and the final name is then used relative to that
+directory's descriptor (``dir_fd=``): nothing is read, created or replaced outside that root, whatever was swapped in
+and when.
 """
 
 from __future__ import annotations
@@ -25,10 +26,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def project_root(target: Target) -> str:
-    """The real path of the project directory ``target`` was confined to."""
-    if target.rel == ".":
-        return target.real
-    return target.real[: len(target.real) - len(target.rel) - 1] or os.sep
+    """The real path of the root (the project directory, or an additional directory) ``target`` was confined to."""
+    return target.root
 
 
 def _swapped(target: Target, parent_fd: int, name: str, shown: str, verb: str) -> ToolCallError:
@@ -45,7 +44,7 @@ def _swapped(target: Target, parent_fd: int, name: str, shown: str, verb: str) -
         now = "something else" if mode else "gone"
     return ToolCallError(
         f"cannot {verb} {target.rel}: {shown} changed after the call was checked (it is now {now}, no longer the "
-        "directory inside the project it was); nothing was done"
+        f"directory inside the {'project' if target.primary else 'additional directory'} it was); nothing was done"
     )
 
 
@@ -77,8 +76,9 @@ def _open_root(target: Target, verb: str) -> int:
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
+                which = "project" if target.primary else "additional"
                 raise ToolCallError(
-                    f"cannot {verb} {target.rel}: the project directory {root} cannot be reached as it was checked "
+                    f"cannot {verb} {target.rel}: the {which} directory {root} cannot be reached as it was checked "
                     f"({exc.strerror}: its path changed since); nothing was done"
                 ) from None
             os.close(fd)
@@ -94,13 +94,16 @@ def open_parent(target: Target, *, create: bool, verb: str) -> tuple[int, str]:
     project directory) and the target's name in it; the caller closes the descriptor. ``create``: make missing
     directories on the way (each made relative to its parent's descriptor). ``verb`` says what the call does
     (``write``, ``read``) in the error."""
-    parts = [] if target.rel == "." else target.rel.split(os.sep)
+    inner = target.inner
+    parts = [] if inner == "." else inner.split(os.sep)
     if not parts:
         raise ToolCallError(f"cannot {verb} the project directory itself as a file")
+    label = "" if target.rel == inner else target.path[: len(target.path) - len(inner)]  # an additional root's
     fd = _open_root(target, verb)
     try:
         for depth, part in enumerate(parts[:-1]):
-            child = _open_directory(target, fd, part, os.sep.join(parts[: depth + 1]), create=create, verb=verb)
+            shown = label + os.sep.join(parts[: depth + 1])
+            child = _open_directory(target, fd, part, shown, create=create, verb=verb)
             os.close(fd)
             fd = child
     except BaseException:

@@ -158,9 +158,13 @@ def _inside(real: str, directory: str) -> bool:
 
 def _repository_reason(workspace: Workspace, real: str) -> str | None:
     """Why ``real`` is a repository's file git runs code from, judged by what is on disk: inside a directory git
-    takes for a git directory (wherever a ``.git`` file points), or inside a repository's ``core.hooksPath``."""
+    takes for a git directory (wherever a ``.git`` file points), or inside a repository's ``core.hooksPath``. Each
+    root (the project directory, an additional directory) is judged alone: the walk up stops at the root of ``real``."""
+    top = workspace.root_of(real)
+    if top is None:
+        return None
     directory = os.path.dirname(real)
-    while workspace.contains(directory):
+    while top.contains(directory):
         if _is_git_dir(directory):
             return "git's own directory"
         for git_dir in _git_dirs(directory):
@@ -170,7 +174,7 @@ def _repository_reason(workspace: Workspace, real: str) -> str | None:
             hooks_dir = None if hooks is None else os.path.join(directory, os.path.expanduser(hooks))  # from the top
             if hooks_dir is not None and _inside(real, os.path.realpath(hooks_dir)):
                 return "git hook (core.hooksPath)"
-        if directory == workspace.root:
+        if directory == top.real:
             break
         directory = os.path.dirname(directory)
     return None

@@ -185,7 +185,7 @@ async def prepare_read_file(args: ReadFileArgs, workspace: Workspace, client: To
 
 def _list(workspace: Workspace, target: Target, stop: threading.Event) -> ToolResult:
     """The listing of ``target`` (run in a worker thread: it ends early, with no result, once ``stop`` is set)."""
-    chain = Ignores(workspace.root).chain_for(target.real)
+    chain = Ignores(target.root).chain_for(target.real)
     names: list[str] = []
     hidden = 0
     for entry in sorted_entries(target.real):

@@ -9,7 +9,7 @@ calls through its own :class:`~acp_server.tools.registry.ToolSet`.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from ._types import PreparedCall, ToolClient
 from ._validate import MAX_ARGUMENTS_BYTES
@@ -25,7 +25,8 @@ async def prepare_call(
     cwd: str,
     client: ToolClient | None,
     offered: Collection[str],
+    additional: Sequence[str] = (),
 ) -> PreparedCall:
     """The call of built-in tool ``name`` with the model's raw JSON ``arguments``, in the project directory
-    ``cwd``, validated, confined and announced (see :meth:`ToolSet.prepare`)."""
-    return await BUILTIN.prepare(name, arguments, cwd=cwd, client=client, offered=offered)
+    ``cwd`` (and the ``additional`` directories), validated, confined and announced (see :meth:`ToolSet.prepare`)."""
+    return await BUILTIN.prepare(name, arguments, cwd=cwd, client=client, offered=offered, additional=additional)

@@ -9,6 +9,7 @@ callers run it in a worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._textfile import read_text_prefix
@@ -26,10 +27,10 @@ class ProjectText:
     truncated: bool
 
 
-def read_project_text(directory: str, path: str, limit: int) -> ProjectText:
-    """The text of ``path`` (relative to ``directory`` or absolute inside it), at most ``limit`` bytes. Raises
-    :class:`~._exceptions.ToolCallError`, its message fit for the model, when the path resolves outside
-    ``directory``, is not a regular file, or is not text."""
-    target = Workspace(directory).existing_file(path)
+def read_project_text(directory: str, path: str, limit: int, additional: Sequence[str] = ()) -> ProjectText:
+    """The text of ``path`` (relative to ``directory`` or absolute inside it or inside one of the ``additional``
+    directories), at most ``limit`` bytes. Raises :class:`~._exceptions.ToolCallError`, its message fit for the
+    model, when the path resolves outside them, is not a regular file, or is not text."""
+    target = Workspace(directory, additional).existing_file(path)
     text, truncated = read_text_prefix(target, limit)
     return ProjectText(target, text, truncated)

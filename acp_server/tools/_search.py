@@ -72,26 +72,37 @@ def _clip_title(text: str, size: int = 60) -> str:
 # --- glob ---------------------------------------------------------------------------------------------------
 
 
-def _relative_pattern(workspace: Workspace, pattern: str) -> str:
+def _relative_pattern(workspace: Workspace, pattern: str) -> tuple[str, str]:
+    """The directory a pattern is relative to (the project directory's path, or an additional directory's when an
+    absolute pattern starts there) and the pattern relative to it."""
     if "\0" in pattern:
         raise ToolCallError(f"pattern {pattern!r} contains a NUL byte")
     if not os.path.isabs(pattern):
-        return pattern
-    for prefix in (workspace.cwd, workspace.root):
-        if pattern == prefix:
-            return "."
-        if pattern.startswith(prefix.rstrip("/") + "/"):
-            return pattern[len(prefix.rstrip("/")) + 1 :]
+        return workspace.cwd, pattern
+    for root in workspace.roots:
+        for prefix in (root.shown, root.real):
+            if pattern == prefix:
+                return root.shown, "."
+            if pattern.startswith(prefix.rstrip("/") + "/"):
+                return root.shown, pattern[len(prefix.rstrip("/")) + 1 :]
+    where = "the project directory" if not workspace.extra else "the project directory and the additional directories"
     raise ToolCallError(
-        f"pattern '{pattern}' is outside the project directory {workspace.cwd}; give it relative to that directory"
+        f"pattern '{pattern}' is outside {where} {workspace.cwd}; give it relative to that directory"
+        if not workspace.extra
+        else f"pattern '{pattern}' is outside {where}; give it relative to the project directory {workspace.cwd}, "
+        "or absolute inside an additional directory"
     )
 
 
-def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet, int | None]:
-    """Where to walk (the literal directories the pattern starts with), the label of the walked paths, the
-    regex of the whole pattern, and how deep to walk (None: ``**`` goes all the way down)."""
+def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet, int | None, str]:
+    """Where to walk (the literal directories the pattern starts with), the label of the walked paths (relative to
+    the root the pattern is in), the regex of the whole pattern, and how deep to walk (None: ``**`` goes all the way
+    down), and what prefixes the paths found. A relative pattern is in the project directory (paths found are
+    relative to it); an absolute one in the root it starts with (in an additional directory, paths found are
+    absolute)."""
+    top, relative = _relative_pattern(workspace, pattern)
     try:
-        expanded = expand_braces(_relative_pattern(workspace, pattern))
+        expanded = expand_braces(relative)
     except ValueError as exc:
         raise ToolCallError(f"pattern '{pattern}': {exc}") from None
     split: list[list[str]] = []
@@ -110,19 +121,21 @@ def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet
         if len(set(column)) != 1 or has_magic(column[0]):
             break
         base.append(column[0])
-    target = workspace.resolve("/".join(base) or ".", "pattern")
+    within = "/".join(base) or "."
+    target = workspace.resolve(within if top == workspace.cwd else os.path.join(top, within), "pattern")
     globs = GlobSet("/".join(segments) for segments in split)
     deep = any("**" in segment for segments in split for segment in segments)
     depth = None if deep else max(len(segments) for segments in split) - len(base)
-    return target, "".join(part + "/" for part in base), globs, depth
+    spelled = "" if top == workspace.cwd else top.rstrip("/") + "/"
+    return target, "".join(part + "/" for part in base), globs, depth, spelled
 
 
 def _glob(
-    workspace: Workspace, pattern: str, base: Target, label: str, globs: GlobSet, depth: int | None
+    workspace: Workspace, pattern: str, base: Target, label: str, globs: GlobSet, depth: int | None, spelled: str
 ) -> Callable[[threading.Event], ToolResult]:
     def work(stop: threading.Event) -> ToolResult:
         found: list[str] = []
-        walk = Walk(workspace.root, base.real, label, stop=stop, max_depth=depth)
+        walk = Walk(base.root, base.real, label, stop=stop, max_depth=depth)
         if os.path.isdir(base.real):
             for entry in walk:
                 if not globs.match(entry.rel):
@@ -130,10 +143,10 @@ def _glob(
                 if entry.is_link:
                     real = os.path.realpath(entry.real)
                     if not workspace.contains(real):
-                        continue  # a link out of the project: not a file of it
-                    found.append(entry.rel + "/" if os.path.isdir(real) else entry.rel)
+                        continue  # a link out of the roots: not a file of the workspace
+                    found.append(spelled + entry.rel + "/" if os.path.isdir(real) else spelled + entry.rel)
                 else:
-                    found.append(entry.rel + "/" if entry.is_dir else entry.rel)
+                    found.append(spelled + entry.rel + "/" if entry.is_dir else spelled + entry.rel)
         found.sort()
         text, shown = join_lines(found[:MAX_GLOB_PATHS])
         notes = [_walk_note(walk)]
@@ -149,8 +162,8 @@ def _glob(
 
 
 async def prepare_glob(args: GlobArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
-    base, label, globs, depth = _glob_plan(workspace, args.pattern)
-    work = _glob(workspace, args.pattern, base, label, globs, depth)
+    base, label, globs, depth, spelled = _glob_plan(workspace, args.pattern)
+    work = _glob(workspace, args.pattern, base, label, globs, depth, spelled)
 
     async def run(sink: ContentSink) -> ToolResult:
         return await in_thread(work)
@@ -253,17 +266,20 @@ def _grep(
             else:
                 matches.search(text, target.rel, line_regex, text_regex)
         else:
-            walk = Walk(workspace.root, target.real, "" if target.rel == "." else target.rel + "/", stop=stop)
+            inner = target.inner
+            spelled = target.label  # paths in an additional directory are given absolute
+            walk = Walk(target.root, target.real, "" if inner == "." else inner + "/", stop=stop)
             for entry in walk:
                 if entry.is_dir or entry.is_link:
                     continue
                 if include is not None and not include[0].match(entry.rel if include[1] else entry.name):
-                    continue
+                    continue  # an include with a / matches the path relative to the root searched
+                rel = spelled + entry.rel
                 text, why = read_searchable(entry.real)
                 if text is None:
                     matches.skipped[why] = matches.skipped.get(why, 0) + 1
                     continue
-                if not matches.search(text, entry.rel, line_regex, text_regex):
+                if not matches.search(text, rel, line_regex, text_regex):
                     break
             note = _walk_note(walk)
         notes = [note]

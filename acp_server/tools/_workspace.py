@@ -1,32 +1,83 @@
-"""Confinement: every path a tool touches resolves inside the project directory (the session's ``cwd``).
+"""Confinement: every path a tool touches resolves inside the project directory (the session's ``cwd``) or inside
+one of the session's additional directories (ACP ``additionalDirectories``): the workspace's roots.
 
-A path is relative to the project directory or absolute inside it. It is resolved like the kernel would (``..``
-and every symbolic link, :func:`os.path.realpath`, the project directory's own real path included), and what lands
-outside is refused with a :class:`ToolCallError` before anything is shown to the user or asked of the client. So
-is an empty path, one with a NUL byte, and one that is not valid Unicode (a lone surrogate, which JSON can
-carry but no file name can: :func:`check_unicode`). A :class:`Target` carries the resolved path three ways: ``real`` (no
-symbolic link in it) for local I/O, ``path`` (absolute, spelled under the project directory as the session gave
-it) for announcements and the client, ``rel`` (relative to the project directory) for titles and messages.
+A path is relative to the project directory or absolute inside one of the roots. It is resolved like the kernel would
+(``..`` and every symbolic link, :func:`os.path.realpath`, each root's own real path included), and what lands outside
+every root is refused with a :class:`ToolCallError` before anything is shown to the user or asked of the client. So is
+an empty path, one with a NUL byte, and one that is not valid Unicode (a lone surrogate, which JSON can carry but no
+file name can: :func:`check_unicode`). A :class:`Target` carries the resolved path three ways: ``real`` (no symbolic
+link in it) for local I/O, ``path`` (absolute, spelled under its root as the session gave it) for announcements and the
+client, ``rel`` (relative to the project directory; in an additional directory its absolute ``path``: a relative path
+always means the project directory) for titles and messages; and ``root``, the real path of the root it lies in (what a
+race-safe reopening walks from). The project directory comes first: a path inside both it and an additional directory
+belongs to the project directory.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._exceptions import ToolCallError
 
-__all__ = ["Target", "Workspace", "check_unicode", "describe_mode"]
+__all__ = ["Root", "Target", "Workspace", "check_unicode", "describe_mode"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A confined path: ``real`` on disk, ``path`` absolute as shown, ``rel`` relative to the project (``.``)."""
+    """A confined path: ``real`` on disk, ``path`` absolute as shown, ``rel`` relative to the project (``.``; the
+    absolute ``path`` in an additional directory), ``root`` the real path of the root holding it."""
 
     real: str
     path: str
     rel: str
+    root: str
+
+    @property
+    def primary(self) -> bool:
+        """Whether it lies in the project directory (not in an additional directory)."""
+        return self.rel == self.inner
+
+    @property
+    def label(self) -> str:
+        """What prefixes a path relative to its root in output: ``""`` in the project directory (paths stay
+        relative to it), the root's absolute path and ``/`` in an additional directory."""
+        inner = self.inner
+        if self.primary:
+            return ""
+        return self.path + os.sep if inner == "." else self.path[: len(self.path) - len(inner)]
+
+    @property
+    def inner(self) -> str:
+        """The path of ``real`` relative to its root (``.`` for the root itself)."""
+        return "." if self.real == self.root else self.real[len(self.root.rstrip(os.sep)) + 1 :]
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """One root of a workspace: ``shown`` (absolute, normalised, as the session gave it) and ``real`` (every
+    symbolic link resolved); ``primary`` for the project directory."""
+
+    shown: str
+    real: str
+    primary: bool
+
+    @classmethod
+    def of(cls, path: str, primary: bool = False) -> Root:
+        shown = os.path.normpath(os.path.abspath(path))
+        return cls(shown, os.path.realpath(shown), primary)
+
+    def contains(self, real: str) -> bool:
+        """Whether the real path ``real`` is this root or inside it."""
+        return real == self.real or real.startswith(self.real.rstrip(os.sep) + os.sep)
+
+    def target(self, real: str) -> Target:
+        """The :class:`Target` of a real path inside this root."""
+        inner = "." if real == self.real else real[len(self.real.rstrip(os.sep)) + 1 :]
+        path = self.shown if inner == "." else os.path.join(self.shown, inner)
+        return Target(real, path, inner if self.primary else path, self.real)
 
 
 def describe_mode(mode: int) -> str:
@@ -55,27 +106,45 @@ def check_unicode(text: str, what: str) -> None:
 
 
 class Workspace:
-    """The project directory of a session, and the one place paths are resolved against it."""
+    """The roots of a session (its project directory first, then its additional directories), and the one place
+    paths are resolved and confined against them."""
 
-    __slots__ = ("_prefix", "cwd", "root")
+    __slots__ = ("cwd", "extra", "root", "roots")
 
-    def __init__(self, cwd: str) -> None:
-        self.cwd = os.path.normpath(os.path.abspath(cwd))
-        self.root = os.path.realpath(self.cwd)
-        self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+    def __init__(self, cwd: str, additional: Sequence[str] = ()) -> None:
+        primary = Root.of(cwd, primary=True)
+        self.cwd = primary.shown
+        self.root = primary.real
+        self.roots: tuple[Root, ...] = (primary, *(Root.of(path) for path in additional))
+        self.extra = self.roots[1:]
+        """The additional directories, in the session's order."""
+
+    def root_of(self, real: str) -> Root | None:
+        """The first root (the project directory first) holding the real path ``real``; None: outside them all."""
+        return next((root for root in self.roots if root.contains(real)), None)
 
     def contains(self, real: str) -> bool:
-        """Whether the real path ``real`` is the project directory or inside it."""
-        return real == self.root or real.startswith(self._prefix)
+        """Whether the real path ``real`` is inside one of the roots (the project directory or an additional one)."""
+        return self.root_of(real) is not None
 
     def relative(self, real: str) -> str:
-        """The path of ``real`` (inside the project) relative to it; ``.`` for the project directory."""
-        return "." if real == self.root else real[len(self._prefix) :]
+        """How ``real`` (inside a root) is named in messages: relative to the project directory (``.`` for it), or
+        its absolute path in an additional directory."""
+        root = self.root_of(real)
+        return real if root is None else root.target(real).rel
 
     def target(self, real: str) -> Target:
-        """The :class:`Target` of a real path known to be inside the project."""
-        rel = self.relative(real)
-        return Target(real, self.cwd if rel == "." else os.path.join(self.cwd, rel), rel)
+        """The :class:`Target` of a real path known to be inside a root."""
+        root = self.root_of(real)
+        if root is None:
+            raise ToolCallError(f"{real} is outside the project directory {self.cwd}")
+        return root.target(real)
+
+    def _outside(self) -> str:
+        if not self.extra:
+            return f"the project directory {self.cwd}"
+        listed = ", ".join(root.shown for root in self.extra)
+        return f"the project directory {self.cwd} and the additional directories ({listed})"
 
     def resolve(self, path: str, what: str = "path") -> Target:
         """``path`` resolved and confined (it need not exist); ``what`` names the parameter in messages."""
@@ -86,15 +155,17 @@ class Workspace:
         check_unicode(path, what)
         joined = os.path.join(self.cwd, path)
         real = os.path.realpath(joined)
-        if not self.contains(real):
+        root = self.root_of(real)
+        if root is None:
             lexical = os.path.normpath(joined)
-            if lexical == self.cwd or lexical.startswith(self.cwd.rstrip(os.sep) + os.sep):
-                raise ToolCallError(
-                    f"{what} '{path}' resolves to {real} through a symbolic link, outside the project directory "
-                    f"{self.cwd}; only files inside it can be used"
-                )
-            raise ToolCallError(f"{what} '{path}' is outside the project directory {self.cwd}")
-        return self.target(real)
+            for shown in (r.shown for r in self.roots):
+                if lexical == shown or lexical.startswith(shown.rstrip(os.sep) + os.sep):
+                    raise ToolCallError(
+                        f"{what} '{path}' resolves to {real} through a symbolic link, outside {self._outside()}; "
+                        f"only files inside {'them' if self.extra else 'it'} can be used"
+                    )
+            raise ToolCallError(f"{what} '{path}' is outside {self._outside()}")
+        return root.target(real)
 
     def _stat(self, target: Target) -> os.stat_result:
         try:
@@ -140,8 +211,9 @@ class Workspace:
         """``path`` confined, where a file can be written: an existing regular file (returns True), or a new
         one whose nearest existing ancestor is a directory (returns False; the missing ones will be created)."""
         target = self.resolve(path)
-        if target.real == self.root:
-            raise ToolCallError(f"'{path}' is the project directory itself, not a file")
+        if target.real == target.root:
+            which = "project" if target.rel == "." else "additional"
+            raise ToolCallError(f"'{path}' is the {which} directory itself, not a file")
         try:
             mode = os.stat(target.real).st_mode
         except (FileNotFoundError, NotADirectoryError):

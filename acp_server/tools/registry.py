@@ -11,7 +11,7 @@ offers the read-only tools only.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,10 +162,12 @@ class ToolSet:
         cwd: str,
         client: ToolClient | None,
         offered: Collection[str],
+        additional: Sequence[str] = (),
     ) -> PreparedCall:
-        """The call of tool ``name`` with the model's raw JSON ``arguments``, in the project directory ``cwd``,
-        validated, confined and announced; the client (None: none) reads, writes and runs when it can. Raises
-        :class:`ToolCallError` (the model's message) when the call cannot be made; cancellation propagates."""
+        """The call of tool ``name`` with the model's raw JSON ``arguments``, in the project directory ``cwd`` (with the
+        session's ``additional`` directories as further roots), validated, confined and announced; the client (None:
+        none) reads, writes and runs when it can. Raises :class:`ToolCallError` (the model's message) when the call
+        cannot be made; cancellation propagates."""
         tool = self._tools.get(name)
         if name not in offered or tool is None:
             available = ", ".join(known for known in self._tools if known in offered) or "none"
@@ -175,7 +177,7 @@ class ToolSet:
         try:
             args = parse_arguments(name, arguments, tool.parameters, tool.args, tool.check)
             check_unicode(cwd, "the project directory")
-            return await tool.prepare(args, Workspace(cwd), client)
+            return await tool.prepare(args, Workspace(cwd, additional), client)
         except ToolCallError as exc:
             message = str(exc)
             if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:

@@ -53,9 +53,9 @@ class _Shown:
     located: bool = False
 
 
-def _location(arguments: bytes, cwd: str) -> ToolLocation | None:
-    """The file a call's arguments name once their ``path`` is complete, when it stays inside ``cwd`` (lexically:
-    only shown; the call itself is confined when it is read)."""
+def _location(arguments: bytes, cwd: str, additional: tuple[str, ...] = ()) -> ToolLocation | None:
+    """The file a call's arguments name once their ``path`` is complete, when it stays inside ``cwd`` or one of the
+    ``additional`` directories (lexically: only shown; the call itself is confined when it is read)."""
     try:
         value = jiter.from_json(arguments, partial_mode=True, cache_mode="none")
     except ValueError:
@@ -64,19 +64,24 @@ def _location(arguments: bytes, cwd: str) -> ToolLocation | None:
     if not isinstance(path, str) or not path or "\x00" in path:
         return None
     target = os.path.normpath(os.path.join(cwd, path))
-    root = os.path.normpath(cwd)
-    return ToolLocation(target) if target == root or target.startswith(root.rstrip(os.sep) + os.sep) else None
+    for root in map(os.path.normpath, (cwd, *additional)):
+        if target == root or target.startswith(root.rstrip(os.sep) + os.sep):
+            return ToolLocation(target)
+    return None
 
 
 class CallAnnouncer:
     """Announces one turn's calls while they stream (see the module's invariants). ``seen``: the session's call ids,
     shared with the assembler's :meth:`CallAssembler.calls`."""
 
-    __slots__ = ("_by_index", "_cwd", "_emit", "_open", "_seen", "_tools")
+    __slots__ = ("_additional", "_by_index", "_cwd", "_emit", "_open", "_seen", "_tools")
 
-    def __init__(self, emit: Emit, cwd: str, seen: set[str], tools: ToolSet) -> None:
+    def __init__(
+        self, emit: Emit, cwd: str, seen: set[str], tools: ToolSet, additional: tuple[str, ...] = ()
+    ) -> None:
         self._emit = emit
         self._cwd = cwd
+        self._additional = additional
         self._seen = seen
         self._tools = tools  # the session's: titles and kinds of its tools
         self._by_index: dict[int, _Shown] = {}  # the request being streamed
@@ -108,7 +113,7 @@ class CallAnnouncer:
             )
         except ValueError:
             return None
-        location = None if shown.located else _location(arguments, self._cwd)
+        location = None if shown.located else _location(arguments, self._cwd, self._additional)
         if raw_input == shown.raw_input and location is None:
             return None
         shown.raw_input = raw_input

@@ -258,6 +258,7 @@ async def run_call(
     cwd: str,
     mode: str,
     offered: tuple[str, ...],
+    additional: tuple[str, ...] = (),
     rules: dict[str, bool],
     client: ToolClient | None,
     emit: Emit,
@@ -276,7 +277,7 @@ async def run_call(
         if problem is not None:
             raise ToolCallError(problem)
         prepare = prepare_call if tools is None else tools.prepare
-        prepared = await prepare(name, arguments, cwd=cwd, client=client, offered=offered)
+        prepared = await prepare(name, arguments, cwd=cwd, client=client, offered=offered, additional=additional)
     except Exception as exc:  # unknown tool, bad arguments, a path outside the project... or a bug (logged)
         if not isinstance(exc, ServerError):
             logger.exception("a tool call could not be prepared")

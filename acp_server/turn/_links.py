@@ -1,6 +1,7 @@
 """Linked files: a prompt's ``file://`` resource links, read for the model.
 
-A link whose file is inside the session's cwd (after resolving symbolic links) is read as ``read_file`` reads from
+A link whose file is inside the session's cwd or one of its additional directories (after resolving symbolic links:
+the tools' one confinement rule) is read as ``read_file`` reads from
 disk (a regular UTF-8 text file, confined; :func:`~acp_server.tools.read_project_text`), at most
 :data:`MAX_LINKED_FILE_BYTES` of it, and the model gets the link followed by the file's text and its path. A link
 outside the cwd, to a directory, to a binary file or to nothing gets the link and a note saying why it was not read.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
 import anyio.to_thread
@@ -49,10 +51,10 @@ def _link_text(part: ResourceLinkPart) -> str:
     return f"[{part.name}]({part.uri})" + (f" — {part.description}" if part.description else "")
 
 
-def _read(cwd: str, path: str, room: int) -> tuple[str, int]:
+def _read(cwd: str, path: str, room: int, additional: Sequence[str]) -> tuple[str, int]:
     """The model's text for the linked file ``path``, and the bytes of the file it holds. Blocking."""
     try:
-        read = read_project_text(cwd, path, min(room, MAX_LINKED_FILE_BYTES))
+        read = read_project_text(cwd, path, min(room, MAX_LINKED_FILE_BYTES), additional)
     except ToolError as exc:
         return f"(not read: {exc})", 0
     body = read.text.rstrip("\n")
@@ -70,7 +72,7 @@ def _has_file_link(prompt: Prompt) -> bool:
     return any(isinstance(part, ResourceLinkPart) and file_path(part.uri) for part in prompt.parts)
 
 
-def _linked_parts(parts: tuple[PromptPart, ...], cwd: str) -> tuple[PromptPart, ...]:
+def _linked_parts(parts: tuple[PromptPart, ...], cwd: str, additional: Sequence[str]) -> tuple[PromptPart, ...]:
     """``parts`` with each ``file://`` link followed by its file (or a note). Blocking."""
     room = MAX_LINKED_BYTES
     result: list[PromptPart] = []
@@ -84,15 +86,17 @@ def _linked_parts(parts: tuple[PromptPart, ...], cwd: str) -> tuple[PromptPart, 
         elif not os.path.isabs(cwd):
             note = "(not read: the session has no working directory)"
         else:
-            note, used = _read(cwd, path, room)
+            note, used = _read(cwd, path, room, additional)
             room -= used
         result.append(TextPart(f"{_link_text(part)}\n{note}"))
     return tuple(result)
 
 
-async def with_linked_files(prompt: Prompt, cwd: str) -> Prompt:
+async def with_linked_files(prompt: Prompt, cwd: str, additional: Sequence[str] = ()) -> Prompt:
     """What the model is given of ``prompt``: the same prompt, each ``file://`` link followed by its file's text or
-    a note (the files are read in a worker thread). The prompt itself when it has no such link."""
+    a note (the files are read in a worker thread). The prompt itself when it has no such link. A link is read when
+    its file lies in ``cwd`` or in one of the session's ``additional`` directories (the tools' confinement)."""
     if not _has_file_link(prompt):
         return prompt
-    return Prompt(await anyio.to_thread.run_sync(_linked_parts, prompt.parts, cwd, abandon_on_cancel=True))
+    parts = await anyio.to_thread.run_sync(_linked_parts, prompt.parts, cwd, tuple(additional), abandon_on_cancel=True)
+    return Prompt(parts)

@@ -16,6 +16,7 @@ import os
 import platform
 import signal
 import subprocess
+from collections.abc import Sequence
 from datetime import datetime
 
 import anyio
@@ -143,8 +144,9 @@ async def git_state(cwd: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
     return _describe_status(output)
 
 
-async def environment_block(cwd: str, git_timeout_s: float = GIT_TIMEOUT_S) -> str:
-    """The environment the model works in: OS, shell, today's date, the working directory and its git state."""
+async def environment_block(cwd: str, git_timeout_s: float = GIT_TIMEOUT_S, additional: Sequence[str] = ()) -> str:
+    """The environment the model works in: OS, shell, today's date, the working directory and its git state, and
+    the session's additional directories (further roots the tools may use; their git state is not read)."""
     shell = os.path.basename(os.environ.get("SHELL", "")) or "sh"
     today = datetime.now().astimezone()
     git = await git_state(cwd, git_timeout_s)
@@ -157,15 +159,34 @@ async def environment_block(cwd: str, git_timeout_s: float = GIT_TIMEOUT_S) -> s
             f"- Today's date: {today:%Y-%m-%d} ({today:%A})",
             f"- Working directory: {cwd}",
             f"- Git: {git}",
+            *_additional_lines(additional),
         ]
     )
 
 
+def _additional_lines(additional: Sequence[str]) -> list[str]:
+    if not additional:
+        return []
+    return [
+        "- Additional directories (the tools may read and, with permission, write there too; give paths in them as "
+        "absolute paths; relative paths, relative glob patterns and grep without a path stay in the working "
+        "directory; commands start in the working directory):",
+        *(f"  - {directory}" for directory in additional),
+    ]
+
+
 async def build_system_prompt(
-    base: str, cwd: str, instructions: bool = True, *, git_timeout_s: float = GIT_TIMEOUT_S
+    base: str,
+    cwd: str,
+    instructions: bool = True,
+    *,
+    git_timeout_s: float = GIT_TIMEOUT_S,
+    additional: Sequence[str] = (),
 ) -> str:
-    """``base`` (how to work), then the environment, then (``instructions``) the project instructions."""
-    parts = [base.strip(), await environment_block(cwd, git_timeout_s)]
+    """``base`` (how to work), then the environment (naming the ``additional`` directories), then
+    (``instructions``) the project instructions — read from the cwd's repository only, never from an additional
+    directory."""
+    parts = [base.strip(), await environment_block(cwd, git_timeout_s, additional)]
     if instructions and os.path.isabs(cwd):  # never the server's own directory
         section = await anyio.to_thread.run_sync(project_instructions, cwd, abandon_on_cancel=True)
         if section:

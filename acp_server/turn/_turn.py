@@ -157,6 +157,13 @@ def offered_tools(mode: str) -> tuple[str, ...]:
     return BUILTIN.offered(mode)
 
 
+def additional_of(session: SessionLike) -> tuple[str, ...]:
+    """The session's additional directories (ACP ``additionalDirectories``): further roots its tools may use, after
+    its cwd; none when the session has no ``additional_directories``."""
+    additional = getattr(session, "additional_directories", ())
+    return tuple(additional) if isinstance(additional, tuple | list) else ()
+
+
 def tools_of(session: SessionLike) -> ToolSet:
     """The session's tools: its ``tools`` set when it has one (built-ins plus its MCP servers'), else the
     built-ins."""
@@ -318,7 +325,9 @@ class ModelTurn:
     async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
         settings = self.settings
-        system = await build_system_prompt(settings.system_prompt, session.cwd, settings.project_instructions)
+        system = await build_system_prompt(
+            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
+        )
         view = ContextView(system, history, content)
         ask = partial(summary_text, self._get_client(), policy=settings.policy)
         threshold = settings.compact_threshold
@@ -374,7 +383,7 @@ class ModelTurn:
         if is_compact_command(prompt):
             return await self.compact(session, emit)
         # Once per turn: the prompt with its linked files read; what the model gets, and its text, what is stored.
-        read = await with_linked_files(prompt, session.cwd)
+        read = await with_linked_files(prompt, session.cwd, additional_of(session))
         content = user_content(read)
         user = Message("user", read.text)
         history = await session.begin_turn(prompt, user)
@@ -382,7 +391,7 @@ class ModelTurn:
         settings = self.settings
         seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
-        announcer = CallAnnouncer(emit, session.cwd, seen, tools_of(session))
+        announcer = CallAnnouncer(emit, session.cwd, seen, tools_of(session), additional_of(session))
 
         async def on_delta(delta: Delta) -> None:
             if delta.tool_calls:
@@ -436,6 +445,7 @@ class ModelTurn:
                         call.name,
                         call.arguments,
                         cwd=session.cwd,
+                        additional=additional_of(session),
                         mode=mode,
                         offered=tools.still_offered(offered, mode),
                         rules=session.permission_rules,

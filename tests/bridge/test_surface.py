@@ -37,6 +37,7 @@ def test_exported_members() -> None:
         "COMMANDS",
         "DEFAULT_COALESCE_BYTES",
         "DEFAULT_STREAM_CAPACITY",
+        "MAX_ADDITIONAL_DIRECTORIES",
         "BridgeClosedError",
         "BridgeError",
         "Choice",
@@ -54,6 +55,7 @@ def test_exported_members() -> None:
         "SettingsChange",
         "SettingsRules",
         "TurnRunner",
+        "check_additional_directories",
         "validate_deadline_ms",
         "validate_max_pending",
     ]

@@ -109,7 +109,9 @@ async def test_initialize_advertises_durable_sessions(agent: tuple[Agent, Peer, 
     reply = await acp_agent.call("initialize", {"protocolVersion": 1})
     capabilities = reply["agentCapabilities"]
     assert capabilities["loadSession"] is True
-    assert capabilities["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}}
+    assert capabilities["sessionCapabilities"] == {
+        "list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}, "additionalDirectories": {}
+    }
     assert capabilities["_meta"]["acpServer"]["sessionStore"] == {"persistent": True, "available": True}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -279,10 +280,10 @@ async def test_a_fork_whose_caller_left_while_it_was_stored_is_not_attached(
         copies: list[str] = []
         original = bridge.store.fork_session
 
-        async def slow_fork(source_id: str, session_id: str, *, cwd: str, mode: str | None = None) -> object:
+        async def slow_fork(source_id: str, session_id: str, **kwargs: Any) -> object:
             started.set()
             await release.wait()
-            copy = await original(source_id, session_id, cwd=cwd, mode=mode)
+            copy = await original(source_id, session_id, **kwargs)
             copies.append(session_id)
             stored.set()  # the worker decides, without a checkpoint, as soon as this returns
             return copy

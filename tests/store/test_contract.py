@@ -217,6 +217,31 @@ async def test_fork_copies_the_history_and_marks_a_pending_answer_interrupted(st
     assert child_again is not None and child_again.messages[3].content == ""
 
 
+async def test_additional_directories_are_stored_in_order_set_forked_and_listed(store: SessionStore) -> None:
+    record = await store.create_session("s1", "/w", mode="default", additional_directories=("/lib", "/docs"))
+    assert record.additional_directories == ("/lib", "/docs")
+    assert await store.get_session("s1") == record
+    plain = await store.create_session("s2", "/w")
+    assert plain.additional_directories == ()
+    await store.set_additional_directories("s1", ("/docs",))
+    stored = await store.get_session("s1")
+    assert stored is not None and stored.additional_directories == ("/docs",)
+    await _turn(store, "s1", "one", "1")  # a turn touches the row: the directories stay
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None and snapshot.record.additional_directories == ("/docs",)
+    child = await store.fork_session("s1", "child", cwd="/w", additional_directories=("/other",))
+    assert child.additional_directories == ("/other",)
+    bare = await store.fork_session("s1", "bare", cwd="/w")  # a fork names its own list: none is none
+    assert bare.additional_directories == ()
+    listed = {r.session_id: r.additional_directories for r in (await store.list_sessions()).sessions}
+    assert listed == {"s1": ("/docs",), "s2": (), "child": ("/other",), "bare": ()}
+    await store.set_additional_directories("s1", ())
+    cleared = await store.get_session("s1")
+    assert cleared is not None and cleared.additional_directories == ()
+    with pytest.raises(StoredSessionNotFoundError):
+        await store.set_additional_directories("nope", ("/x",))
+
+
 async def test_delete_removes_the_session_and_its_whole_history_and_nothing_else(store: SessionStore) -> None:
     await store.create_session("gone", "/w")
     await _turn(store, "gone", "one", "1")

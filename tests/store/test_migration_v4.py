@@ -33,7 +33,7 @@ def test_the_fixture_is_a_version_4_database_of_ours(old_db: Path) -> None:
         assert "compactions" not in _tables(raw)
         assert raw.execute("SELECT count(*) FROM answer_calls").fetchone() == (2,)  # the killed turn's journal
     raw.close()
-    assert SCHEMA_VERSION == 5  # a new version needs its own fixture made by the code before it (data/make_v4.py)
+    assert SCHEMA_VERSION >= 5  # version 6 has its own fixture, made by the version 5 code (data/make_v5.py)
 
 
 async def test_a_version_4_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:

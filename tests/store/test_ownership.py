@@ -156,7 +156,7 @@ async def test_sqlite_and_memory_claim_nothing(kind: str, tmp_path: Path) -> Non
 
 
 async def test_a_version_1_database_is_upgraded_and_keeps_its_sessions(pg_dsn: str) -> None:
-    assert PG_SCHEMA_VERSION == 2
+    assert PG_SCHEMA_VERSION == 3
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the previous release
         conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
         for statement in MIGRATIONS[0]:
@@ -168,7 +168,28 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_sessions(pg_dsn: s
         assert (await store.get_session("old")) is not None
         await store.claim("old")
     with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(2,)]
+        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(3,)]
+
+
+async def test_a_version_2_database_is_upgraded_and_its_sessions_have_no_additional_directories(
+    pg_dsn: str,
+) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the release before this one
+        conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
+        for step in MIGRATIONS[:2]:
+            for statement in step:
+                conn.execute(statement)
+        conn.execute("INSERT INTO acp_schema (version) VALUES (2)")
+        conn.execute("INSERT INTO sessions (id, cwd, created_us, updated_us) VALUES ('old', '/w', 1, 1)")
+    async with PostgresSessionStore(pg_dsn) as store:
+        assert store.problem is None
+        old = await store.get_session("old")
+        assert old is not None and old.additional_directories == ()
+        await store.set_additional_directories("old", ("/x",))
+        old = await store.get_session("old")
+        assert old is not None and old.additional_directories == ("/x",)
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(3,)]
 
 
 def test_lock_keys_are_stable_signed_64_bit() -> None:
@@ -186,8 +207,8 @@ class _SlowFork(PostgresSessionStore):
 
         self.forking, self.go_on = anyio.Event(), anyio.Event()
 
-    async def fork_session(self, source_id: str, session_id: str, *, cwd: str, mode: str | None = None) -> Any:
-        record = await super().fork_session(source_id, session_id, cwd=cwd, mode=mode)
+    async def fork_session(self, source_id: str, session_id: str, **kwargs: Any) -> Any:
+        record = await super().fork_session(source_id, session_id, **kwargs)
         self.forking.set()
         await self.go_on.wait()
         return record

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +121,14 @@ async def prepare(
     name: str,
     client: FakeClient | None = None,
     offered: Collection[str] = TOOL_NAMES,
+    additional: Sequence[Path | str] = (),
     **arguments: Any,
 ) -> PreparedCall:
-    return await prepare_call(name, json.dumps(arguments), cwd=str(cwd), client=_tool_client(client), offered=offered)
+    """Prepare one call in the project directory ``cwd``, with the session's ``additional`` directories."""
+    roots = tuple(str(path) for path in additional)
+    return await prepare_call(
+        name, json.dumps(arguments), cwd=str(cwd), client=_tool_client(client), offered=offered, additional=roots
+    )
 
 
 class Sink:
@@ -139,8 +144,13 @@ class Sink:
 
 
 async def call(
-    cwd: Path | str, name: str, client: FakeClient | None = None, sink: ContentSink | None = None, **arguments: Any
+    cwd: Path | str,
+    name: str,
+    client: FakeClient | None = None,
+    sink: ContentSink | None = None,
+    additional: Sequence[Path | str] = (),
+    **arguments: Any,
 ) -> ToolResult:
     """Prepare and run one call (a prepare error propagates)."""
-    prepared = await prepare(cwd, name, client, **arguments)
+    prepared = await prepare(cwd, name, client, additional=additional, **arguments)
     return await prepared.run(sink or Sink())

@@ -134,3 +134,16 @@ async def test_the_model_gets_the_file_and_history_keeps_the_link(model: Loopbac
         assert recorded_user == Message("user", user["content"])  # what the model got, for the next turns
     finally:
         await runner.aclose()
+
+
+async def test_a_linked_file_in_an_additional_directory_is_read_with_its_absolute_path(tmp_path: Path) -> None:
+    project, extra = tmp_path / "project", tmp_path / "extra"
+    project.mkdir()
+    extra.mkdir()
+    (extra / "shared.txt").write_text("shared text\n")
+    prompt = Prompt((_link(extra / "shared.txt"),))
+    parts = (await with_linked_files(prompt, str(project), (str(extra),))).parts
+    text = "\n\n".join(part.text for part in parts if isinstance(part, TextPart))
+    assert text.endswith(f'\n<file path="{extra / "shared.txt"}">\nshared text\n</file>')
+    alone = await _given(prompt, project)  # the same link, the session without that directory
+    assert "shared text" not in alone and "is outside the project directory" in alone

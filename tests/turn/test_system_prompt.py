@@ -53,6 +53,21 @@ async def test_the_prompt_says_how_to_work_then_the_environment_then_the_instruc
     assert "- Git: not a git repository" in text
 
 
+async def test_the_additional_directories_are_named_and_their_instructions_never_read(tmp_path: Path) -> None:
+    project, extra = tmp_path / "project", tmp_path / "extra"
+    project.mkdir()
+    extra.mkdir()
+    (project / "AGENTS.md").write_text("project rules")
+    (extra / "AGENTS.md").write_text("rules of the other root")
+    text = await build_system_prompt(DEFAULT_SYSTEM_PROMPT, str(project), additional=(str(extra),))
+    environment = text[text.index("# Environment") : text.index("# Project instructions")]
+    assert f"- Working directory: {project}\n" in environment
+    assert "- Additional directories (" in environment and environment.rstrip().endswith(f"  - {extra}")
+    assert "project rules" in text and "rules of the other root" not in text
+    plain = await build_system_prompt(DEFAULT_SYSTEM_PROMPT, str(project))
+    assert "Additional directories" not in plain
+
+
 async def test_the_shell_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHELL", "/usr/bin/fish")
     assert "- User's shell: fish (" in await build_system_prompt("base", str(tmp_path))

@@ -174,3 +174,14 @@ async def test_a_call_not_shown_while_streaming_that_fails_is_announced_with_its
         ("Read (invalid arguments)", "read", "failed"),
         ("Run (not available)", "execute", "failed"),
     ]
+
+
+def test_a_streamed_path_in_an_additional_directory_is_located_too() -> None:
+    from acp_server.turn._announce import _location
+
+    arguments = b'{"path": "/work/extra/a.txt", "content": "x'
+    assert _location(arguments, "/work/project", ("/work/extra",)) == ToolLocation("/work/extra/a.txt")
+    assert _location(arguments, "/work/project") is None  # not a root of this session: not shown
+    assert _location(b'{"path": "/work/other/a.txt"', "/work/project", ("/work/extra",)) is None
+    relative = _location(b'{"path": "sub/a.txt"', "/work/project", ("/work/extra",))
+    assert relative == ToolLocation("/work/project/sub/a.txt")
