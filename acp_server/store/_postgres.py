@@ -261,6 +261,7 @@ class PostgresSessionStore(SqliteSessionStore):
         def connect() -> psycopg.Connection[Any]:
             conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
             try:
+                conn.execute("SET plan_cache_mode = force_generic_plan")  # key lookups: planned once, not each time
                 _migrate(conn)
                 self._owners.open(self._dsn)
             except BaseException:
