@@ -87,8 +87,7 @@ def update_event_name(event: TurnEvent) -> str:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _encode_string = json.encoder.encode_basestring  # what _ENCODER writes for a str (C-accelerated)
-_MARK = "\ue000acp-server text\ue001"
-"""Stands for a text piece's text in its data while the frame around it is encoded once (see :class:`_TextFrames`)."""
+_MARK = "\ue000acp-server text\ue001"  # a piece's text while the frame around it is encoded (see _TextFrames)
 
 
 class _TextFrames:
@@ -430,8 +429,7 @@ class EventLog:
         """:meth:`publish` ``data(text)``, an event that is a piece of a longer text named ``key`` (``data`` the same
         for every piece of it): for a subscriber that lags, it merges with the pieces of the same event and key
         waiting before it (see "Coalescing")."""
-        frames = self._texts.get((event, key))
-        if frames is None:
+        if (frames := self._texts.get((event, key))) is None:
             if len(self._texts) >= 4:  # the texts of the running prompt (its message, its thought) stay
                 self._texts.clear()
             frames = self._texts[(event, key)] = _TextFrames(event, data)
