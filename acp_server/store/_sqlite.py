@@ -76,16 +76,19 @@ _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND ow
 _STILL_OWNED = f"EXISTS (SELECT 1 FROM messages WHERE {_OWN_PENDING_ANSWER})"
 """Guards the other writes of the transaction that ends an answer, so that none waits for its rowcount."""
 _TURN_HEAD = (
-    "SELECT s.title, (SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = s.id), c.through, c.summary "
+    "SELECT s.title, coalesce((SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1), 0), "
+    "c.through, c.summary "
     "FROM sessions s LEFT JOIN compactions c ON c.session_id = s.id "
     "AND c.through = (SELECT max(through) FROM compactions WHERE session_id = s.id) WHERE s.id = ?"
 )
 """What a turn starts from, in one read: the title, the last seq and the latest compaction (or NULLs)."""
 _TURN_MESSAGES = (
-    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND (seq > ? OR outcome = 'pending') ORDER BY seq"
+    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? UNION ALL "
+    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND outcome = 'pending'"
 )
-"""The messages a turn catches up on and the pending answers (running, or left by a dead process), in one read."""
-_PENDING = "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'"
+"""The messages a turn catches up on, then the pending answers (running, or left by a dead process), in one read of
+two index searches each in its own order (a pending answer among the news comes twice: see :func:`_by_seq`)."""
+_PENDING = "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'"  # (seq, owner) of each
 _LATEST_COMPACTION = "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1"
 _MESSAGES_AFTER = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq"
 
@@ -98,13 +101,12 @@ def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str
     return steps_json_from_journal(rows)
 
 
-def _pending(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str | None]]:
-    """``(seq, owner)`` of the session's pending answers (running, or of a dead process)."""
-    return [(seq, owner) for seq, owner in conn.execute(_PENDING, (session_id,)).fetchall()]
+def _by_seq(rows: Any) -> list[Any]:
+    """Message rows in ``seq`` order, each once."""
+    return [row for _seq, row in sorted({row[0]: row for row in rows.fetchall()}.items())]
 
 
-def _compaction(row: Any) -> Compaction | None:
-    """The :data:`_LATEST_COMPACTION` row read, or None."""
+def _compaction(row: Any) -> Compaction | None:  # a _LATEST_COMPACTION row, or None
     return None if row is None else Compaction(row[0], row[1])
 
 
@@ -202,9 +204,6 @@ class SqliteSessionStore(SessionStore):
             steps_from_json(steps),
             usage_from_json(usage),
         )
-
-    def _messages_after(self, conn: sqlite3.Connection, session_id: str, after: int) -> tuple[StoredMessage, ...]:
-        return self._messages(conn, session_id, conn.execute(_MESSAGES_AFTER, (session_id, after)).fetchall())
 
     def _messages(self, conn: sqlite3.Connection, session_id: str, rows: list[Any]) -> tuple[StoredMessage, ...]:
         return tuple(self._message(conn, session_id, row) for row in rows)
@@ -317,7 +316,7 @@ class SqliteSessionStore(SessionStore):
             with _write(conn):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
-                self._refuse_running(session_id, _pending(conn, session_id))
+                self._refuse_running(session_id, conn.execute(_PENDING, (session_id,)).fetchall())
                 for table in ("answer_calls", "compactions", "messages"):  # children first: no cascade relied on
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -355,13 +354,13 @@ class SqliteSessionStore(SessionStore):
         def begin(conn: sqlite3.Connection) -> TurnTicket:
             with _write(conn):  # both reads sent before either is waited for; then the writes with the commit
                 head_query = conn.execute(_TURN_HEAD, (session_id,))
-                news = conn.execute(_TURN_MESSAGES, (session_id, known))  # the news and the pending answers
+                news = conn.execute(_TURN_MESSAGES, (session_id, known, session_id))
                 head = head_query.fetchone()
                 if head is None:
                     raise StoredSessionNotFoundError(session_id)
                 stored_title, last, through, summary = head
                 since = known if known <= last else 0
-                rows = news.fetchall() if since == known else conn.execute(_TURN_MESSAGES, (session_id, 0)).fetchall()
+                rows = _by_seq(news if since == known else conn.execute(_TURN_MESSAGES, (session_id, 0, session_id)))
                 pending = [(row[0], row[7]) for row in rows if row[6] == "pending"]
                 self._refuse_running(session_id, pending)
                 # read before the dead answers below are closed; each reads as interrupted already, its journal folded
