@@ -98,8 +98,8 @@ def _translate(sql: str) -> str:
 class _Dialect:
     """The part of ``sqlite3.Connection`` the SQLite store uses, on a psycopg connection in autocommit mode.
 
-    Statements are not sent one by one: each is bound (psycopg's client-side binding, the same quoting as its
-    ``ClientCursor``) and queued, and the queue goes to the server as one multi-statement query when the store needs
+    Statements are not sent one by one: each is bound (client-side, by psycopg's ``ClientCursor``: an ``EXECUTE`` of
+    the statement prepared once per connection) and queued, and the queue goes to the server as one query when it needs
     a result (a row, a rowcount) and at ``COMMIT`` — a round trip per result waited for, not per statement (a round
     trip to a database server costs two context switches, and more on a busy machine). The server runs the queue in
     order and stops at the first error, which is raised then; ``COMMIT`` returns once the server has confirmed it."""
