@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TypeAlias
 
 import anyio
@@ -48,6 +49,9 @@ class PromptStream:
     text, so a reader slower than the model gets fewer, larger updates. Nothing is dropped or reordered; a reader
     that keeps up (waiting in :meth:`receive` when the chunk comes) gets every chunk as it was sent. Memory stays
     bounded: at most ``capacity`` entries of at most ``coalesce_bytes`` each.
+
+    The reader is either a task awaiting :meth:`receive`, or a synchronous sink (:meth:`deliver_to`) that the writer
+    calls with each event as it sends it — no task, no buffer, no wait in between (a sink never blocks).
     """
 
     __slots__ = (
@@ -62,6 +66,7 @@ class PromptStream:
         "_reader_woken",
         "_reading",
         "_release",
+        "_sink",
         "_writer",
     )
 
@@ -80,6 +85,7 @@ class PromptStream:
         self._reader_woken = False  # the reader was waiting for an event and has not run since it was woken
         self._writer: anyio.Event | None = None  # set when the writer may proceed
         self._idle: anyio.Event | None = None  # set when the reader has handled everything and waits for more
+        self._sink: Callable[[PromptEvent], None] | None = None  # the reader, when it is a sink (deliver_to)
 
     @property
     def ended(self) -> PromptEnded | None:
@@ -99,6 +105,9 @@ class PromptStream:
             self._writer = waiter = anyio.Event()
             await waiter.wait()
         if self._closed or self._ended is not None:
+            return
+        if self._sink is not None:
+            self._sink(event)
             return
         if self._coalesce and self._buffer and not self._reader_woken and self._joined(event):
             return  # the reader is busy elsewhere (a slow client): it will get both at once
@@ -126,7 +135,9 @@ class PromptStream:
         if self._ended is not None:
             return
         self._ended = ended
-        if not self._closed:
+        if self._sink is not None:
+            self._hand(ended)
+        elif not self._closed:
             self._buffer.append(ended)
         self._wake_reader()
         self._wake_writer()
@@ -148,7 +159,8 @@ class PromptStream:
     def delivered(self) -> bool:
         """Whether the reader has handled every event sent so far: it took them all and waits for the next (or the
         stream ended or was closed)."""
-        return self._closed or self._ended is not None or (not self._buffer and self._reader is not None)
+        waiting = self._reader is not None or self._sink is not None
+        return self._closed or self._ended is not None or (not self._buffer and waiting)
 
     async def wait_delivered(self) -> None:
         """Wait until :attr:`delivered`. A message that must follow the prompt's events on the wire (a request to the
@@ -180,9 +192,32 @@ class PromptStream:
             self._wake_writer()
         return event
 
+    def deliver_to(self, sink: Callable[[PromptEvent], None]) -> None:
+        """Make ``sink`` the reader (instead of :meth:`receive`): what is buffered is handed to it now, then each event
+        as it is sent, in the sender's task, the outcome last. ``sink`` must not block or await (the writer never
+        waits for it); it may :meth:`close` the stream."""
+        self._reading = True
+        self._sink = sink
+        while self._buffer and self._sink is not None:
+            entry = self._buffer.popleft()
+            self._hand(entry.take() if isinstance(entry, _Merged) else entry)
+        self._wake_writer()
+        self._wake_idle()
+
+    def _hand(self, event: PromptEvent) -> None:
+        """Give ``event`` to the sink (the caller checked there is one)."""
+        sink = self._sink
+        assert sink is not None
+        if isinstance(event, PromptEnded):
+            self._delivered = True
+            self._sink = None
+            self._wake_release()
+        sink(event)
+
     def close(self) -> None:
         """The reader leaves: drop what is buffered; the writer never waits again. Idempotent."""
         self._closed = True
+        self._sink = None
         self._buffer.clear()
         self._wake_writer()
         self._wake_reader()

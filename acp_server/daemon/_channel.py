@@ -1,12 +1,16 @@
-"""One session as the daemon publishes it: its event log, its permission desk, and the pump that turns the events
-of the prompts accepted here into the log's frames, one prompt at a time, in admission order."""
+"""One session as the daemon publishes it: its event log, its permission desk, and the feed that turns the events
+of the prompts accepted here into the log's frames, one prompt at a time, in admission order.
+
+No task of its own: the oldest prompt's stream delivers to the log (``PromptStream.deliver_to``), so each event is
+published in the task that sends it (the turn's), the instant it is sent; publishing never blocks. The prompts behind
+it buffer their events (up to their stream's capacity, then their turn waits) until it has ended."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import partial
 
 import anyio
-from anyio.abc import TaskGroup
 
 from ..acp import update_from_event
 from ..bridge import PromptHandle
@@ -20,40 +24,50 @@ __all__ = ["SessionChannel"]
 
 class SessionChannel:
     """One session as the daemon sees it: its event log, and the prompts accepted here whose events are not all
-    published yet, in admission order. Their events are published by :meth:`pump`, one task at a time."""
+    published yet, in admission order: the first one's as they come, the next one's once it has ended."""
 
     def __init__(self, session_id: str, log: EventLog) -> None:
         self.session_id = session_id
         self.log = log
         self.permissions = PermissionDesk(session_id, log)
         self.pending: OrderedDict[str, PromptHandle] = OrderedDict()
-        self._pumping = False
+        self._feeding: PromptHandle | None = None  # the prompt whose stream delivers to the log
+        self._in_feed = False  # _feed runs (a prompt that ended as it was attached: its loop goes on)
         self._idle = anyio.Event()
         self._idle.set()
 
-    def accept(self, handle: PromptHandle, tg: TaskGroup) -> None:
-        """Queue the prompt's events for publication; start the pump if none runs."""
+    def accept(self, handle: PromptHandle) -> None:
+        """Queue the prompt's events for publication (at once if no earlier prompt's are still coming)."""
         self.pending[handle.prompt_id] = handle
-        if not self._pumping:
-            self._pumping = True
+        if self._idle.is_set():
             self._idle = anyio.Event()
-            tg.start_soon(self.pump, name=f"daemon pump {self.session_id}")
+        if self._feeding is None:
+            self._feed()
 
-    async def pump(self) -> None:
-        """Publish each pending prompt's events, to its end, in admission order; stop when none is left."""
+    def _feed(self) -> None:
+        """Have the oldest pending prompt's stream deliver to the log (what it buffered first), one after another
+        while they have ended already."""
+        self._in_feed = True
         try:
-            while self.pending:
-                handle = next(iter(self.pending.values()))
-                texts = _TextData(self.session_id, handle.prompt_id)
-                try:
-                    async for event in handle.events:
-                        self._publish(handle, event, texts)
-                finally:
-                    handle.events.close()
-                    self.pending.pop(handle.prompt_id, None)
+            while self.pending and self._feeding is None:
+                handle = self._feeding = next(iter(self.pending.values()))
+                handle.events.deliver_to(partial(self._deliver, handle, _TextData(self.session_id, handle.prompt_id)))
         finally:
-            self._pumping = False
+            self._in_feed = False
+        if not self.pending:
             self._idle.set()
+
+    def _deliver(self, handle: PromptHandle, texts: _TextData, event: PromptEvent) -> None:
+        """Publish one event of the prompt being fed; after its last, feed the next prompt's."""
+        try:
+            self._publish(handle, event, texts)
+        finally:
+            if isinstance(event, PromptEnded):
+                handle.events.close()
+                self.pending.pop(handle.prompt_id, None)
+                self._feeding = None
+                if not self._in_feed:
+                    self._feed()
 
     async def drained(self) -> None:
         """Wait until every prompt accepted so far has had its terminal event published."""

@@ -1,4 +1,4 @@
-"""The HTTP face's state over one session bridge: a per-session event log, fed by one pump per session.
+"""The HTTP face's state over one session bridge: a per-session event log, fed by the prompts' own streams.
 
 The bridge stays the only admission authority: :meth:`Daemon.submit_prompt` calls the synchronous ``send_prompt``
 and lets its ``PromptQueueFullError`` propagate before anything is published or answered.
@@ -8,11 +8,11 @@ Invariants:
   returns), then its ``session_update`` events, then exactly one terminal event (``turn_complete`` or
   ``turn_error``); its message and thought chunks are text pieces (one key per prompt and kind), which a lagging
   subscriber gets merged (``_events.py``, "Coalescing");
-- per session, the events of the prompts accepted here are published in admission order: one pump reads each
-  prompt's event stream to its end before the next (a prompt cancelled or expired while waiting has its terminal
-  event published after those of the prompts accepted before it);
-- every task (one pump per session with prompts in flight) belongs to the daemon's task group; lifecycle
-  unopened → open → closing → closed;
+- per session, the events of the prompts accepted here are published in admission order: each prompt's event
+  stream delivers to the log (in the task of its turn, as each event is sent: no task per session) once every
+  prompt accepted before it has ended (a prompt cancelled or expired while waiting has its terminal event published
+  after those of the prompts accepted before it), see ``_channel.py``;
+- every task of the daemon belongs to its task group; lifecycle unopened → open → closing → closed;
 - event ids never repeat within a session, across re-attaches and daemon restarts: each attachment's first id is
   the wall clock in microseconds when it is attached, raised above every id this daemon has issued (and above the
   session's own last id, remembered for the most recent ``_PREVIOUS_IDS_KEPT`` detached sessions). A restart is
@@ -169,10 +169,10 @@ class Daemon:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """Shut down (bounded by ``shutdown_grace_s``), then leave the task group of the pumps."""
+        """Shut down (bounded by ``shutdown_grace_s``), then leave the daemon's task group."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.options.shutdown_grace_s):
             await self.shutdown()
-        self._tasks.group.cancel_scope.cancel()  # pumps left only if the grace ran out
+        self._tasks.group.cancel_scope.cancel()  # tasks left only if the grace ran out
         for remove in self._remove_listeners:
             remove()
         return await self._tasks.exit(exc_type, exc, tb)
@@ -439,7 +439,7 @@ class Daemon:
 
     def submit_prompt(self, session_id: str, prompt: Prompt, *, deadline_ms: int | None = None) -> Accepted:
         """Admit through the bridge, synchronously: a refusal raises before anything is published."""
-        tg = self._check_open()
+        self._check_open()
         channel = self._channel(session_id)
         permission = DaemonPermission(channel.permissions)
         handle = self.bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=ToolClient(permission))
@@ -448,7 +448,7 @@ class Daemon:
         event_id = channel.log.publish(
             "prompt_accepted", {"sessionId": session_id, "promptId": handle.prompt_id, "pendingCount": pending_count}
         )
-        channel.accept(handle, tg)
+        channel.accept(handle)
         return Accepted(handle, event_id)
 
     def cancel_prompt(self, session_id: str, prompt_id: str) -> None:

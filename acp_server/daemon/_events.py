@@ -86,6 +86,30 @@ def update_event_name(event: TurnEvent) -> str:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_encode_string = json.encoder.encode_basestring  # what _ENCODER writes for a str (C-accelerated)
+_MARK = "\ue000acp-server text\ue001"  # a piece's text while the frame around it is encoded (see _TextFrames)
+
+
+class _TextFrames:
+    """The frames of one text's pieces (an event name and a :data:`TextData` of one key): everything around the text
+    encoded once, so a piece costs the JSON of its text alone — the bytes :func:`encode_frame` would give."""
+
+    __slots__ = ("after", "before")
+
+    def __init__(self, event: str, data: TextData) -> None:
+        parts = encode_frame(event, data(_MARK)).split(_encode_string(_MARK).encode())
+        self.before: bytes | None = parts[0] if len(parts) == 2 else None
+        self.after = parts[-1]  # before is None: the mark elsewhere too (in an id): no template
+
+    def frame(self, text: str, event_id: int) -> bytes | None:
+        """The piece's frame, or None when it needs :func:`encode_frame` (a lone surrogate, no template)."""
+        if self.before is None:
+            return None
+        try:
+            encoded = _encode_string(text).encode()
+        except UnicodeEncodeError:
+            return None
+        return b"id: %d\n" % event_id + self.before + encoded + self.after
 
 
 class _Piece:
@@ -369,6 +393,7 @@ class EventLog:
         # attachment's last id (or the one before first_id), then each evicted id.
         self._horizon = previous_id if previous_id is not None else first_id - 1
         self._subscribers: set[Subscription] = set()
+        self._texts: dict[tuple[str, Hashable], _TextFrames] = {}  # the frames of the latest texts' pieces
         self.closed = False
 
     @property
@@ -397,18 +422,28 @@ class EventLog:
 
     def publish(self, event: str, data: Mapping[str, object]) -> int:
         """Append one event, push it to every subscriber (dropping the ones that are full); return its id."""
-        return self._append(event, data, None)
+        event_id = self._next_id()
+        return self._append(event_id, encode_frame(event, data, event_id), None)
 
     def publish_text(self, event: str, key: Hashable, text: str, data: TextData) -> int:
-        """:meth:`publish` ``data(text)``, an event that is a piece of a longer text named ``key``: for a subscriber
-        that lags, it merges with the pieces of the same event and key waiting before it (see "Coalescing")."""
-        return self._append(event, data(text), _Piece(event, key, text, data))
+        """:meth:`publish` ``data(text)``, an event that is a piece of a longer text named ``key`` (``data`` the same
+        for every piece of it): for a subscriber that lags, it merges with the pieces of the same event and key
+        waiting before it (see "Coalescing")."""
+        if (frames := self._texts.get((event, key))) is None:
+            if len(self._texts) >= 4:  # the texts of the running prompt (its message, its thought) stay
+                self._texts.clear()
+            frames = self._texts[(event, key)] = _TextFrames(event, data)
+        event_id = self._next_id()
+        frame = frames.frame(text, event_id) or encode_frame(event, data(text), event_id)
+        return self._append(event_id, frame, _Piece(event, key, text, data))
 
-    def _append(self, event: str, data: Mapping[str, object], piece: _Piece | None) -> int:
+    def _next_id(self) -> int:
         if self.closed:
             raise RuntimeError(f"the event log of session {self.session_id} is closed")
-        self._last_id = event_id = self._last_id + 1
-        frame = encode_frame(event, data, event_id)
+        self._last_id += 1
+        return self._last_id
+
+    def _append(self, event_id: int, frame: bytes, piece: _Piece | None) -> int:
         self._ring.append((event_id, frame))
         if len(self._ring) > self._ring_size:
             self._evict_oldest()

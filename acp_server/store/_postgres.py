@@ -1,15 +1,18 @@
 """The PostgreSQL session store: the SQLite store's transactions, run on one psycopg 3 connection.
 
 The SQL of ``_sqlite.py`` is the one statement of each rule; :class:`_Dialect` adapts its few SQLite spellings
-(``?`` parameters, ``BEGIN IMMEDIATE``, ``INSERT OR REPLACE``) so the two stores cannot drift apart. Every call runs
-in a worker thread behind a ``CapacityLimiter(1)`` as in SQLite (the event loop never waits on the database); a
-write transaction first takes ``pg_advisory_xact_lock`` of the store, so writers are serialised exactly as SQLite's
-one write lock serialises them, and a commit is durable (``synchronous_commit`` stays on) before the call returns.
+(``?`` parameters, ``BEGIN IMMEDIATE``, ``INSERT OR REPLACE``) so the two stores cannot drift apart. A statement is
+queued, not sent, until the store needs a result or commits (see :class:`_Dialect`): a turn's writes take three round
+trips (two to begin it, one to end it), each statement planned once per connection. Every call runs in a worker
+thread behind a ``CapacityLimiter(1)`` as in SQLite (the event loop never waits on the database); a write transaction
+first takes ``pg_advisory_xact_lock`` of the store, so writers are serialised exactly as SQLite's one write lock
+serialises them, and a commit is durable (``synchronous_commit`` stays on) before the call returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -88,32 +91,131 @@ _UPSERT = (
 
 def _translate(sql: str) -> str:
     """The PostgreSQL spelling of one of the SQLite store's statements."""
-    if sql == "BEGIN IMMEDIATE":
-        return f"BEGIN; SELECT pg_advisory_xact_lock({_WRITE_LOCK})"
-    if sql == "BEGIN":
-        return "BEGIN ISOLATION LEVEL REPEATABLE READ"
     if sql == _REPLACE:
         return _UPSERT
     return sql.replace("?", "%s")
 
 
 class _Dialect:
-    """The part of ``sqlite3.Connection`` the SQLite store uses, on a psycopg connection in autocommit mode."""
+    """The part of ``sqlite3.Connection`` the SQLite store uses, on a psycopg connection in autocommit mode.
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    Statements are not sent one by one: each is bound (client-side, by psycopg's ``ClientCursor``: an ``EXECUTE`` of
+    the statement prepared once per connection) and queued, and the queue goes to the server as one query when it needs
+    a result (a row, a rowcount) and at ``COMMIT`` — a round trip per result waited for, not per statement (a round
+    trip to a database server costs two context switches, and more on a busy machine). The server runs the queue in
+    order and stops at the first error, which is raised then; ``COMMIT`` returns once the server has confirmed it."""
+
+    def __init__(self, conn: psycopg.Connection[Any], prepared: _Prepared) -> None:
         self.conn = conn
+        self._binder = psycopg.ClientCursor(conn)
+        self._queue: list[tuple[str, _Result | None]] = []
+        self._prepared = prepared
+        self._preparing: list[str] = []  # the statements whose PREPARE is in the queue
 
     @property
     def in_transaction(self) -> bool:
-        return self.conn.info.transaction_status != pq.TransactionStatus.IDLE
+        return bool(self._queue) or self.conn.info.transaction_status != pq.TransactionStatus.IDLE
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        return self.conn.execute(_translate(sql), tuple(params))
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Result:
+        if sql == "ROLLBACK":
+            self._queue.clear()  # not sent, or not run after the error: nothing of it to undo
+            if self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                self.conn.execute("ROLLBACK")
+            return _Result(self)
+        if sql == "BEGIN IMMEDIATE":
+            self._queue.append(("BEGIN", None))
+            sql = f"SELECT pg_advisory_xact_lock({_WRITE_LOCK})"
+        elif sql == "BEGIN":
+            sql = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        result = _Result(self)
+        self._queue.append((self._execute(_translate(sql), tuple(params)) if params else sql, result))
+        if sql == "COMMIT":
+            self.flush()
+        return result
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
-        cursor = self.conn.cursor()
-        cursor.executemany(_translate(sql), [tuple(row) for row in rows])
-        return cursor
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> _Result:
+        result = _Result(self)
+        for row in rows:
+            result = self.execute(sql, row)
+        return result
+
+    def _execute(self, sql: str, params: tuple[Any, ...]) -> str:
+        """``EXECUTE`` of the statement prepared for ``sql`` (its ``PREPARE`` queued first, the first time): the
+        server plans each statement once per connection, as for psycopg's own prepared statements."""
+        name = self._prepared.names.get(sql)
+        if name is None:
+            name = self._prepared.name(sql)
+            numbered = iter(range(1, len(params) + 1))
+            self._queue.append((f"PREPARE {name} AS {re.sub('%s', lambda _m: f'${next(numbered)}', sql)}", None))
+            self._preparing.append(sql)
+        return self._binder.mogrify(f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
+
+    def flush(self) -> None:
+        """Send the queued statements as one query and hand each its result (rows, rowcount)."""
+        queue, self._queue = self._queue, []
+        preparing, self._preparing = self._preparing, []
+        if not queue:
+            return
+        try:
+            cursor = self.conn.execute(";\n".join(statement for statement, _ in queue))
+        except BaseException:
+            self._prepared.forget(preparing)  # maybe not run: prepared again (under a new name) at next use
+            raise
+        for _statement, result in queue:
+            if result is not None:
+                result.rows = cursor.fetchall() if cursor.pgresult is not None and cursor.description else []
+                result.count = cursor.rowcount
+            cursor.nextset()
+
+
+class _Prepared:
+    """The statements prepared on one connection (a name is never reused: a forgotten one may still exist)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self._made = 0
+
+    def name(self, sql: str) -> str:
+        self._made += 1
+        self.names[sql] = name = f"acp_{self._made}"
+        return name
+
+    def forget(self, statements: list[str]) -> None:
+        for sql in statements:
+            self.names.pop(sql, None)
+
+
+class _Result:
+    """A queued statement's result, read as a ``sqlite3.Cursor``'s is: reading it first sends the queue."""
+
+    __slots__ = ("_dialect", "count", "rows")
+
+    def __init__(self, dialect: _Dialect) -> None:
+        self._dialect = dialect
+        self.rows: list[Any] | None = None
+        self.count = -1
+
+    def _ready(self) -> list[Any]:
+        if self.rows is None:
+            self._dialect.flush()
+        return self.rows if self.rows is not None else []
+
+    @property
+    def rowcount(self) -> int:
+        self._ready()
+        return self.count
+
+    def fetchone(self) -> Any:
+        rows = self._ready()
+        return rows.pop(0) if rows else None
+
+    def fetchall(self) -> list[Any]:
+        rows = self._ready()
+        self.rows = []
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
 
 
 def _migrate(conn: psycopg.Connection[Any]) -> None:
@@ -142,6 +244,7 @@ class PostgresSessionStore(SqliteSessionStore):
         self._dsn = dsn
         self._pg: psycopg.Connection[Any] | None = None
         self._owners = Owners(self.instance)
+        self._prepared = _Prepared()
 
     @property
     def location(self) -> str:
@@ -159,6 +262,7 @@ class PostgresSessionStore(SqliteSessionStore):
         def connect() -> psycopg.Connection[Any]:
             conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
             try:
+                conn.execute("SET plan_cache_mode = force_generic_plan")  # key lookups: planned once, not each time
                 _migrate(conn)
                 self._owners.open(self._dsn)
             except BaseException:
@@ -215,12 +319,12 @@ class PostgresSessionStore(SqliteSessionStore):
             conn = self._pg
             if conn is None:
                 raise StoreClosedError()
-            dialect = _Dialect(conn)
+            dialect = _Dialect(conn, self._prepared)
             try:
                 return fn(dialect, *args)
             finally:
-                if dialect.in_transaction:  # a failure outside _write's rollback (the connection broke)
-                    conn.rollback()
+                if dialect.in_transaction:  # outside _write's rollback: the commit failed, the connection broke
+                    dialect.execute("ROLLBACK")
 
         try:
             return await anyio.to_thread.run_sync(run, limiter=self._limiter)

@@ -75,6 +75,24 @@ _SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model, additio
 _MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
 _OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
+_STILL_OWNED = f"EXISTS (SELECT 1 FROM messages WHERE {_OWN_PENDING_ANSWER})"
+"""Guards the other writes of the transaction that ends an answer, so that none waits for its rowcount."""
+_TURN_HEAD = (
+    "SELECT s.title, coalesce((SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1), 0), "
+    "c.through, c.summary "
+    "FROM sessions s LEFT JOIN compactions c ON c.session_id = s.id "
+    "AND c.through = (SELECT max(through) FROM compactions WHERE session_id = s.id) WHERE s.id = ?"
+)
+"""What a turn starts from, in one read: the title, the last seq and the latest compaction (or NULLs)."""
+_TURN_MESSAGES = (
+    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? UNION ALL "
+    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND outcome = 'pending'"
+)
+"""The messages a turn catches up on, then the pending answers (running, or left by a dead process), in one read of
+two index searches each in its own order (a pending answer among the news comes twice: see :func:`_by_seq`)."""
+_PENDING = "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'"  # (seq, owner) of each
+_LATEST_COMPACTION = "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1"
+_MESSAGES_AFTER = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq"
 
 
 def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
@@ -85,16 +103,12 @@ def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str
     return steps_json_from_journal(rows)
 
 
-def _pending(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str | None]]:
-    """``(seq, owner)`` of the session's pending answers (running, or of a dead process)."""
-    rows = conn.execute("SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'", (session_id,))
-    return [(seq, owner) for seq, owner in rows.fetchall()]
+def _by_seq(rows: Any) -> list[Any]:
+    """Message rows in ``seq`` order, each once."""
+    return [row for _seq, row in sorted({row[0]: row for row in rows.fetchall()}.items())]
 
 
-def _latest_compaction(conn: sqlite3.Connection, session_id: str) -> Compaction | None:
-    row = conn.execute(
-        "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1", (session_id,)
-    ).fetchone()
+def _compaction(row: Any) -> Compaction | None:  # a _LATEST_COMPACTION row, or None
     return None if row is None else Compaction(row[0], row[1])
 
 
@@ -193,11 +207,7 @@ class SqliteSessionStore(SessionStore):
             usage_from_json(usage),
         )
 
-    def _messages_after(self, conn: sqlite3.Connection, session_id: str, after: int) -> tuple[StoredMessage, ...]:
-        rows = conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-            (session_id, after),
-        ).fetchall()
+    def _messages(self, conn: sqlite3.Connection, session_id: str, rows: list[Any]) -> tuple[StoredMessage, ...]:
         return tuple(self._message(conn, session_id, row) for row in rows)
 
     # -- sessions --------------------------------------------------------------------------------------------
@@ -228,12 +238,15 @@ class SqliteSessionStore(SessionStore):
 
     async def read_session(self, session_id: str) -> SessionSnapshot | None:
         def read(conn: sqlite3.Connection) -> SessionSnapshot | None:
-            with _read(conn):
-                row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            with _read(conn):  # the three reads sent together: one round trip to a database server
+                head = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+                rows = conn.execute(_MESSAGES_AFTER, (session_id, 0))
+                compaction = conn.execute(_LATEST_COMPACTION, (session_id,))
+                row = head.fetchone()
                 if row is None:
                     return None
-                messages = self._messages_after(conn, session_id, 0)
-                return SessionSnapshot(_record(row), messages, _latest_compaction(conn, session_id))
+                messages = self._messages(conn, session_id, rows.fetchall())
+                return SessionSnapshot(_record(row), messages, _compaction(compaction.fetchone()))
 
         return await self._call(read)
 
@@ -315,7 +328,7 @@ class SqliteSessionStore(SessionStore):
             with _write(conn):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
-                self._refuse_running(session_id, _pending(conn, session_id))
+                self._refuse_running(session_id, conn.execute(_PENDING, (session_id,)).fetchall())
                 for table in ("answer_calls", "compactions", "messages"):  # children first: no cascade relied on
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -354,11 +367,19 @@ class SqliteSessionStore(SessionStore):
         parts_json = parts_to_json(parts)
 
         def begin(conn: sqlite3.Connection) -> TurnTicket:
-            with _write(conn):
-                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            with _write(conn):  # both reads sent before either is waited for; then the writes with the commit
+                head_query = conn.execute(_TURN_HEAD, (session_id,))
+                news = conn.execute(_TURN_MESSAGES, (session_id, known, session_id))
+                head = head_query.fetchone()
+                if head is None:
                     raise StoredSessionNotFoundError(session_id)
-                pending = _pending(conn, session_id)
+                stored_title, last, through, summary = head
+                since = known if known <= last else 0
+                rows = _by_seq(news if since == known else conn.execute(_TURN_MESSAGES, (session_id, 0, session_id)))
+                pending = [(row[0], row[7]) for row in rows if row[6] == "pending"]
                 self._refuse_running(session_id, pending)
+                # read before the dead answers below are closed; each reads as interrupted already, its journal folded
+                catch_up = self._messages(conn, session_id, [row for row in rows if row[0] > since])
                 for seq, _owner in pending:
                     conn.execute(  # its journal folded into its steps, as its end_turn would have
                         "UPDATE messages SET outcome = 'interrupted', owner = NULL, updated_us = ?, "
@@ -366,28 +387,19 @@ class SqliteSessionStore(SessionStore):
                         (now, _journaled_steps(conn, session_id, seq), session_id, seq),
                     )
                     conn.execute("DELETE FROM answer_calls WHERE session_id = ? AND seq = ?", (session_id, seq))
-                last = conn.execute(
-                    "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
-                ).fetchone()[0]
-                since = known if known <= last else 0
-                catch_up = self._messages_after(conn, session_id, since) if since < last else ()
-                conn.executemany(
-                    f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
-                    "VALUES (?, ?, ?, ?, '', ?, NULL, ?, ?, NULL, NULL, ?, ?)",
-                    [
-                        (session_id, last + 1, "user", content, parts_json, "complete", None, now, now),
-                        (session_id, last + 2, "assistant", "", None, "pending", self.owner, now, now),
-                    ],
-                )
                 conn.execute(
-                    "UPDATE sessions SET updated_us = ?, title = CASE WHEN title = '' THEN ? ELSE title END "
-                    "WHERE id = ?",
-                    (now, title, session_id),
+                    f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
+                    "VALUES (?, ?, 'user', ?, '', ?, NULL, 'complete', NULL, NULL, NULL, ?, ?), "
+                    "(?, ?, 'assistant', '', '', NULL, NULL, 'pending', ?, NULL, NULL, ?, ?)",
+                    (session_id, last + 1, content, parts_json, now, now, session_id, last + 2, self.owner, now, now),
                 )
-                stored_title = conn.execute("SELECT title FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
-                compaction = _latest_compaction(conn, session_id)
+                stored_title = stored_title or title  # a title is set once: while it is empty
+                conn.execute(
+                    "UPDATE sessions SET updated_us = ?, title = ? WHERE id = ?", (now, stored_title, session_id)
+                )
             self._live.add((session_id, last + 2))  # committed: this turn is running here
-            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title, compaction)
+            latest = None if through is None else Compaction(through, summary)
+            return TurnTicket(session_id, last + 1, last + 2, catch_up, since, stored_title, latest)
 
         return await self._call(begin)
 
@@ -407,19 +419,20 @@ class SqliteSessionStore(SessionStore):
         usage_json = usage_to_json(usage)
 
         def end(conn: sqlite3.Connection) -> int:
-            with _write(conn):
+            own = self._own(ticket)
+            with _write(conn):  # no statement waits for another's result: one round trip to a database server
+                conn.execute(f"UPDATE sessions SET updated_us = ? WHERE id = ? AND {_STILL_OWNED}", (now, own[0], *own))
+                if (own[0], own[1]) in self._journaled:  # only record_steps writes a journal
+                    conn.execute(
+                        f"DELETE FROM answer_calls WHERE session_id = ? AND seq = ? AND {_STILL_OWNED}",
+                        (*own[:2], *own),
+                    )
                 cursor = conn.execute(
                     "UPDATE messages SET content = ?, reasoning = ?, stop_reason = ?, outcome = ?, owner = NULL, "
                     f"steps = ?, usage = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
-                    (content, reasoning, stop_reason, outcome, steps_json, usage_json, now, *self._own(ticket)),
+                    (content, reasoning, stop_reason, outcome, steps_json, usage_json, now, *own),
                 )
-                if cursor.rowcount == 1:
-                    conn.execute("UPDATE sessions SET updated_us = ? WHERE id = ?", (now, ticket.session_id))
-                    conn.execute(
-                        "DELETE FROM answer_calls WHERE session_id = ? AND seq = ?",
-                        (ticket.session_id, ticket.answer_seq),
-                    )
-                return cursor.rowcount
+            return cursor.rowcount  # 0: not ours any more, and the guarded writes above changed nothing either
 
         try:
             if await self._call(end) != 1:
@@ -442,6 +455,7 @@ class SqliteSessionStore(SessionStore):
         def record(conn: sqlite3.Connection) -> int:
             if key not in self._live:  # its end_turn was called (and failed)
                 return 0
+            self._journaled.setdefault(key, 0)  # before writing: end_turn then removes whatever this may leave
             with _write(conn):
                 owned = conn.execute(
                     f"UPDATE messages SET updated_us = ? WHERE {_OWN_PENDING_ANSWER}", (now, *self._own(ticket))
@@ -473,7 +487,7 @@ class SqliteSessionStore(SessionStore):
                     "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ? AND seq <= ?",
                     (session_id, through),
                 ).fetchone()[0]
-                latest = _latest_compaction(conn, session_id)
+                latest = _compaction(conn.execute(_LATEST_COMPACTION, (session_id,)).fetchone())
                 if through < 2 or through % 2 or last < through or (latest is not None and latest.through >= through):
                     raise StoreIOError(
                         self.location, f"a compaction of messages 1..{through} does not fit session {session_id}"

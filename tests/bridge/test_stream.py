@@ -387,3 +387,39 @@ async def test_coalescing_keeps_memory_bounded_and_still_holds_the_writer_back()
         await stream.send(TextChunk("c"))
     assert waited.cancelled_caught  # at capacity: the writer waits although the text is tiny
     assert stream.buffered == 2
+
+
+async def test_a_sink_gets_what_waited_then_each_event_as_it_is_sent_and_the_writer_never_waits() -> None:
+    stream = PromptStream(capacity=2, coalesce_bytes=1024)
+    got: list[PromptEvent] = []
+    sender = Sender(stream, chunks("e", 6))
+    await stream.send(ThoughtChunk("t"))
+    async with bounded_task_group() as tg:
+        tg.start_soon(sender)
+        await trio.testing.wait_all_tasks_blocked()
+        assert sender.sent == 1 and not stream.delivered  # full (t, e/0): e/1 waits; no reader yet
+        stream.deliver_to(got.append)
+        assert got == [ThoughtChunk("t"), TextChunk("e/0")] and stream.buffered == 0 and stream.delivered
+        await trio.testing.wait_all_tasks_blocked()
+    assert got[2:] == chunks("e", 6)[1:]  # each handed over as sent (no reader task): none merged, none held back
+    assert not stream.released
+    stream.end(PromptEnded(stop_reason="end_turn"))
+    assert got[-1] == PromptEnded(stop_reason="end_turn") and stream.released and stream.delivered
+    await stream.send(TextChunk("late"))  # after the end: dropped
+    assert len(got) == 8
+
+
+async def test_a_sink_attached_after_the_end_gets_everything_then_the_outcome_and_may_close_the_stream() -> None:
+    stream = PromptStream(capacity=4)
+    await stream.send(TextChunk("a"))
+    stream.end(PromptEnded(stop_reason="cancelled"))
+    got: list[PromptEvent] = []
+
+    def sink(event: PromptEvent) -> None:
+        got.append(event)
+        if isinstance(event, PromptEnded):
+            stream.close()
+
+    stream.deliver_to(sink)
+    assert got == [TextChunk("a"), PromptEnded(stop_reason="cancelled")]
+    assert stream.released and stream.buffered == 0

@@ -11,6 +11,7 @@ import pytest
 
 from acp_server.config import Settings
 from acp_server.daemon import EventLog, RingBudget
+from acp_server.daemon._events import encode_frame
 from acp_server.provider.offline import HangAfterHeaders, LoopbackModel, SlowDrip
 
 from ._support import Event, assert_documented, running_daemon
@@ -327,3 +328,23 @@ async def test_the_daemon_bounds_all_rings_together() -> None:
         assert newest.oldest_id == newest.first_id  # the active session kept its history...
         assert oldest.oldest_id == oldest.last_id + 1  # ... the idle ones gave theirs back
         assert newest.ring_bytes < 32 * 1024 / 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "plain words ", 'a "quote" and a \\ backslash', "\n\r\t\x00\x1f\x7f", "é 日本 \U0001f600", "lone \ud800 half"],
+)
+@pytest.mark.parametrize("session_id", ["s-1", "s-\ue000acp-server text\ue001"])
+def test_a_text_piece_is_framed_as_encode_frame_frames_its_data(text: str, session_id: str) -> None:
+    """Pieces are framed around their text's JSON alone; the bytes are those of the whole data encoded."""
+    log = EventLog(session_id, ring_size=16, queue_size=16)
+
+    def data(piece: str) -> dict[str, object]:
+        return {"promptId": "p", "sessionId": session_id, "update": {"content": {"type": "text", "text": piece}}}
+
+    expected = []
+    for piece in (text, text + "!", text):
+        event_id = log.publish_text("session_update", ("p", "message"), piece, data)
+        expected.append(encode_frame("session_update", data(piece), event_id))
+    assert [frame for _, frame in log._ring] == expected
+    assert log.subscribe(0)._replay == expected  # the replay too

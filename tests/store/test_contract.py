@@ -315,3 +315,25 @@ async def test_lifecycle(tmp_path: Path) -> None:
             await store.get_session("s")
         with pytest.raises(StoreClosedError):
             await store.open()  # never reopened
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "it's a 'quoted' \"text\"; DROP TABLE sessions; --",
+        "back\\slash \\' \\\\ E'\\n' %s %(x)s $1 ? $$ $tag$",
+        "naïve — 日本語 \U0001f600 \t tab\r\nline",
+    ],
+)
+async def test_text_is_stored_verbatim_whatever_it_holds(store: SessionStore, text: str) -> None:
+    await store.create_session(text, text, mode=text)
+    await store.set_model(text, text)
+    ticket = await store.begin_turn(text, known=0, content=text, parts=(TextPart(text),), title=text)
+    await store.end_turn(ticket, content=text, reasoning=text, stop_reason="end_turn", outcome="complete")
+    snapshot = await store.read_session(text)
+    assert snapshot is not None
+    record = snapshot.record
+    assert (record.session_id, record.cwd, record.title, record.mode, record.model) == (text, text, text, text, text)
+    assert [(m.content, m.parts) for m in snapshot.messages] == [(text, (TextPart(text),)), (text, ())]
+    assert snapshot.messages[1].reasoning == text
+    assert [s.session_id for s in (await store.list_sessions(cwd=text)).sessions] == [text]
