@@ -1,4 +1,5 @@
-"""The SQLite session store: with its schema (``_schema.py``), the only modules of acp-server that contain SQL.
+"""The SQLite session store: with its schema (``_schema.py``) and shared statements (``_sql.py``), the only modules
+of acp-server that contain SQL.
 
 Concurrency design:
 - One connection per store, used by one thread at a time: every call runs in anyio's worker threads behind a
@@ -42,10 +43,24 @@ from ._exceptions import (
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, connect
 from ._schema import read as _read
 from ._schema import write as _write
+from ._sql import (
+    LATEST_COMPACTION,
+    MESSAGE_COLUMNS,
+    MESSAGES_AFTER,
+    OWN_PENDING_ANSWER,
+    PENDING,
+    SESSION_COLUMNS,
+    STILL_OWNED,
+    TURN_HEAD,
+    TURN_MESSAGES,
+    by_seq,
+    compaction_of,
+    journaled_steps,
+    record_of,
+)
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
-    JournalRow,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -53,7 +68,6 @@ from ._types import (
     TurnTicket,
     cwd_key,
     decode_cursor,
-    directories_from_json,
     directories_to_json,
     encode_cursor,
     journal_length,
@@ -61,7 +75,6 @@ from ._types import (
     parts_from_json,
     parts_to_json,
     steps_from_json,
-    steps_json_from_journal,
     steps_to_json,
     usage_from_json,
     usage_to_json,
@@ -70,51 +83,6 @@ from ._types import (
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteSessionStore"]
 
 T = TypeVar("T")
-
-_SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model, additional_directories"
-_MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
-_OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
-"""The answer of a turn this store is running: a write with this filter that changes no row was refused."""
-_STILL_OWNED = f"EXISTS (SELECT 1 FROM messages WHERE {_OWN_PENDING_ANSWER})"
-"""Guards the other writes of the transaction that ends an answer, so that none waits for its rowcount."""
-_TURN_HEAD = (
-    "SELECT s.title, coalesce((SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1), 0), "
-    "c.through, c.summary "
-    "FROM sessions s LEFT JOIN compactions c ON c.session_id = s.id "
-    "AND c.through = (SELECT max(through) FROM compactions WHERE session_id = s.id) WHERE s.id = ?"
-)
-"""What a turn starts from, in one read: the title, the last seq and the latest compaction (or NULLs)."""
-_TURN_MESSAGES = (
-    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? UNION ALL "
-    f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND outcome = 'pending'"
-)
-"""The messages a turn catches up on, then the pending answers (running, or left by a dead process), in one read of
-two index searches each in its own order (a pending answer among the news comes twice: see :func:`_by_seq`)."""
-_PENDING = "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'"  # (seq, owner) of each
-_LATEST_COMPACTION = "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1"
-_MESSAGES_AFTER = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq"
-
-
-def _journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
-    """The steps JSON of a pending answer's call journal (None when it has none)."""
-    rows: list[JournalRow] = conn.execute(
-        "SELECT step, head, call FROM answer_calls WHERE session_id = ? AND seq = ? ORDER BY n", (session_id, seq)
-    ).fetchall()
-    return steps_json_from_journal(rows)
-
-
-def _by_seq(rows: Any) -> list[Any]:
-    """Message rows in ``seq`` order, each once."""
-    return [row for _seq, row in sorted({row[0]: row for row in rows.fetchall()}.items())]
-
-
-def _compaction(row: Any) -> Compaction | None:  # a _LATEST_COMPACTION row, or None
-    return None if row is None else Compaction(row[0], row[1])
-
-
-def _record(row: Any) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories_from_json(row[7]))
-
 
 class SqliteSessionStore(SessionStore):
     """Sessions in ``<state dir>/sessions.db``. See the module docstring for the threading and locking design."""
@@ -194,7 +162,7 @@ class SqliteSessionStore(SessionStore):
         seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage = row
         state: Outcome = self._pending_outcome(owner, session_id, seq) if outcome == "pending" else outcome
         if outcome == "pending":  # running (here or elsewhere) or dead: its steps so far are in its journal
-            steps = _journaled_steps(conn, session_id, seq) or steps
+            steps = journaled_steps(conn, session_id, seq) or steps
         return StoredMessage(
             seq,
             role,
@@ -222,7 +190,7 @@ class SqliteSessionStore(SessionStore):
         def create(conn: sqlite3.Connection) -> None:
             with _write(conn):
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
                     (session_id, cwd, "", now, now, mode, directories_to_json(directories)),
                 )
 
@@ -231,22 +199,22 @@ class SqliteSessionStore(SessionStore):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def get(conn: sqlite3.Connection) -> SessionRecord | None:
-            row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            return None if row is None else _record(row)
+            row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return None if row is None else record_of(row)
 
         return await self._call(get)
 
     async def read_session(self, session_id: str) -> SessionSnapshot | None:
         def read(conn: sqlite3.Connection) -> SessionSnapshot | None:
             with _read(conn):  # the three reads sent together: one round trip to a database server
-                head = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-                rows = conn.execute(_MESSAGES_AFTER, (session_id, 0))
-                compaction = conn.execute(_LATEST_COMPACTION, (session_id,))
+                head = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+                rows = conn.execute(MESSAGES_AFTER, (session_id, 0))
+                compaction = conn.execute(LATEST_COMPACTION, (session_id,))
                 row = head.fetchone()
                 if row is None:
                     return None
                 messages = self._messages(conn, session_id, rows.fetchall())
-                return SessionSnapshot(_record(row), messages, _compaction(compaction.fetchone()))
+                return SessionSnapshot(record_of(row), messages, compaction_of(compaction.fetchone()))
 
         return await self._call(read)
 
@@ -265,11 +233,11 @@ class SqliteSessionStore(SessionStore):
             clauses.append("(updated_us, id) < (?, ?)")
             params.extend(after)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        query = f"SELECT {_SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_us DESC, id DESC LIMIT ?"
+        query = f"SELECT {SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_us DESC, id DESC LIMIT ?"
         params.append(limit + 1)
 
         def select(conn: sqlite3.Connection) -> list[SessionRecord]:
-            return [_record(row) for row in conn.execute(query, params)]
+            return [record_of(row) for row in conn.execute(query, params)]
 
         records = await self._call(select)
         page = tuple(records[:limit])
@@ -295,11 +263,11 @@ class SqliteSessionStore(SessionStore):
                 title, stored_mode, model = row
                 child_mode = stored_mode if mode is None else mode
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (session_id, cwd, title, now, now, child_mode, model, directories_to_json(directories), source_id),
                 )
                 conn.execute(
-                    f"""INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us)
+                    f"""INSERT INTO messages (session_id, {MESSAGE_COLUMNS}, created_us, updated_us)
                         SELECT ?, seq, role, content, reasoning, parts, stop_reason,
                                CASE outcome WHEN 'pending' THEN 'interrupted' ELSE outcome END,
                                NULL, steps, usage, created_us, ?
@@ -313,7 +281,7 @@ class SqliteSessionStore(SessionStore):
                 )
                 pending = "SELECT seq FROM messages WHERE session_id = ? AND outcome = 'pending'"
                 for (seq,) in conn.execute(pending, (source_id,)).fetchall():  # a turn running (or dead) there
-                    journaled = _journaled_steps(conn, source_id, seq)
+                    journaled = journaled_steps(conn, source_id, seq)
                     if journaled is not None:
                         conn.execute(
                             "UPDATE messages SET steps = ? WHERE session_id = ? AND seq = ?",
@@ -328,7 +296,7 @@ class SqliteSessionStore(SessionStore):
             with _write(conn):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
-                self._refuse_running(session_id, conn.execute(_PENDING, (session_id,)).fetchall())
+                self._refuse_running(session_id, conn.execute(PENDING, (session_id,)).fetchall())
                 for table in ("answer_calls", "compactions", "messages"):  # children first: no cascade relied on
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -368,14 +336,14 @@ class SqliteSessionStore(SessionStore):
 
         def begin(conn: sqlite3.Connection) -> TurnTicket:
             with _write(conn):  # both reads sent before either is waited for; then the writes with the commit
-                head_query = conn.execute(_TURN_HEAD, (session_id,))
-                news = conn.execute(_TURN_MESSAGES, (session_id, known, session_id))
+                head_query = conn.execute(TURN_HEAD, (session_id,))
+                news = conn.execute(TURN_MESSAGES, (session_id, known, session_id))
                 head = head_query.fetchone()
                 if head is None:
                     raise StoredSessionNotFoundError(session_id)
                 stored_title, last, through, summary = head
                 since = known if known <= last else 0
-                rows = _by_seq(news if since == known else conn.execute(_TURN_MESSAGES, (session_id, 0, session_id)))
+                rows = by_seq(news if since == known else conn.execute(TURN_MESSAGES, (session_id, 0, session_id)))
                 pending = [(row[0], row[7]) for row in rows if row[6] == "pending"]
                 self._refuse_running(session_id, pending)
                 # read before the dead answers below are closed; each reads as interrupted already, its journal folded
@@ -384,11 +352,11 @@ class SqliteSessionStore(SessionStore):
                     conn.execute(  # its journal folded into its steps, as its end_turn would have
                         "UPDATE messages SET outcome = 'interrupted', owner = NULL, updated_us = ?, "
                         "steps = coalesce(?, steps) WHERE session_id = ? AND seq = ?",
-                        (now, _journaled_steps(conn, session_id, seq), session_id, seq),
+                        (now, journaled_steps(conn, session_id, seq), session_id, seq),
                     )
                     conn.execute("DELETE FROM answer_calls WHERE session_id = ? AND seq = ?", (session_id, seq))
                 conn.execute(
-                    f"INSERT INTO messages (session_id, {_MESSAGE_COLUMNS}, created_us, updated_us) "
+                    f"INSERT INTO messages (session_id, {MESSAGE_COLUMNS}, created_us, updated_us) "
                     "VALUES (?, ?, 'user', ?, '', ?, NULL, 'complete', NULL, NULL, NULL, ?, ?), "
                     "(?, ?, 'assistant', '', '', NULL, NULL, 'pending', ?, NULL, NULL, ?, ?)",
                     (session_id, last + 1, content, parts_json, now, now, session_id, last + 2, self.owner, now, now),
@@ -421,15 +389,15 @@ class SqliteSessionStore(SessionStore):
         def end(conn: sqlite3.Connection) -> int:
             own = self._own(ticket)
             with _write(conn):  # no statement waits for another's result: one round trip to a database server
-                conn.execute(f"UPDATE sessions SET updated_us = ? WHERE id = ? AND {_STILL_OWNED}", (now, own[0], *own))
+                conn.execute(f"UPDATE sessions SET updated_us = ? WHERE id = ? AND {STILL_OWNED}", (now, own[0], *own))
                 if (own[0], own[1]) in self._journaled:  # only record_steps writes a journal
                     conn.execute(
-                        f"DELETE FROM answer_calls WHERE session_id = ? AND seq = ? AND {_STILL_OWNED}",
+                        f"DELETE FROM answer_calls WHERE session_id = ? AND seq = ? AND {STILL_OWNED}",
                         (*own[:2], *own),
                     )
                 cursor = conn.execute(
                     "UPDATE messages SET content = ?, reasoning = ?, stop_reason = ?, outcome = ?, owner = NULL, "
-                    f"steps = ?, usage = ?, updated_us = ? WHERE {_OWN_PENDING_ANSWER}",
+                    f"steps = ?, usage = ?, updated_us = ? WHERE {OWN_PENDING_ANSWER}",
                     (content, reasoning, stop_reason, outcome, steps_json, usage_json, now, *own),
                 )
             return cursor.rowcount  # 0: not ours any more, and the guarded writes above changed nothing either
@@ -458,7 +426,7 @@ class SqliteSessionStore(SessionStore):
             self._journaled.setdefault(key, 0)  # before writing: end_turn then removes whatever this may leave
             with _write(conn):
                 owned = conn.execute(
-                    f"UPDATE messages SET updated_us = ? WHERE {_OWN_PENDING_ANSWER}", (now, *self._own(ticket))
+                    f"UPDATE messages SET updated_us = ? WHERE {OWN_PENDING_ANSWER}", (now, *self._own(ticket))
                 ).rowcount
                 if owned != 1:
                     return owned
@@ -487,7 +455,7 @@ class SqliteSessionStore(SessionStore):
                     "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ? AND seq <= ?",
                     (session_id, through),
                 ).fetchone()[0]
-                latest = _compaction(conn.execute(_LATEST_COMPACTION, (session_id,)).fetchone())
+                latest = compaction_of(conn.execute(LATEST_COMPACTION, (session_id,)).fetchone())
                 if through < 2 or through % 2 or last < through or (latest is not None and latest.through >= through):
                     raise StoreIOError(
                         self.location, f"a compaction of messages 1..{through} does not fit session {session_id}"
@@ -500,7 +468,7 @@ class SqliteSessionStore(SessionStore):
         await self._call(record)
 
     def _own(self, ticket: TurnTicket) -> tuple[str, int, str]:
-        """The parameters of :data:`_OWN_PENDING_ANSWER` for ``ticket``."""
+        """The parameters of :data:`OWN_PENDING_ANSWER` for ``ticket``."""
         return ticket.session_id, ticket.answer_seq, self.owner
 
     def _taken_over(self, ticket: TurnTicket, lost: str) -> StoreIOError:

@@ -1,0 +1,70 @@
+"""The session store's column lists, filters and read statements, apart from its transactions (``_sqlite.py``; the
+PostgreSQL store runs the same through its dialect adapter), and the helpers that turn their rows into records."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..domain import Compaction
+from ._types import JournalRow, SessionRecord, directories_from_json, steps_json_from_journal
+
+__all__ = [
+    "LATEST_COMPACTION",
+    "MESSAGES_AFTER",
+    "MESSAGE_COLUMNS",
+    "OWN_PENDING_ANSWER",
+    "PENDING",
+    "SESSION_COLUMNS",
+    "STILL_OWNED",
+    "TURN_HEAD",
+    "TURN_MESSAGES",
+    "by_seq",
+    "compaction_of",
+    "journaled_steps",
+    "record_of",
+]
+
+SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model, additional_directories"
+MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
+OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
+"""The answer of a turn this store is running: a write with this filter that changes no row was refused."""
+STILL_OWNED = f"EXISTS (SELECT 1 FROM messages WHERE {OWN_PENDING_ANSWER})"
+"""Guards the other writes of the transaction that ends an answer, so that none waits for its rowcount."""
+TURN_HEAD = (
+    "SELECT s.title, coalesce((SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1), 0), "
+    "c.through, c.summary "
+    "FROM sessions s LEFT JOIN compactions c ON c.session_id = s.id "
+    "AND c.through = (SELECT max(through) FROM compactions WHERE session_id = s.id) WHERE s.id = ?"
+)
+"""What a turn starts from, in one read: the title, the last seq and the latest compaction (or NULLs)."""
+TURN_MESSAGES = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? UNION ALL "
+    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND outcome = 'pending'"
+)
+"""The messages a turn catches up on, then the pending answers (running, or left by a dead process), in one read of
+two index searches each in its own order (a pending answer among the news comes twice: see :func:`by_seq`)."""
+PENDING = "SELECT seq, owner FROM messages WHERE session_id = ? AND outcome = 'pending'"  # (seq, owner) of each
+LATEST_COMPACTION = "SELECT through, summary FROM compactions WHERE session_id = ? ORDER BY through DESC LIMIT 1"
+MESSAGES_AFTER = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq"
+
+
+def journaled_steps(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
+    """The steps JSON of a pending answer's call journal (None when it has none)."""
+    rows: list[JournalRow] = conn.execute(
+        "SELECT step, head, call FROM answer_calls WHERE session_id = ? AND seq = ? ORDER BY n", (session_id, seq)
+    ).fetchall()
+    return steps_json_from_journal(rows)
+
+
+def by_seq(rows: Any) -> list[Any]:
+    """Message rows in ``seq`` order, each once."""
+    return [row for _seq, row in sorted({row[0]: row for row in rows.fetchall()}.items())]
+
+
+def compaction_of(row: Any) -> Compaction | None:  # a LATEST_COMPACTION row, or None
+    return None if row is None else Compaction(row[0], row[1])
+
+
+def record_of(row: Any) -> SessionRecord:
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories_from_json(row[7]))
