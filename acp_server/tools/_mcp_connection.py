@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -300,45 +300,37 @@ class McpConnection:
         """``prompts/get``; raises :class:`McpPromptError` when the server is not up, answers an error, or does not
         answer within the request timeout (the request is then cancelled on the server). Cancellation propagates
         (after ``notifications/cancelled``)."""
-        from mcp.shared.exceptions import McpError
-
-        session = self._session
-        if session is None or self.problem is not None:
-            raise McpPromptError(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
-        timeout_s = self._request_timeout_s
-        try:
-            with anyio.fail_after(timeout_s):
-                return await session.get_prompt(name, arguments)
-        except TimeoutError:
-            raise McpPromptError(
-                f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the request was cancelled"
-            ) from None
-        except McpError as exc:
-            raise McpPromptError(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            raise McpPromptError(f"the MCP server '{self.name}' stopped during the request") from None
+        with self._request(McpPromptError, self._request_timeout_s, "request") as session:
+            return await session.get_prompt(name, arguments)
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> types.CallToolResult:
         """Call ``tool``; raises :class:`ToolCallError` when the server is not up, fails the request, or does not
         answer within ``timeout_s`` (the request is then cancelled on the server). Cancellation propagates (after
         ``notifications/cancelled``)."""
+        with self._request(ToolCallError, timeout_s, "call") as session:
+            return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout_s + 1))
+
+    @contextlib.contextmanager
+    def _request(self, error: type[Exception], timeout_s: float, what: str) -> Iterator[ClientSession]:
+        """The running session for one request, its failures mapped once to ``error`` naming the server: not up, no
+        answer within ``timeout_s`` (the request is then cancelled on the server), an error answer, stopped during
+        it. Cancellation propagates as is."""
         from mcp.shared.exceptions import McpError
 
         session = self._session
         if session is None or self.problem is not None:
-            raise ToolCallError(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
+            raise error(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
         try:
             with anyio.fail_after(timeout_s):
-                return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout_s + 1))
+                yield session
         except TimeoutError:
-            raise ToolCallError(
-                f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the call was cancelled"
+            raise error(
+                f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the {what} was cancelled"
             ) from None
         except McpError as exc:
-            raise ToolCallError(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
+            raise error(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            raise ToolCallError(f"the MCP server '{self.name}' stopped during the call") from None
-
+            raise error(f"the MCP server '{self.name}' stopped during the {what}") from None
 
 def _reason(exc: BaseException) -> str:
     """A failure to connect as one line for the log and the client (never the server's env or headers)."""
