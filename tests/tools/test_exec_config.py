@@ -152,3 +152,18 @@ def test_every_listed_pattern_is_lower_case_and_has_a_reason() -> None:
 async def test_a_read_of_git_config_is_not_a_command(repo: Path) -> None:
     read = await prepare(repo, "read_file", path=".git/config")
     assert (read.kind, read.needs_permission) == ("read", False)
+
+
+def test_a_project_inside_a_git_directory_is_git_s(tmp_path: Path) -> None:
+    """A root that lies inside a git directory (a bare repository's ``hooks``) is that git directory's: what git
+    runs from there is judged by the directory above the root, not only by what lies within it."""
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "origin.git")], check=True)
+    assert reason(tmp_path / "origin.git" / "hooks", "post-receive") == "git's own directory"
+
+
+def test_a_hooks_path_into_a_subdirectory_project_holds_hooks(repo: Path) -> None:
+    """The cwd a subdirectory of a repository whose ``core.hooksPath`` points into it: its hooks ask."""
+    (repo / "sub" / "hooks").mkdir(parents=True)
+    subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", "sub/hooks"], check=True)
+    assert reason(repo / "sub", "hooks/pre-commit") == "git hook (core.hooksPath)"
+    assert reason(repo / "sub", "other.sh") is None
