@@ -108,11 +108,21 @@ def _is_git_dir(path: str) -> bool:
 
 
 def _read(path: str, limit: int) -> str:
+    """At most ``limit`` bytes of the regular file ``path``; "" for anything else (a named pipe is never waited on:
+    it is opened without blocking, then passed over)."""
     try:
-        with open(path, "rb") as file:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        with open(fd, "rb", closefd=False) as file:
             return file.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""
+    finally:
+        os.close(fd)
 
 
 def _git_dirs(top: str) -> list[str]:
