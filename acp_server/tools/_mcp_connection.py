@@ -1,10 +1,11 @@
 """One MCP connection: the SDK's ``ClientSession`` over a transport, held open by one host task until closed.
 
 The host task enters the transport and the session (the SDK's contexts must be left by the task that entered them),
-``initialize``s, lists the tools, publishes them, then waits: for a ``tools/list_changed`` (it re-lists) or for
-:meth:`McpConnection.close`. Beside that, a server that advertises the ``prompts`` capability has its prompts listed
-(and re-listed on ``prompts/list_changed``), each listing bounded in pages, count and time; a listing that fails or
-times out leaves the prompts empty (logged), never the connection down.
+``initialize``s, lists the tools, publishes them, then waits: for a ``tools/list_changed`` (it re-lists, at most once
+per :data:`RELIST_INTERVAL_S`) or for :meth:`McpConnection.close`. Beside that, a server that advertises the
+``prompts`` capability has its prompts listed (and re-listed on ``prompts/list_changed``, as rarely), each listing
+bounded in pages, count and time; a listing that fails or times out leaves the prompts empty (logged), never the
+connection down.
 
 A call runs in the caller's task on the open session. The connection is *up* from the
 first listing until the transport ends, the server fails, or it is closed; then its tools' calls fail with the
@@ -31,7 +32,7 @@ from ._mcp_stdio import stdio_transport
 if TYPE_CHECKING:
     from mcp import ClientSession, types
 
-__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "MAX_LISTED_PROMPTS", "McpConnection"]
+__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "MAX_LISTED_PROMPTS", "RELIST_INTERVAL_S", "McpConnection"]
 
 logger = logging.getLogger("acp_server.mcp")
 
@@ -39,6 +40,9 @@ CANCEL_NOTICE_TIMEOUT_S = 1.0
 """How long the ``notifications/cancelled`` of a cancelled call may take to send."""
 
 _MAX_LISTED_TOOLS = 512
+RELIST_INTERVAL_S = 1.0
+"""The least time between two listings of a server's tools, or of its prompts: the `*/list_changed` notifications
+that come meanwhile are one re-listing (a server cannot drive re-listings, nor updates to the editor, in a loop)."""
 _HTTP_TIMEOUT_S = 30.0  # an HTTP server's connect and write timeouts
 _HTTP_READ_TIMEOUT_S = 300.0  # how long its event stream may stay silent
 _MAX_LIST_PAGES = 16
@@ -260,19 +264,24 @@ class McpConnection:
                 loops.cancel_scope.cancel()
 
     async def _tools_loop(self, session: ClientSession) -> None:
+        listed = anyio.current_time()
         while True:
             await self._relist.wait()
+            await anyio.sleep_until(listed + RELIST_INTERVAL_S)  # what comes meanwhile is this one re-listing
+            listed = anyio.current_time()
             self._relist = anyio.Event()
             self.tools = await self._list(session)
             logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
             self._on_tools(self)
 
     async def _prompts_loop(self, session: ClientSession) -> None:
-        """List the prompts, then again at each ``prompts/list_changed``; a listing that fails or takes longer
-        than the request timeout leaves none (the server stays up: its tools work on)."""
+        """List the prompts, then again at each ``prompts/list_changed`` (at most once per
+        :data:`RELIST_INTERVAL_S`); a listing that fails or takes longer than the request timeout leaves none (the
+        server stays up: its tools work on)."""
         from mcp.shared.exceptions import McpError
 
         while True:
+            listed = anyio.current_time()
             self._relist_prompts = anyio.Event()
             try:
                 with anyio.fail_after(self._request_timeout_s):
@@ -288,6 +297,7 @@ class McpConnection:
                 self._on_prompts(self)
             self.prompts_listed.set()
             await self._relist_prompts.wait()
+            await anyio.sleep_until(listed + RELIST_INTERVAL_S)  # what comes meanwhile is this one re-listing
 
     async def _list_prompts(self, session: ClientSession) -> tuple[types.Prompt, ...]:
         async def page(cursor: str | None) -> _Page[types.Prompt]:
