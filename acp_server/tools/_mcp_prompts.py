@@ -13,7 +13,8 @@
 - Result (:func:`prompt_parts`): the messages' content in order, as the parts of the user's prompt: text as text (an
   assistant message's marked as such), embedded resources as resources (a binary one: its uri only), resource links
   as links, images as images within the bounds of an MCP tool's images (else a note), audio as a note. Over
-  :data:`MAX_PROMPT_TEXT` characters of text in all: refused.
+  :data:`MAX_PROMPT_TEXT` characters of text in all (resources' and links' uris, names and descriptions count):
+  refused.
 """
 
 from __future__ import annotations
@@ -165,13 +166,16 @@ def prompt_parts(result: types.GetPromptResult, prompt: McpPrompt) -> tuple[Prom
             parts.append(TextPart(f"[audio ({block.mimeType}, {size} bytes): not shown to the model]"))
         elif isinstance(block, types.EmbeddedResource):
             resource = block.resource
+            uri = str(resource.uri)
             if isinstance(resource, types.TextResourceContents):
-                parts.append(ResourcePart(str(resource.uri), resource.text, resource.mimeType))
-                text += len(resource.text)
+                parts.append(ResourcePart(uri, resource.text, resource.mimeType))
+                text += len(uri) + len(resource.text)
             else:
-                parts.append(ResourcePart(str(resource.uri), None, resource.mimeType))
+                parts.append(ResourcePart(uri, None, resource.mimeType))
+                text += len(uri)
         elif isinstance(block, types.ResourceLink):
             parts.append(ResourceLinkPart(str(block.uri), block.name, block.description))
+            text += len(str(block.uri)) + len(block.name) + len(block.description or "")
     if text > MAX_PROMPT_TEXT:
         raise McpPromptError(
             f"/{prompt.command}: the MCP server '{prompt.server}' gave {text} characters of text, more than the "

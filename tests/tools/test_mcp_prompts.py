@@ -179,3 +179,19 @@ def test_what_a_server_says_of_its_prompts_is_shown_on_one_line_and_bounded() ->
     assert str(refused.value) == f"/{prompt.command} has no argument 'other' (its arguments: {'a' * 63}…, x]_[y_z)."
     titled = mcp_prompt("srv", types.Prompt(name="t", title="Tab\there\r\nnext\x00", arguments=[]), set())
     assert titled.description == "Tab here next (MCP server 'srv')"
+
+
+def test_links_and_resources_count_toward_the_text_bound() -> None:
+    """A result of many resource links (or binary resources) is text for the model too — their uris, names and
+    descriptions — and counts toward the bound like text does."""
+    prompt = McpPrompt("mcp__s__links", "s", "links", "d", ())
+    link = types.ResourceLink(type="resource_link", uri="file:///x", name="n" * 1024, description="d" * 1024)  # type: ignore[arg-type]
+    many = [types.PromptMessage(role="user", content=link)] * 200  # about 400 KiB of names and descriptions
+    with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring; nothing was sent"):
+        prompt_parts(types.GetPromptResult(messages=many), prompt)
+    blob = types.BlobResourceContents(uri="file:///" + "u" * 2048, blob="", mimeType=None)  # type: ignore[arg-type]
+    binary = types.EmbeddedResource(type="resource", resource=blob)
+    blobs = [types.PromptMessage(role="user", content=binary)] * 200
+    with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring"):
+        prompt_parts(types.GetPromptResult(messages=blobs), prompt)
+    assert len(prompt_parts(types.GetPromptResult(messages=many[:10]), prompt)) == 10
