@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -103,6 +104,7 @@ class McpConnection:
         self.problem: str | None = None  # why it is not up (None while starting or up)
         self.ready = anyio.Event()  # set once: listed (up) or failed
         self.ended = anyio.Event()  # set when the host task has left (process reaped)
+        self._down = anyio.Event()  # set once it failed or was closed: a request under way then ends at once
         self._on_tools = on_tools
         self._version = version
         self._session: ClientSession | None = None
@@ -127,6 +129,7 @@ class McpConnection:
         self._scope.cancel()  # also while connecting or re-listing: never wait for the server
 
     def _fail(self, problem: str) -> None:
+        self._down.set()
         if self.problem is None:
             self.problem = "closed" if self._close.is_set() else problem  # a stop we asked for is no failure
             if not self._close.is_set():
@@ -161,19 +164,20 @@ class McpConnection:
                 )
             )
         headers = dict(config.headers) or None
+        from ._mcp_http import bounded_http_client
+
+        client = partial(bounded_http_client, on_too_large=lambda reason: self._fail(f"the server stopped: {reason}"))
         if config.transport == "http":
             import httpx
             from mcp.client.streamable_http import streamable_http_client
 
             timeout = httpx.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S)
-            http = await stack.enter_async_context(
-                httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True)
-            )
+            http = await stack.enter_async_context(client(headers, timeout))
             read, write, _ = await stack.enter_async_context(streamable_http_client(config.url, http_client=http))
             return read, write
         from mcp.client.sse import sse_client
 
-        return await stack.enter_async_context(sse_client(config.url, headers=headers))
+        return await stack.enter_async_context(sse_client(config.url, headers=headers, httpx_client_factory=client))
 
     async def _paged(self, what: str, page: Callable[[str | None], Awaitable[_Page[_T]]], cap: int) -> tuple[_T, ...]:
         """A paged listing (``tools/list``, ``prompts/list``): at most ``_MAX_LIST_PAGES`` pages, ``cap`` items kept
@@ -225,6 +229,7 @@ class McpConnection:
                 self.problem = "closed"
             self.tools = ()
             self.ready.set()
+            self._down.set()
             self.ended.set()
             with contextlib.suppress(Exception):
                 self._on_tools(self)
@@ -306,6 +311,33 @@ class McpConnection:
 
         return await self._paged("prompts", page, MAX_LISTED_PROMPTS)
 
+    def _why(self) -> str:
+        """Why it stopped, for a message (``" (…)"``; empty when closed on purpose or not known)."""
+        return f" ({self.problem})" if self.problem not in (None, "closed") else ""
+
+    async def _while_up(self, request: Callable[[], Awaitable[_T]]) -> _T:
+        """``request()``, cut short (:class:`anyio.ClosedResourceError`) when the connection fails or is closed
+        meanwhile: the SDK does not answer the requests under way of a session whose host was cancelled."""
+        done: list[_T] = []
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                await self._down.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch, name=f"MCP server {self.name}: request watch")
+            try:
+                done.append(await request())
+            except Exception as exc:  # raised as it is, not in a group
+                failed.append(exc)
+            group.cancel_scope.cancel()
+        if failed:
+            raise failed[0]
+        if not done:
+            raise anyio.ClosedResourceError
+        return done[0]
+
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
         """``prompts/get``; raises :class:`McpPromptError` when the server is not up, answers an error, or does not
         answer within the request timeout (the request is then cancelled on the server). Cancellation propagates
@@ -318,7 +350,7 @@ class McpConnection:
         timeout_s = self._request_timeout_s
         try:
             with anyio.fail_after(timeout_s):
-                return await session.get_prompt(name, arguments)
+                return await self._while_up(lambda: session.get_prompt(name, arguments))
         except TimeoutError:
             raise McpPromptError(
                 f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the request was cancelled"
@@ -326,7 +358,7 @@ class McpConnection:
         except McpError as exc:
             raise McpPromptError(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            raise McpPromptError(f"the MCP server '{self.name}' stopped during the request") from None
+            raise McpPromptError(f"the MCP server '{self.name}' stopped during the request{self._why()}") from None
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> types.CallToolResult:
         """Call ``tool``; raises :class:`ToolCallError` when the server is not up, fails the request, or does not
@@ -339,7 +371,8 @@ class McpConnection:
             raise ToolCallError(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
         try:
             with anyio.fail_after(timeout_s):
-                return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout_s + 1))
+                wait = timedelta(seconds=timeout_s + 1)
+                return await self._while_up(lambda: session.call_tool(tool, arguments, read_timeout_seconds=wait))
         except TimeoutError:
             raise ToolCallError(
                 f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the call was cancelled"
@@ -347,7 +380,7 @@ class McpConnection:
         except McpError as exc:
             raise ToolCallError(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            raise ToolCallError(f"the MCP server '{self.name}' stopped during the call") from None
+            raise ToolCallError(f"the MCP server '{self.name}' stopped during the call{self._why()}") from None
 
 
 def _reason(exc: BaseException) -> str:
