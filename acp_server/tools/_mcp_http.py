@@ -11,7 +11,7 @@ body is refused), so the bound is on what memory holds, not on what a compressor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -58,25 +58,21 @@ class _Bounded(httpx.AsyncByteStream):
         await self._inner.aclose()
 
 
-class _BoundedTransport(httpx.AsyncBaseTransport):
-    def __init__(self, limit: int, tell: Callable[[str], None]) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
-        self._limit, self._tell = limit, tell
+def _bounding(limit: int, tell: _Tell) -> Callable[[httpx.Response], Awaitable[None]]:
+    """The response hook (run before a body is read) that reads every body through :class:`_Bounded` — a hook, not
+    a transport of our own: httpx then keeps its own transports (the proxies the environment names)."""
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
+    async def bound(response: httpx.Response) -> None:
         if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
             await response.aclose()
             reason = "it sent a compressed body (asked for none)"
-            self._tell(reason)
-            raise MessageTooLargeError(reason, request=request)
+            tell(reason)
+            raise MessageTooLargeError(reason, request=response.request)
         events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = _Bounded(response.stream, self._limit, events, request, self._tell)
-        return response
+        response.stream = _Bounded(response.stream, limit, events, response.request, tell)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    return bound
 
 
 def bounded_http_client(
@@ -89,5 +85,5 @@ def bounded_http_client(
     """An httpx client for an MCP server (the SDK's ``httpx_client_factory`` signature, ``on_too_large`` bound):
     redirects followed, its response bodies bounded (module rules); ``on_too_large(reason)`` when one is refused."""
     sent = {**(headers or {}), "Accept-Encoding": "identity"}
-    transport = _BoundedTransport(MAX_MESSAGE_BYTES, on_too_large)
-    return httpx.AsyncClient(headers=sent, timeout=timeout, auth=auth, follow_redirects=True, transport=transport)
+    hooks = {"response": [_bounding(MAX_MESSAGE_BYTES, on_too_large)]}
+    return httpx.AsyncClient(headers=sent, timeout=timeout, auth=auth, follow_redirects=True, event_hooks=hooks)

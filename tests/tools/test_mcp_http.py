@@ -75,3 +75,14 @@ async def test_what_is_asked_for_is_unencoded() -> None:
     client = bounded_http_client({"X-Token": "t"}, on_too_large=lambda _: None)
     assert client.headers["accept-encoding"] == "identity" and client.headers["x-token"] == "t"
     await client.aclose()
+
+
+async def test_the_proxy_the_environment_names_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As with the SDK's own client: bounding the bodies keeps httpx's transports, proxies from the environment
+    included (the server here answers as the proxy for a host that does not exist)."""
+    told: list[str] = []
+    async with _answering(b"Content-Type: application/json\r\n", [b"{}"]) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.removesuffix("/mcp"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        assert await _read("http://mcp.example.invalid/mcp", told) == 2 and told == []
