@@ -3,7 +3,8 @@
 The one place both are checked, for every face: :func:`check_cwd` (an absolute path) and
 :func:`check_additional_directories`, which refuses the whole list, before anything is created or changed, with an
 :class:`InvalidInputError` naming the entry (``additionalDirectories[2]``) when an entry is not a string, not valid
-Unicode, holds a NUL byte, is not absolute, or is not an existing directory, or when there are more than
+Unicode, holds a NUL byte, is not absolute, is longer than a path may be, or is not an existing directory (an
+entry is echoed up to 200 characters), or when there are more than
 :data:`MAX_ADDITIONAL_DIRECTORIES`. :func:`active_directories` is what a session then uses: each entry normalised
 (``/a/./b/`` is ``/a/b``), in the order given, without the entries that add nothing — one whose real path is the cwd's
 or inside it, or one whose real path an earlier entry already has (dropped silently: they change no confinement).
@@ -35,6 +36,9 @@ MAX_ADDITIONAL_DIRECTORIES = 32
 
 ADDITIONAL_DIRECTORIES_FIELD = "additionalDirectories"
 
+_PATH_MAX = os.pathconf("/", "PC_PATH_MAX")  # the longest path the system takes, in bytes
+_MAX_SHOWN = 200  # characters of a refused entry echoed in the error
+
 
 def check_cwd(cwd: str | None) -> None:
     """A session's working directory is an absolute path (None: not given)."""
@@ -54,6 +58,8 @@ def _problem(entry: object) -> str | None:
         return "is not valid Unicode (it holds a lone surrogate)"
     if not os.path.isabs(entry):
         return "must be an absolute path"
+    if len(entry.encode("utf-8")) > _PATH_MAX:
+        return f"is longer than the {_PATH_MAX} bytes a path may have"
     if not os.path.isdir(entry):
         return "is not a directory" if os.path.exists(entry) else "does not exist"
     return None
@@ -78,8 +84,11 @@ def check_additional_directories(
             name = f"{field}[{index}]"
             if not isinstance(entry, str):
                 shown = "null" if entry is None else type(entry).__name__
-            else:  # a lone surrogate is never echoed as such
-                shown = ascii(entry) if "Unicode" in problem else repr(entry)
+            else:  # a lone surrogate is never echoed as such, a long entry only in part
+                cut = entry if len(entry) <= _MAX_SHOWN else entry[:_MAX_SHOWN]
+                shown = ascii(cut) if "Unicode" in problem else repr(cut)
+                if cut is not entry:
+                    shown += f"… ({len(entry)} characters)"
             raise InvalidInputError.for_field(name, problem, f"{name}: {problem}, got {shown}")
     return tuple(os.path.normpath(str(entry)) for entry in directories)
 

@@ -108,11 +108,21 @@ def _is_git_dir(path: str) -> bool:
 
 
 def _read(path: str, limit: int) -> str:
+    """At most ``limit`` bytes of the regular file ``path``; "" for anything else (a named pipe is never waited on:
+    it is opened without blocking, then passed over)."""
     try:
-        with open(path, "rb") as file:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        with open(fd, "rb", closefd=False) as file:
             return file.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""
+    finally:
+        os.close(fd)
 
 
 def _git_dirs(top: str) -> list[str]:
@@ -158,13 +168,14 @@ def _inside(real: str, directory: str) -> bool:
 
 def _repository_reason(workspace: Workspace, real: str) -> str | None:
     """Why ``real`` is a repository's file git runs code from, judged by what is on disk: inside a directory git
-    takes for a git directory (wherever a ``.git`` file points), or inside a repository's ``core.hooksPath``. Each
-    root (the project directory, an additional directory) is judged alone: the walk up stops at the root of ``real``."""
-    top = workspace.root_of(real)
-    if top is None:
+    takes for a git directory (wherever a ``.git`` file points), or inside a repository's ``core.hooksPath``. The
+    walk up goes past the root of ``real`` (the project directory, an additional directory) to ``/``: a root inside a
+    git directory (a bare repository's ``hooks``) or inside a repository whose hooks path points into it is judged
+    by what lies above it (only read, and being wrong only asks once more)."""
+    if not workspace.contains(real):
         return None
     directory = os.path.dirname(real)
-    while top.contains(directory):
+    while True:
         if _is_git_dir(directory):
             return "git's own directory"
         for git_dir in _git_dirs(directory):
@@ -174,10 +185,10 @@ def _repository_reason(workspace: Workspace, real: str) -> str | None:
             hooks_dir = None if hooks is None else os.path.join(directory, os.path.expanduser(hooks))  # from the top
             if hooks_dir is not None and _inside(real, os.path.realpath(hooks_dir)):
                 return "git hook (core.hooksPath)"
-        if directory == top.real:
-            break
-        directory = os.path.dirname(directory)
-    return None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def exec_config_reason(workspace: Workspace, real: str) -> str | None:

@@ -1,10 +1,11 @@
 """One MCP connection: the SDK's ``ClientSession`` over a transport, held open by one host task until closed.
 
 The host task enters the transport and the session (the SDK's contexts must be left by the task that entered them),
-``initialize``s, lists the tools, publishes them, then waits: for a ``tools/list_changed`` (it re-lists) or for
-:meth:`McpConnection.close`. Beside that, a server that advertises the ``prompts`` capability has its prompts listed
-(and re-listed on ``prompts/list_changed``), each listing bounded in pages, count and time; a listing that fails or
-times out leaves the prompts empty (logged), never the connection down.
+``initialize``s, lists the tools, publishes them, then waits: for a ``tools/list_changed`` (it re-lists, at most once
+per :data:`RELIST_INTERVAL_S`) or for :meth:`McpConnection.close`. Beside that, a server that advertises the
+``prompts`` capability has its prompts listed (and re-listed on ``prompts/list_changed``, as rarely), each listing
+bounded in pages, count and time; a listing that fails or times out leaves the prompts empty (logged), never the
+connection down.
 
 A call runs in the caller's task on the open session. The connection is *up* from the
 first listing until the transport ends, the server fails, or it is closed; then its tools' calls fail with the
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -31,7 +33,7 @@ from ._mcp_stdio import stdio_transport
 if TYPE_CHECKING:
     from mcp import ClientSession, types
 
-__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "MAX_LISTED_PROMPTS", "McpConnection"]
+__all__ = ["CANCEL_NOTICE_TIMEOUT_S", "MAX_LISTED_PROMPTS", "RELIST_INTERVAL_S", "McpConnection"]
 
 logger = logging.getLogger("acp_server.mcp")
 
@@ -39,6 +41,9 @@ CANCEL_NOTICE_TIMEOUT_S = 1.0
 """How long the ``notifications/cancelled`` of a cancelled call may take to send."""
 
 _MAX_LISTED_TOOLS = 512
+RELIST_INTERVAL_S = 1.0
+"""The least time between two listings of a server's tools, or of its prompts: the `*/list_changed` notifications
+that come meanwhile are one re-listing (a server cannot drive re-listings, nor updates to the editor, in a loop)."""
 _HTTP_TIMEOUT_S = 30.0  # an HTTP server's connect and write timeouts
 _HTTP_READ_TIMEOUT_S = 300.0  # how long its event stream may stay silent
 _MAX_LIST_PAGES = 16
@@ -99,6 +104,7 @@ class McpConnection:
         self.problem: str | None = None  # why it is not up (None while starting or up)
         self.ready = anyio.Event()  # set once: listed (up) or failed
         self.ended = anyio.Event()  # set when the host task has left (process reaped)
+        self._down = anyio.Event()  # set once it failed or was closed: a request under way then ends at once
         self._on_tools = on_tools
         self._version = version
         self._session: ClientSession | None = None
@@ -123,6 +129,7 @@ class McpConnection:
         self._scope.cancel()  # also while connecting or re-listing: never wait for the server
 
     def _fail(self, problem: str) -> None:
+        self._down.set()
         if self.problem is None:
             self.problem = "closed" if self._close.is_set() else problem  # a stop we asked for is no failure
             if not self._close.is_set():
@@ -157,19 +164,20 @@ class McpConnection:
                 )
             )
         headers = dict(config.headers) or None
+        from ._mcp_http import bounded_http_client
+
+        client = partial(bounded_http_client, on_too_large=lambda reason: self._fail(f"the server stopped: {reason}"))
         if config.transport == "http":
             import httpx
             from mcp.client.streamable_http import streamable_http_client
 
             timeout = httpx.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S)
-            http = await stack.enter_async_context(
-                httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True)
-            )
+            http = await stack.enter_async_context(client(headers, timeout))
             read, write, _ = await stack.enter_async_context(streamable_http_client(config.url, http_client=http))
             return read, write
         from mcp.client.sse import sse_client
 
-        return await stack.enter_async_context(sse_client(config.url, headers=headers))
+        return await stack.enter_async_context(sse_client(config.url, headers=headers, httpx_client_factory=client))
 
     async def _paged(self, what: str, page: Callable[[str | None], Awaitable[_Page[_T]]], cap: int) -> tuple[_T, ...]:
         """A paged listing (``tools/list``, ``prompts/list``): at most ``_MAX_LIST_PAGES`` pages, ``cap`` items kept
@@ -221,6 +229,7 @@ class McpConnection:
                 self.problem = "closed"
             self.tools = ()
             self.ready.set()
+            self._down.set()
             self.ended.set()
             with contextlib.suppress(Exception):
                 self._on_tools(self)
@@ -260,19 +269,24 @@ class McpConnection:
                 loops.cancel_scope.cancel()
 
     async def _tools_loop(self, session: ClientSession) -> None:
+        listed = anyio.current_time()
         while True:
             await self._relist.wait()
+            await anyio.sleep_until(listed + RELIST_INTERVAL_S)  # what comes meanwhile is this one re-listing
+            listed = anyio.current_time()
             self._relist = anyio.Event()
             self.tools = await self._list(session)
             logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
             self._on_tools(self)
 
     async def _prompts_loop(self, session: ClientSession) -> None:
-        """List the prompts, then again at each ``prompts/list_changed``; a listing that fails or takes longer
-        than the request timeout leaves none (the server stays up: its tools work on)."""
+        """List the prompts, then again at each ``prompts/list_changed`` (at most once per
+        :data:`RELIST_INTERVAL_S`); a listing that fails or takes longer than the request timeout leaves none (the
+        server stays up: its tools work on)."""
         from mcp.shared.exceptions import McpError
 
         while True:
+            listed = anyio.current_time()
             self._relist_prompts = anyio.Event()
             try:
                 with anyio.fail_after(self._request_timeout_s):
@@ -288,6 +302,7 @@ class McpConnection:
                 self._on_prompts(self)
             self.prompts_listed.set()
             await self._relist_prompts.wait()
+            await anyio.sleep_until(listed + RELIST_INTERVAL_S)  # what comes meanwhile is this one re-listing
 
     async def _list_prompts(self, session: ClientSession) -> tuple[types.Prompt, ...]:
         async def page(cursor: str | None) -> _Page[types.Prompt]:
@@ -296,25 +311,58 @@ class McpConnection:
 
         return await self._paged("prompts", page, MAX_LISTED_PROMPTS)
 
+    def _why(self) -> str:
+        """Why it stopped, for a message (``" (…)"``; empty when closed on purpose or not known)."""
+        return f" ({self.problem})" if self.problem not in (None, "closed") else ""
+
+    async def _while_up(self, request: Callable[[], Awaitable[_T]]) -> _T:
+        """``request()``, cut short (:class:`anyio.ClosedResourceError`) when the connection fails or is closed
+        meanwhile: the SDK does not answer the requests under way of a session whose host was cancelled."""
+        done: list[_T] = []
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                await self._down.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch, name=f"MCP server {self.name}: request watch")
+            try:
+                done.append(await request())
+            except Exception as exc:  # raised as it is, not in a group
+                failed.append(exc)
+            group.cancel_scope.cancel()
+        if failed:
+            raise failed[0]
+        if not done:
+            raise anyio.ClosedResourceError
+        return done[0]
+
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
         """``prompts/get``; raises :class:`McpPromptError` when the server is not up, answers an error, or does not
         answer within the request timeout (the request is then cancelled on the server). Cancellation propagates
         (after ``notifications/cancelled``)."""
-        with self._request(McpPromptError, self._request_timeout_s, "request") as session:
-            return await session.get_prompt(name, arguments)
+        return await self._request(
+            McpPromptError, self._request_timeout_s, "request", lambda session: session.get_prompt(name, arguments)
+        )
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> types.CallToolResult:
         """Call ``tool``; raises :class:`ToolCallError` when the server is not up, fails the request, or does not
         answer within ``timeout_s`` (the request is then cancelled on the server). Cancellation propagates (after
         ``notifications/cancelled``)."""
-        with self._request(ToolCallError, timeout_s, "call") as session:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout_s + 1))
+        wait = timedelta(seconds=timeout_s + 1)
 
-    @contextlib.contextmanager
-    def _request(self, error: type[Exception], timeout_s: float, what: str) -> Iterator[ClientSession]:
-        """The running session for one request, its failures mapped once to ``error`` naming the server: not up, no
-        answer within ``timeout_s`` (the request is then cancelled on the server), an error answer, stopped during
-        it. Cancellation propagates as is."""
+        def send(session: ClientSession) -> Awaitable[types.CallToolResult]:
+            return session.call_tool(tool, arguments, read_timeout_seconds=wait)
+
+        return await self._request(ToolCallError, timeout_s, "call", send)
+
+    async def _request(
+        self, error: type[Exception], timeout_s: float, what: str, send: Callable[[ClientSession], Awaitable[_T]]
+    ) -> _T:
+        """``send(session)`` on the running session, its failures mapped once to ``error`` naming the server: not up,
+        no answer within ``timeout_s`` (the request is then cancelled on the server), an error answer, the
+        connection failing or closed meanwhile. Cancellation propagates as is."""
         from mcp.shared.exceptions import McpError
 
         session = self._session
@@ -322,7 +370,7 @@ class McpConnection:
             raise error(f"the MCP server '{self.name}' is not running ({self.problem or 'not connected'})")
         try:
             with anyio.fail_after(timeout_s):
-                yield session
+                return await self._while_up(lambda: send(session))
         except TimeoutError:
             raise error(
                 f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the {what} was cancelled"
@@ -330,7 +378,8 @@ class McpConnection:
         except McpError as exc:
             raise error(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            raise error(f"the MCP server '{self.name}' stopped during the {what}") from None
+            raise error(f"the MCP server '{self.name}' stopped during the {what}{self._why()}") from None
+
 
 def _reason(exc: BaseException) -> str:
     """A failure to connect as one line for the log and the client (never the server's env or headers)."""

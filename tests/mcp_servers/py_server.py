@@ -5,7 +5,9 @@ Tools: ``echo`` and ``env`` (read-only), ``write_note`` (changes the project: ne
 ``started.txt`` in its cwd, waits until cancelled, then writes ``cancelled.txt``), ``fail`` (``isError``), ``pid``,
 ``big`` (a result of N bytes), ``grow`` (adds the tool ``late`` and sends ``tools/list_changed``), ``header`` (an
 HTTP request header), ``image`` (a text and N copies of a 1×1 PNG, sent with the given mime type), ``add_prompt``
-(adds the prompt ``late`` and sends ``prompts/list_changed``).
+(adds the prompt ``late`` and sends ``prompts/list_changed``). With ``PY_SERVER_FLOOD=1`` also ``flap`` (changes
+the prompt ``flapping``, sends ``prompts/list_changed``), ``touch_tools`` (sends ``tools/list_changed``) and
+``listings`` (how many ``prompts/list`` or ``tools/list`` requests it was sent).
 
 Prompts: ``review(code, style="concise")`` (one user text), ``context`` (no arguments: a text, an embedded text
 resource, an assistant's text and a 1×1 PNG), ``slow`` (writes ``prompt_started.txt``, waits until cancelled, then
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
@@ -26,6 +29,7 @@ from mcp.types import (
     EmbeddedResource,
     ImageContent,
     ListPromptsRequest,
+    ListToolsRequest,
     TextContent,
     TextResourceContents,
     ToolAnnotations,
@@ -155,6 +159,48 @@ async def add_prompt(ctx: Context) -> str:  # type: ignore[type-arg]
     await ctx.session.send_prompt_list_changed()
     return "added"
 
+
+def _serve_flood_tools() -> None:
+    """``flap``, ``listings`` and ``touch_tools``, and the counts of the listings (``PY_SERVER_FLOOD=1``)."""
+    counts = {"prompts": 0, "tools": 0, "flaps": 0}
+
+    @server.tool(annotations=READ)
+    async def flap(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Change the prompt 'flapping' (its description counts the changes) and tell the client."""
+        counts["flaps"] += 1
+        server._prompt_manager._prompts.pop("flapping", None)
+
+        def flapping() -> str:
+            return "flapping"
+
+        server.prompt(description=f"changed {counts['flaps']} times")(flapping)
+        await ctx.session.send_prompt_list_changed()
+        return str(counts["flaps"])
+
+    @server.tool(annotations=READ)
+    def listings(what: str = "prompts") -> str:
+        """How many prompts/list (or, with what='tools', tools/list) requests this server has been sent."""
+        return str(counts[what])
+
+    @server.tool(annotations=READ)
+    async def touch_tools(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Send tools/list_changed (the tools stay the same)."""
+        await ctx.session.send_tool_list_changed()
+        return "told"
+
+    handlers = server._mcp_server.request_handlers
+    for request_type, what in ((ListPromptsRequest, "prompts"), (ListToolsRequest, "tools")):
+        handler = handlers[request_type]
+
+        async def counting(request: object, handler: Any = handler, what: str = what) -> object:
+            counts[what] += 1
+            return await handler(request)
+
+        handlers[request_type] = counting
+
+
+if os.environ.get("PY_SERVER_FLOOD") == "1":
+    _serve_flood_tools()
 
 if os.environ.get("PY_SERVER_NO_PROMPTS") == "1":
     del server._mcp_server.request_handlers[ListPromptsRequest]

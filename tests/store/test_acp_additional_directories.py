@@ -5,6 +5,7 @@ once (a bad entry is -32602 naming it, and nothing is created or changed), store
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,18 @@ async def test_the_bridge_keeps_a_sessions_list_when_a_face_gives_none(
     assert entry.additional_directories == (dirs["lib"],)
     child = await bridge.fork(sid)
     assert child.additional_directories == (dirs["lib"],)  # the source's
+
+
+async def test_a_huge_entry_is_refused_as_too_long_and_not_echoed_whole(
+    agent: tuple[Agent, SessionBridge, SessionStore], dirs: dict[str, str]
+) -> None:
+    acp, bridge, _ = agent
+    huge = "/" + "a" * 100_000
+    with pytest.raises(InvalidInputError) as refused:
+        await _new(acp, dirs["project"], [dirs["lib"], huge])
+    problem = f"is longer than the {os.pathconf('/', 'PC_PATH_MAX')} bytes a path may have"
+    assert refused.value.errors == [{"field": "additionalDirectories[1]", "message": problem}]
+    message = str(refused.value)
+    assert message.startswith(f"Invalid params for session/new: additionalDirectories[1]: {problem}, got '/aaa")
+    assert len(message) < 500 and message.endswith("… (100001 characters)")
+    assert await _listed(acp) == {} and bridge.sessions == ()

@@ -125,6 +125,17 @@ async def test_a_repository_in_an_additional_directory_is_judged_by_its_own_git_
     assert prepared.kind == "execute" and prepared.title.endswith("(runs code: git's own directory)")
 
 
+async def test_an_additional_directory_inside_a_git_directory_is_judged_as_git_s(tmp_path: Path) -> None:
+    project, bare = tmp_path / "project", tmp_path / "origin.git"
+    project.mkdir()
+    (bare / "hooks").mkdir(parents=True)  # what git takes for a bare repository
+    (bare / "objects").mkdir()
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    hook = bare / "hooks" / "post-receive"
+    prepared = await prepare(project, "write_file", additional=[bare / "hooks"], path=str(hook), content="x")
+    assert prepared.kind == "execute" and prepared.title.endswith("(runs code: git's own directory)")
+
+
 async def test_grep_and_glob_without_a_path_stay_in_the_cwd(roots: tuple[Path, Path, Path]) -> None:
     project, extra, _ = roots
     result = await call(project, "grep", additional=[extra], pattern="needle")

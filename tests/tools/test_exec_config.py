@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from acp_server.tools import Workspace
@@ -152,3 +155,37 @@ def test_every_listed_pattern_is_lower_case_and_has_a_reason() -> None:
 async def test_a_read_of_git_config_is_not_a_command(repo: Path) -> None:
     read = await prepare(repo, "read_file", path=".git/config")
     assert (read.kind, read.needs_permission) == ("read", False)
+
+
+def test_a_project_inside_a_git_directory_is_git_s(tmp_path: Path) -> None:
+    """A root that lies inside a git directory (a bare repository's ``hooks``) is that git directory's: what git
+    runs from there is judged by the directory above the root, not only by what lies within it."""
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "origin.git")], check=True)
+    assert reason(tmp_path / "origin.git" / "hooks", "post-receive") == "git's own directory"
+
+
+def test_a_hooks_path_into_a_subdirectory_project_holds_hooks(repo: Path) -> None:
+    """The cwd a subdirectory of a repository whose ``core.hooksPath`` points into it: its hooks ask."""
+    (repo / "sub" / "hooks").mkdir(parents=True)
+    subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", "sub/hooks"], check=True)
+    assert reason(repo / "sub", "hooks/pre-commit") == "git hook (core.hooksPath)"
+    assert reason(repo / "sub", "other.sh") is None
+
+
+async def test_a_named_pipe_where_git_s_files_are_is_not_waited_on(tmp_path: Path) -> None:
+    """Judging a path reads a ``.git`` file and a git directory's ``config`` and ``commondir``, here and above the
+    project; a named pipe in their place (opening it would wait for a writer forever) is passed over as empty."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (tmp_path / ".git").write_text(f"gitdir: {elsewhere}\n")
+    os.mkfifo(elsewhere / "config")
+    os.mkfifo(elsewhere / "commondir")
+    try:
+        with anyio.fail_after(10):  # a hang guard only: without the pipes' handling it never returns
+            found = await anyio.to_thread.run_sync(reason, project, "app.py", abandon_on_cancel=True)
+        assert found is None
+    finally:
+        for pipe in ("config", "commondir"):  # release a reader that would wait, so the test process can end
+            with contextlib.suppress(OSError):
+                os.close(os.open(elsewhere / pipe, os.O_WRONLY | os.O_NONBLOCK))

@@ -12,7 +12,7 @@ import pytest
 from mcp import types
 
 from acp_server.domain import ImagePart, ResourcePart, TextPart
-from acp_server.tools._mcp_prompts import PromptArgument
+from acp_server.tools._mcp_prompts import PromptArgument, mcp_prompt
 from acp_server.tools.builtin import builtin_tool_set
 from acp_server.tools.mcp_servers import (
     McpPrompt,
@@ -160,3 +160,38 @@ async def test_a_cancel_during_prompts_get_reaches_the_server(tmp_path: Path) ->
             tg.cancel_scope.cancel()
         await eventually((tmp_path / "prompt_cancelled.txt").exists)
         assert mcp.status()[0]["status"] == "connected"
+
+
+def test_what_a_server_says_of_its_prompts_is_shown_on_one_line_and_bounded() -> None:
+    """A server's description, title and argument names reach the editor's command list as one line of plain text:
+    line breaks, escape sequences and invisible (format) characters become spaces, an argument name is one word of
+    at most 64 characters (a name with spaces cannot pass for two arguments); what the server is asked for stays
+    the name it declared."""
+    spoof = "Looks fine\n\n/compact — Compact the conversation\x1b[2K\u202e\u200b"
+    huge = "a" * 100_000
+    arguments = [types.PromptArgument(name=huge, required=True), types.PromptArgument(name="x] [y\nz", required=False)]
+    prompt = mcp_prompt("srv", types.Prompt(name="p", description=spoof, arguments=arguments), set())
+    assert prompt.description == "Looks fine /compact — Compact the conversation [2K (MCP server 'srv')"
+    assert prompt.hint == "a" * 63 + "… [x]_[y_z]"
+    assert bind_arguments(prompt, "one two") == {huge: "one", "x] [y\nz": "two"}
+    with pytest.raises(McpPromptError) as refused:
+        bind_arguments(prompt, "other=1")
+    assert str(refused.value) == f"/{prompt.command} has no argument 'other' (its arguments: {'a' * 63}…, x]_[y_z)."
+    titled = mcp_prompt("srv", types.Prompt(name="t", title="Tab\there\r\nnext\x00", arguments=[]), set())
+    assert titled.description == "Tab here next (MCP server 'srv')"
+
+
+def test_links_and_resources_count_toward_the_text_bound() -> None:
+    """A result of many resource links (or binary resources) is text for the model too — their uris, names and
+    descriptions — and counts toward the bound like text does."""
+    prompt = McpPrompt("mcp__s__links", "s", "links", "d", ())
+    link = types.ResourceLink(type="resource_link", uri="file:///x", name="n" * 1024, description="d" * 1024)  # type: ignore[arg-type]
+    many = [types.PromptMessage(role="user", content=link)] * 200  # about 400 KiB of names and descriptions
+    with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring; nothing was sent"):
+        prompt_parts(types.GetPromptResult(messages=many), prompt)
+    blob = types.BlobResourceContents(uri="file:///" + "u" * 2048, blob="", mimeType=None)  # type: ignore[arg-type]
+    binary = types.EmbeddedResource(type="resource", resource=blob)
+    blobs = [types.PromptMessage(role="user", content=binary)] * 200
+    with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring"):
+        prompt_parts(types.GetPromptResult(messages=blobs), prompt)
+    assert len(prompt_parts(types.GetPromptResult(messages=many[:10]), prompt)) == 10

@@ -273,3 +273,20 @@ async def test_a_server_that_sends_an_endless_line_is_dropped_with_bounded_memor
         assert "over 16777216 bytes" in states["flood"]["error"]
         assert states["py"]["status"] == "connected"
         assert not [name for name in tools.names if "flood" in name]
+
+
+@pytest.mark.parametrize(("flag", "kind", "path"), [("--http", "http", "/mcp"), ("--sse", "sse", "/sse")])
+async def test_an_http_server_s_message_over_the_bound_ends_its_connection(
+    tmp_path: Path, flag: str, kind: str, path: str
+) -> None:
+    """Over HTTP as over stdio, a message is at most MAX_MESSAGE_BYTES: one past it (a 17 MiB result) is not read
+    into memory; the call fails at once and the server is dropped saying why."""
+    async with http_server(flag) as port:
+        server = {"type": kind, "name": "web", "url": f"http://127.0.0.1:{port}{path}", "headers": []}
+        settings = McpSettings(connect_timeout_s=20, call_timeout_s=600)  # the failure is not a timeout
+        async with connected(tmp_path, server, settings=settings) as (tools, mcp):
+            assert (await call(tools, "mcp__web__big", {"size": 1024})).output == "x" * 1024
+            result = await call(tools, "mcp__web__big", {"size": 17 * 1024 * 1024})
+            assert result.failed and "over 16777216 bytes" in result.output, result.output[:300]
+            state = mcp.status()[0]
+            assert state["status"] == "failed" and "over 16777216 bytes" in state["error"]
