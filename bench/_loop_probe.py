@@ -45,22 +45,38 @@ def count_objects(path: str) -> None:
         out.write(f"{start:.6f} {time.monotonic():.6f} {count}\n")
 
 
+def probed(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+    """``loop``, which starts the probe as soon as it runs (and counts objects on SIGUSR1 when asked)."""
+    path = os.environ["ACP_BENCH_LOOP_PROBE"]
+    loop.call_soon(lambda: setattr(loop, "_acp_bench_probe", loop.create_task(probe(path))))
+    objects = os.environ.get("ACP_BENCH_OBJECTS")
+    if objects and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+        loop.add_signal_handler(signal.SIGUSR1, count_objects, objects)
+    return loop
+
+
 class ProbedPolicy(asyncio.DefaultEventLoopPolicy):
-    """Every new event loop starts the probe as soon as it runs (and counts objects on SIGUSR1 when asked)."""
+    """Every new asyncio event loop is :func:`probed`."""
 
     def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        loop = super().new_event_loop()
-        path = os.environ["ACP_BENCH_LOOP_PROBE"]
-        loop.call_soon(lambda: setattr(loop, "_acp_bench_probe", loop.create_task(probe(path))))
-        objects = os.environ.get("ACP_BENCH_OBJECTS")
-        if objects and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
-            loop.add_signal_handler(signal.SIGUSR1, count_objects, objects)
-        return loop
+        return probed(super().new_event_loop())
+
+
+def probe_uvloop() -> None:
+    """Every new uvloop loop is :func:`probed` too (the agent runs on uvloop where it is installed: anyio makes its
+    loop with ``uvloop.new_event_loop``, past the policy)."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    make = uvloop.new_event_loop
+    uvloop.new_event_loop = lambda: probed(make())
 
 
 if __name__ == "__main__":
     if os.environ.get("ACP_BENCH_LOOP_PROBE"):
         asyncio.set_event_loop_policy(ProbedPolicy())
+        probe_uvloop()
     from acp_server.cli import main
 
     profile_to = os.environ.get("ACP_BENCH_PROFILE")  # opt-in too: cProfile of the whole run, dumped at exit
