@@ -193,7 +193,8 @@ OPTIONS: tuple[Option, ...] = (
         "--mcp-call-timeout-ms",
         "ACP_SERVER_MCP_CALL_TIMEOUT_MS",
         parse.positive_int,
-        "how long one MCP tool call may take before it is cancelled and fails (default 120000)",
+        "how long one MCP request (a tool call, a prompts listing or fetch) may take before it is cancelled and fails"
+        " (default 120000)",
         "MS",
     ),
     Option(
