@@ -119,6 +119,8 @@ class _Dialect:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Result:
         if sql == "ROLLBACK":
             self._queue.clear()  # not sent, or not run after the error: nothing of it to undo
+            self._prepared.forget(self._preparing)  # their PREPAREs were in it: prepared again at next use
+            self._preparing = []
             if self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
                 self.conn.execute("ROLLBACK")
             return _Result(self)
@@ -141,14 +143,19 @@ class _Dialect:
 
     def _execute(self, sql: str, params: tuple[Any, ...]) -> str:
         """``EXECUTE`` of the statement prepared for ``sql`` (its ``PREPARE`` queued first, the first time): the
-        server plans each statement once per connection, as for psycopg's own prepared statements."""
-        name = self._prepared.names.get(sql)
-        if name is None:
-            name = self._prepared.name(sql)
-            numbered = iter(range(1, len(params) + 1))
+        server plans each statement once per connection, as for psycopg's own prepared statements. Bound before
+        anything is recorded, so a value that cannot be bound leaves no name behind for a statement never prepared.
+        PostgreSQL's text cannot hold U+0000, which SQLite's can: a NUL in a text value is stored as U+FFFD."""
+        values = tuple(_no_nul(value) for value in params)
+        known = self._prepared.names.get(sql)
+        name = known or self._prepared.next_name()
+        bound = self._binder.mogrify(f"EXECUTE {name}({', '.join(['%s'] * len(values))})", values)
+        if known is None:
+            numbered = iter(range(1, len(values) + 1))
             self._queue.append((f"PREPARE {name} AS {re.sub('%s', lambda _m: f'${next(numbered)}', sql)}", None))
+            self._prepared.names[sql] = name
             self._preparing.append(sql)
-        return self._binder.mogrify(f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
+        return bound
 
     def flush(self) -> None:
         """Send the queued statements as one query and hand each its result (rows, rowcount)."""
@@ -168,6 +175,11 @@ class _Dialect:
             cursor.nextset()
 
 
+def _no_nul(value: Any) -> Any:
+    """``value``, a string without U+0000 (PostgreSQL's text refuses it; stored as U+FFFD)."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
 class _Prepared:
     """The statements prepared on one connection (a name is never reused: a forgotten one may still exist)."""
 
@@ -175,10 +187,10 @@ class _Prepared:
         self.names: dict[str, str] = {}
         self._made = 0
 
-    def name(self, sql: str) -> str:
+    def next_name(self) -> str:
+        """A name no statement of this connection had (recorded in :attr:`names` by the caller once queued)."""
         self._made += 1
-        self.names[sql] = name = f"acp_{self._made}"
-        return name
+        return f"acp_{self._made}"
 
     def forget(self, statements: list[str]) -> None:
         for sql in statements:

@@ -78,3 +78,35 @@ async def test_a_failed_batch_writes_nothing_and_a_statement_first_queued_after_
         with write(dialect):  # type: ignore[arg-type]
             count = dialect.execute("SELECT count(*) FROM t WHERE id > ?", (0,)).fetchone()
         assert count == (0,)
+
+
+async def test_a_nul_in_a_prompt_or_an_answer_is_stored_as_u_fffd_and_every_later_turn_works(
+    store: PostgresSessionStore,
+) -> None:
+    await store.create_session("s", "/w")  # the turn's statements are first used (and prepared) by a NUL prompt
+    ticket = await store.begin_turn("s", known=0, content="a\x00b", parts=(TextPart("a\x00b"),), title="t\x00")
+    await store.end_turn(ticket, content="bad\x00", reasoning="\x00", stop_reason="end_turn", outcome="complete")
+    ticket = await store.begin_turn("s", known=2, content="ok", parts=(TextPart("ok"),), title="ok")
+    await store.end_turn(ticket, content="fine", reasoning="", stop_reason="end_turn", outcome="complete")
+    snapshot = await store.read_session("s")
+    assert snapshot is not None
+    assert [m.content for m in snapshot.messages] == ["a\ufffdb", "bad\ufffd", "ok", "fine"]
+    assert snapshot.record.title == "t\ufffd"
+
+
+async def test_a_statement_whose_prepare_was_rolled_back_unsent_or_whose_values_could_not_be_bound_works_next_time(
+    pg_dsn: str,
+) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        dialect = _Dialect(conn, _Prepared())
+        dialect.execute("BEGIN IMMEDIATE")
+        dialect.execute("INSERT INTO t VALUES (?)", (1,))  # its PREPARE queued, never sent
+        dialect.execute("ROLLBACK")  # as the store does when its own code fails before the commit
+        with pytest.raises(psycopg.ProgrammingError), write(dialect):  # type: ignore[arg-type]
+            dialect.execute("SELECT count(*) FROM t WHERE id > ?", (object(),))  # cannot be bound
+        dialect.execute("ROLLBACK")
+        with write(dialect):  # type: ignore[arg-type]
+            dialect.execute("INSERT INTO t VALUES (?)", (2,))
+            count = dialect.execute("SELECT count(*) FROM t WHERE id > ?", (0,)).fetchone()
+        assert count == (1,)
