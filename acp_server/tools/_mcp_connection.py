@@ -284,6 +284,7 @@ class McpConnection:
         :data:`RELIST_INTERVAL_S`); a listing that fails or takes longer than the request timeout leaves none (the
         server stays up: its tools work on)."""
         from mcp.shared.exceptions import McpError
+        from pydantic import ValidationError
 
         while True:
             listed = anyio.current_time()
@@ -291,8 +292,9 @@ class McpConnection:
             try:
                 with anyio.fail_after(self._request_timeout_s):
                     prompts = await self._list_prompts(session)
-            except (McpError, TimeoutError) as exc:
+            except (McpError, TimeoutError, ValidationError) as exc:
                 why = f"no answer within {self._request_timeout_s:g} s" if isinstance(exc, TimeoutError) else exc
+                why = "an invalid result (not MCP's schema)" if isinstance(exc, ValidationError) else why
                 logger.warning("mcp %s: prompts not listed: %s", self.name, why)
                 prompts = ()
             changed = prompts != self.prompts
@@ -364,6 +366,7 @@ class McpConnection:
         no answer within ``timeout_s`` (the request is then cancelled on the server), an error answer, the
         connection failing or closed meanwhile. Cancellation propagates as is."""
         from mcp.shared.exceptions import McpError
+        from pydantic import ValidationError
 
         session = self._session
         if session is None or self.problem is not None:
@@ -377,6 +380,8 @@ class McpConnection:
             ) from None
         except McpError as exc:
             raise error(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
+        except ValidationError:  # the SDK checks every result against MCP's schema
+            raise error(f"the MCP server '{self.name}' answered an invalid result (not MCP's schema)") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise error(f"the MCP server '{self.name}' stopped during the {what}{self._why()}") from None
 

@@ -5,6 +5,7 @@ or ``prompts/get`` (bounded), ``prompts/list_changed``, a cancel reaching the se
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
@@ -195,3 +196,26 @@ def test_links_and_resources_count_toward_the_text_bound() -> None:
     with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring"):
         prompt_parts(types.GetPromptResult(messages=blobs), prompt)
     assert len(prompt_parts(types.GetPromptResult(messages=many[:10]), prompt)) == 10
+
+
+MALFORMED = str(Path(__file__).resolve().parent.parent / "mcp_servers" / "malformed_server.py")
+
+
+def malformed_server(bad: str) -> dict[str, object]:
+    return {"name": "bad", "command": sys.executable, "args": [MALFORMED], "env": [{"name": "MALFORMED", "value": bad}]}
+
+
+async def test_a_prompts_listing_the_schema_refuses_leaves_no_prompts_and_the_server_up(tmp_path: Path) -> None:
+    async with connected(tmp_path, malformed_server("list")) as (tools, mcp):
+        await eventually(lambda: mcp.prompts() == () and "mcp__bad__echo" in tools.names)
+        assert "mcp__bad__echo" in tools.names  # its tools are offered: the connection stays up
+        result = await call(tools, "mcp__bad__echo")
+        assert not result.failed
+
+
+async def test_a_prompts_get_result_the_schema_refuses_is_a_precise_prompt_error(tmp_path: Path) -> None:
+    async with connected(tmp_path, malformed_server("get")) as (_, mcp):
+        await eventually(lambda: bool(mcp.prompts()))
+        (greet,) = mcp.prompts()
+        with pytest.raises(McpPromptError, match="the MCP server 'bad' answered an invalid result"):
+            await mcp.get_prompt(greet, {})
