@@ -50,6 +50,7 @@ from ._types import (
     ToolResult,
     permission_choice,
 )
+from ._validate import arguments_json
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
@@ -76,6 +77,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "Workspace",
+    "arguments_json",
     "openai_tools",
     "permission_choice",
     "prepare_call",

@@ -18,9 +18,19 @@ from pydantic import BaseModel, ValidationError
 from ._exceptions import ToolCallError
 from ._workspace import check_unicode
 
-__all__ = ["MAX_ARGUMENTS_BYTES", "SchemaCheck", "parse_arguments", "schema_check"]
+__all__ = ["MAX_ARGUMENTS_BYTES", "SchemaCheck", "arguments_json", "parse_arguments", "schema_check"]
 
 MAX_ARGUMENTS_BYTES = 1024 * 1024
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def arguments_json(text: str) -> Any:
+    """A call's arguments parsed as JSON proper: ``NaN`` and ``Infinity``, which Python's parser takes, raise
+    :class:`ValueError` like any other text that is not JSON (no face could send them on as valid JSON)."""
+    return json.loads(text, parse_constant=_not_json)
 _MAX_ISSUES = 5
 
 SchemaCheck: TypeAlias = Callable[[dict[str, Any]], list[str]]
@@ -102,7 +112,7 @@ def parse_arguments(
         value: object = {}  # some models send "" for "no arguments"
     else:
         try:
-            value = json.loads(arguments)
+            value = arguments_json(arguments)
         except (ValueError, RecursionError) as exc:
             raise ToolCallError(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(value, dict):

@@ -42,6 +42,7 @@ from ..tools import (
     ToolCallError,
     ToolClient,
     ToolResult,
+    arguments_json,
     prepare_call,
 )
 from ..tools.builtin import BUILTIN
@@ -168,7 +169,7 @@ def _without_lone_surrogates(value: object) -> object:
 def _raw_input(arguments: str) -> object:
     """The arguments as a JSON value for display (``rawInput``); None when they are not JSON."""
     try:
-        return _without_lone_surrogates(json.loads(arguments)) if arguments else {}
+        return _without_lone_surrogates(arguments_json(arguments)) if arguments else {}
     except (ValueError, RecursionError):
         return None
 

@@ -62,6 +62,7 @@ def test_exported_members() -> None:
         "ToolError",
         "ToolResult",
         "Workspace",
+        "arguments_json",
         "openai_tools",
         "permission_choice",
         "prepare_call",
@@ -186,6 +187,8 @@ async def test_unknown_and_not_offered_tools_name_the_offered_ones(tmp_path: Pat
     ("arguments", "message"),
     [
         ("{not json", "arguments are not valid JSON: Expecting property name enclosed in double quotes"),
+        ('{"path": "a", "offset": NaN}', "arguments are not valid JSON: NaN is not a JSON value"),
+        ('{"path": "a", "limit": -Infinity}', "arguments are not valid JSON: -Infinity is not a JSON value"),
         ("[1, 2]", "arguments must be a JSON object, not an array; read_file takes: path, offset?, limit?"),
         ("null", "arguments must be a JSON object, not null"),
         ("{}", "arguments do not match the schema: path: Field required (read_file takes: path, offset?, limit?)"),

@@ -127,3 +127,13 @@ async def test_deeply_nested_or_unpaired_surrogate_arguments_fail_one_call_not_t
     assert isinstance(raw, dict) and raw["pattern"] == "\ufffd"  # shown without text UTF-8 cannot carry
     outputs = dict(tool_messages(model.requests[1].messages))
     assert outputs["deep"].startswith("Error:") and "alpha" in outputs["fine"]
+
+
+async def test_arguments_with_nan_are_refused_and_never_shown(model: LoopbackModel, tmp_path: Path) -> None:
+    nan = '{"path": "a.txt", "offset": NaN}'  # Python's parser takes it; no face could send it on as JSON
+    model.enqueue(ToolCalls((ScriptedCall("read_file", nan, id="n"),), fragment_size=None), Answer(text="ok"))
+    session = LoopSession(str(tmp_path))
+    _, events = await run(model, session)
+    assert _raw_inputs(events) == {"n": None}
+    [(call_id, output)] = tool_messages(model.requests[1].messages)
+    assert call_id == "n" and "NaN is not a JSON value" in output
