@@ -46,7 +46,7 @@ def readme_example() -> str:
 def test_the_example_is_fifteen_lines() -> None:
     code = readme_example()
     assert len([line for line in code.splitlines() if line.strip()]) == 15
-    assert code == EXAMPLE  # this copy and the README's stay the same
+    assert code == EXAMPLE  # this copy and the page's stay the same
 
 
 async def test_the_example_streams_a_prompt(capsys: pytest.CaptureFixture[str]) -> None:
