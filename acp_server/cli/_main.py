@@ -109,7 +109,7 @@ def _mcp_config(parser: argparse.ArgumentParser, path: str | None) -> list[dict[
     if path is None:
         return []
     from ..errors import InvalidInputError
-    from ..tools.mcp_servers import editor_config_servers
+    from ..mcp import editor_config_servers
 
     try:
         with open(path, encoding="utf-8") as file:
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     if args.command == "serve":
         return _serve(args.serve_parser, args, settings)
-    from ._agent import run_stdio
+    from ._stdio import run_stdio
 
     if sys.stdin.isatty():
         sys.stderr.write(TTY_HINT)
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _store_start_error(exc: BaseException) -> BaseException | None:
     """The :class:`StoreStartError` that ended a run (task groups wrap it), or None."""
-    from ._agent import StoreStartError
+    from ._stdio import StoreStartError
 
     if isinstance(exc, StoreStartError):
         return exc
@@ -202,7 +202,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     starts; an address that cannot be bound exits 1. The sessions' modes are :func:`daemon_modes`: without a token
     only ``read-only`` (asking for another default mode, or for bypass, is a usage error)."""
     from ..daemon import ListenError, bind_socket, daemon_modes, run_daemon
-    from ._agent import open_bridge
+    from ._stdio import open_bridge
 
     serve: ServeSettings = serve_settings_from_args(parser, args)
     modes = daemon_modes(token=serve.token, allow_bypass_permissions=settings.allow_bypass_permissions)

@@ -54,11 +54,11 @@ from ..bridge import (
 from ..domain import (
     Prompt,
 )
+from ..mcp import McpServerConfig
 from ..modes import READ_ONLY_MODE, Mode
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
-from ..tools.mcp_servers import McpServerConfig
 from ._acp_http import AcpOverHttp
 from ._channel import SessionChannel
 from ._events import EventLog, RingBudget, Subscription

@@ -24,12 +24,15 @@ module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs
 
 Each tool is one :class:`~acp_server.tools.registry.Tool` (spec, nature and preparer); a session's tools are a
 :class:`~acp_server.tools.registry.ToolSet`: the built-ins (:mod:`acp_server.tools.builtin`) plus its MCP
-servers' tools (:mod:`acp_server.tools.mcp_servers`).
+servers' tools (:mod:`acp_server.mcp`, which builds its tools with :func:`guarded_run`, :func:`failure` and
+:func:`schema_check`).
 
 ``schemas/tools/<name>.json`` hold the parameters schemas the model is sent; regenerate them with
 ``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).
 """
 
+from ._call import _guarded as guarded_run
+from ._call import failure
 from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
@@ -50,7 +53,7 @@ from ._types import (
     ToolResult,
     permission_choice,
 )
-from ._validate import arguments_json
+from ._validate import arguments_json, schema_check
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
@@ -78,8 +81,11 @@ __all__ = [
     "ToolResult",
     "Workspace",
     "arguments_json",
+    "failure",
+    "guarded_run",
     "openai_tools",
     "permission_choice",
     "prepare_call",
     "read_project_text",
+    "schema_check",
 ]

@@ -63,9 +63,12 @@ def test_exported_members() -> None:
         "ToolResult",
         "Workspace",
         "arguments_json",
+        "failure",
+        "guarded_run",
         "openai_tools",
         "permission_choice",
         "prepare_call",
+        "schema_check",
     }
     for name in tools.__all__:
         assert getattr(tools, name) is not None

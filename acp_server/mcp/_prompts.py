@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..domain import ImageContent, ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart, base64_size
 from ._exceptions import McpPromptError
-from ._mcp_tools import image_problem, mcp_tool_name
+from ._tools import image_problem, mcp_tool_name
 
 if TYPE_CHECKING:
     from mcp import types

@@ -13,10 +13,10 @@ import pytest
 import trio.lowlevel
 import trio.testing
 
-from acp_server.tools._mcp_connection import RELIST_INTERVAL_S, McpConnection
-from acp_server.tools.mcp_servers import parse_mcp_servers
+from acp_server.mcp import parse_mcp_servers
+from acp_server.mcp._connection import RELIST_INTERVAL_S, McpConnection
 
-from .test_mcp_servers import py_server
+from .test_servers import py_server
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """What an MCP call's result becomes: images shown to the model and the editor within the bounds, a note for the
-rest (:func:`acp_server.tools._mcp_tools.result_of`), and what history keeps of them (the note only)."""
+rest (:func:`acp_server.mcp._tools.result_of`), and what history keeps of them (the note only)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import base64
 from mcp import types
 
 from acp_server.domain import ImageContent, ImagePart, ModelStep, TextContent, ToolCallRecord
-from acp_server.tools._mcp_tools import MAX_IMAGE_DATA, MAX_IMAGES, result_of
+from acp_server.mcp._tools import MAX_IMAGE_DATA, MAX_IMAGES, result_of
 from acp_server.turn.context import step_messages
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 62).decode()  # 70 bytes

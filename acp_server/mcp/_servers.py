@@ -8,9 +8,10 @@ work on; the client reads :meth:`McpServers.status`. A dead server is started ag
 calls it once per prompt). :meth:`close` stops them all (stdio servers' process groups terminated and reaped);
 :meth:`aclose` also waits until they have stopped.
 
-Prompts: the servers' prompts are :meth:`McpServers.prompts` (as slash commands, see ``_mcp_prompts``). ``connect``
-also waits, at most ``prompts_wait_s`` more, for each server's first prompts listing; a listing that comes later,
-a re-listing and a server that goes or comes back are told to ``on_prompts`` (the session's command list changed).
+Prompts: the servers' prompts are :meth:`McpServers.prompts` (the protocol side in ``_prompts``; as slash commands,
+:mod:`acp_server.commands`). ``connect`` also waits, at most ``prompts_wait_s`` more, for each server's first
+prompts listing; a listing that comes later, a re-listing and a server that goes or comes back are told to
+``on_prompts`` (the session's command list changed).
 """
 
 from __future__ import annotations
@@ -23,42 +24,23 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ..tools.registry import ToolSet
+from ._config import McpServerConfig
+from ._connection import McpConnection
 from ._exceptions import McpPromptError
-from ._mcp_config import (
-    AGENT_SECRETS,
-    MAX_MCP_SERVERS,
-    McpServerConfig,
-    editor_config_servers,
-    parse_mcp_servers,
-    server_environment,
-)
-from ._mcp_connection import McpConnection
-from ._mcp_prompts import McpPrompt, bind_arguments, mcp_prompt, prompt_parts
-from ._mcp_stdio import STOP_GRACE_S
-from ._mcp_tools import mcp_tool_name, mcp_tools, result_of
-from .registry import ToolSet
+from ._prompts import McpPrompt, mcp_prompt
+from ._stdio import STOP_GRACE_S
+from ._tools import mcp_tools
 
 if TYPE_CHECKING:
     from mcp import types
 
 __all__ = [
-    "AGENT_SECRETS",
     "DEFAULT_MCP_CALL_TIMEOUT_S",
     "DEFAULT_MCP_CONNECT_TIMEOUT_S",
     "DEFAULT_MCP_PROMPTS_WAIT_S",
-    "MAX_MCP_SERVERS",
-    "McpPrompt",
-    "McpPromptError",
-    "McpServerConfig",
     "McpServers",
     "McpSettings",
-    "bind_arguments",
-    "editor_config_servers",
-    "mcp_tool_name",
-    "parse_mcp_servers",
-    "prompt_parts",
-    "result_of",
-    "server_environment",
 ]
 
 logger = logging.getLogger("acp_server.mcp")

@@ -14,11 +14,11 @@ import pytest
 
 from acp_server.bridge import SessionBridge, SessionEntry
 from acp_server.domain import Prompt, ResourceLinkPart, TextPart
-from acp_server.tools.mcp_servers import McpSettings, parse_mcp_servers
-from tests.tools.test_mcp_servers import call, eventually, py_server
+from acp_server.mcp import McpSettings, parse_mcp_servers
+from tests.bridge._support import read_all
+from tests.mcp.test_servers import call, eventually, py_server
 
-from ._support import read_all
-from .test_commands import ModelRunner, run, said, text
+from .test_slash import ModelRunner, run, said, text
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,7 @@ import pytest
 from mcp import types
 
 from acp_server.domain import ImagePart, ResourcePart, TextPart
-from acp_server.tools._mcp_prompts import PromptArgument, mcp_prompt
-from acp_server.tools.builtin import builtin_tool_set
-from acp_server.tools.mcp_servers import (
+from acp_server.mcp import (
     McpPrompt,
     McpPromptError,
     McpServers,
@@ -24,8 +22,10 @@ from acp_server.tools.mcp_servers import (
     parse_mcp_servers,
     prompt_parts,
 )
+from acp_server.mcp._prompts import PromptArgument, mcp_prompt
+from acp_server.tools.builtin import builtin_tool_set
 
-from .test_mcp_servers import call, connected, eventually, py_server
+from .test_servers import call, connected, eventually, py_server
 
 pytestmark = pytest.mark.anyio
 

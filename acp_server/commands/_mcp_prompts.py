@@ -1,6 +1,6 @@
 """A session's MCP servers' prompts as slash commands (``/mcp__<server>__<prompt> args``), beside the built-ins.
 
-A session offers the prompts of its servers that are up (see ``tools/_mcp_prompts`` for their names, arguments and
+A session offers the prompts of its servers that are up (see :mod:`acp_server.mcp` for their names, arguments and
 what a result becomes). Running one binds the typed arguments, asks the server (``prompts/get``, bounded by the MCP
 call timeout, cancelled with the prompt), and hands what it gives to the model as the user's prompt in place of the
 command's text (the prompt's other parts, say attached files, follow it): a normal turn, recorded in the history as
@@ -9,22 +9,21 @@ sent. Bad arguments, a server's refusal or silence: a message to the user, the t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
-from ..tools.mcp_servers import McpPrompt, McpPromptError, bind_arguments, prompt_parts
+from ..mcp import McpPrompt, McpPromptError, bind_arguments, prompt_parts
+from ._types import CommandSession, Runner
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
-    from ._session import SessionEntry
 
 __all__ = ["prompt_commands", "run_prompt"]
 
-Runner = Callable[["SessionEntry", Prompt, Emit, "ToolClient | None"], Awaitable[StopReason]]
+S = TypeVar("S", bound=CommandSession)
 
 
-def prompt_commands(session: SessionEntry) -> tuple[McpPrompt, ...]:
+def prompt_commands(session: CommandSession) -> tuple[McpPrompt, ...]:
     """The prompts the session's MCP servers offer now (none without servers)."""
     return () if session.mcp is None else session.mcp.prompts()
 
@@ -32,11 +31,11 @@ def prompt_commands(session: SessionEntry) -> tuple[McpPrompt, ...]:
 async def run_prompt(
     command: McpPrompt,
     argument: str,
-    session: SessionEntry,
+    session: S,
     prompt: Prompt,
     emit: Emit,
     client: ToolClient | None,
-    runner: Runner,
+    runner: Runner[S],
 ) -> StopReason:
     """Run ``command`` with the text typed after it (module rules)."""
     servers = session.mcp

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ..errors import InvalidInputError
-from ._command import SECRET_ENV
+from ..tools import SECRET_ENV
 
 __all__ = [
     "AGENT_SECRETS",

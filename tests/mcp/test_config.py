@@ -9,14 +9,14 @@ import re
 import pytest
 
 from acp_server.errors import InvalidInputError
-from acp_server.tools.mcp_servers import (
+from acp_server.mcp import (
     AGENT_SECRETS,
     McpServerConfig,
     editor_config_servers,
     mcp_tool_name,
     parse_mcp_servers,
-    server_environment,
 )
+from acp_server.mcp._config import server_environment
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

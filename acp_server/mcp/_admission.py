@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from ..errors import InvalidInputError
 from ..modes import MODES, READ_ONLY_MODE
-from ..tools.mcp_servers import McpServerConfig
+from ._config import McpServerConfig
 
 __all__ = ["check_mcp_servers"]
 

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from anyio.abc import SocketStream
 
-from acp_server.tools._mcp_http import MessageTooLargeError, bounded_http_client
-from acp_server.tools._mcp_stdio import MAX_MESSAGE_BYTES
+from acp_server.mcp._http import MessageTooLargeError, bounded_http_client
+from acp_server.mcp._stdio import MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.anyio
 

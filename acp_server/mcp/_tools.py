@@ -23,17 +23,23 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..domain import ImageContent, ImagePart, TextContent, ToolContent, ToolKind, base64_size
-from ._call import _guarded, failure
-from ._exceptions import ToolCallError
-from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
-from ._validate import schema_check
-from ._workspace import Workspace
-from .registry import Tool
+from ..tools import (
+    ContentSink,
+    PreparedCall,
+    ToolCallError,
+    ToolClient,
+    ToolResult,
+    Workspace,
+    failure,
+    guarded_run,
+    schema_check,
+)
+from ..tools.registry import Tool
 
 if TYPE_CHECKING:
     from mcp import types
 
-    from ._mcp_connection import McpConnection
+    from ._connection import McpConnection
 
 __all__ = [
     "IMAGE_TYPES",
@@ -155,7 +161,7 @@ def _preparer(
             except ToolCallError as exc:
                 return failure(str(exc))
 
-        return PreparedCall(name, title, kind, (), (), not read_only, _guarded(run), rule=name)
+        return PreparedCall(name, title, kind, (), (), not read_only, guarded_run(run), rule=name)
 
     return prepare
 

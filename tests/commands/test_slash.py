@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import pytest
 
-from acp_server.bridge import COMMANDS, SessionBridge, SettingsChange
-from acp_server.bridge._commands import INIT_PROMPT, parse_command
+from acp_server.bridge import SessionBridge, SettingsChange
+from acp_server.commands import COMMANDS, INIT_PROMPT, parse_command
 from acp_server.domain import Emit, Prompt, PromptEvent, ResourceLinkPart, StopReason, TextChunk, TextPart
-from acp_server.turn import ModelCatalog, is_compact_command
-
-from ._support import read_all
+from acp_server.turn import ModelCatalog
+from tests.bridge._support import read_all
 
 pytestmark = pytest.mark.anyio
 
 
 class ModelRunner:
-    """The model's runner: records the prompts it is given, answers ``model``."""
+    """The model's runner: records the prompts it is given, answers ``model``; records its compactions."""
 
     def __init__(self) -> None:
         self.prompts: list[Prompt] = []
+        self.compactions = 0
+
+    async def compact(self, session: object, emit: Emit, /) -> StopReason:
+        self.compactions += 1
+        return "end_turn"
 
     async def __call__(self, session: object, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         self.prompts.append(prompt)
@@ -117,14 +121,23 @@ async def test_model_without_a_choice_says_so() -> None:
         assert entry.model is None
 
 
-async def test_compact_hands_the_turn_its_compaction_request_whatever_follows_the_command() -> None:
+async def test_compact_calls_the_turns_compaction_whatever_follows_the_command() -> None:
     runner = ModelRunner()
     async with SessionBridge(runner) as bridge:
         entry = bridge.create_session("/p")
         await run(bridge, entry.session_id, text("/compact  now please"))
-        [asked] = runner.prompts
-        assert is_compact_command(asked)  # what the turn compacts on (a bare /compact), not the user's words
+        assert runner.compactions == 1
+        assert runner.prompts == []  # parsed once, here: the turn is never handed the command as a prompt
         assert "compact" in {command.name for command in bridge.commands}
+
+
+async def test_compact_with_a_runner_that_cannot_compact_says_so() -> None:
+    async def answer(session: object, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
+        raise AssertionError("never asked")
+
+    async with SessionBridge(answer) as bridge:
+        entry = bridge.create_session("/p")
+        assert await run(bridge, entry.session_id, text("/compact")) == "This agent's turns do not compact."
 
 
 async def test_init_asks_the_model_through_the_normal_turn_with_the_users_notes_and_parts() -> None:

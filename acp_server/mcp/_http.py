@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from ._mcp_stdio import MAX_MESSAGE_BYTES
+from ._stdio import MAX_MESSAGE_BYTES
 
 __all__ = ["MessageTooLargeError", "bounded_http_client"]
 

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from ._exceptions import McpPromptError, ToolCallError
-from ._mcp_config import McpServerConfig, server_environment
-from ._mcp_stdio import stdio_transport
+from ..tools import ToolCallError
+from ._config import McpServerConfig, server_environment
+from ._exceptions import McpPromptError
+from ._stdio import stdio_transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
@@ -164,7 +165,7 @@ class McpConnection:
                 )
             )
         headers = dict(config.headers) or None
-        from ._mcp_http import bounded_http_client
+        from ._http import bounded_http_client
 
         client = partial(bounded_http_client, on_too_large=lambda reason: self._fail(f"the server stopped: {reason}"))
         if config.transport == "http":

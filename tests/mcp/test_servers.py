@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_server.mcp import McpServers, McpSettings, parse_mcp_servers
 from acp_server.modes import READ_ONLY_MODE
 from acp_server.tools import OUTPUT_LIMIT_BYTES, ToolCallError, ToolResult
 from acp_server.tools.builtin import TOOL_NAMES, builtin_tool_set
-from acp_server.tools.mcp_servers import McpServers, McpSettings, parse_mcp_servers
 from acp_server.tools.registry import ToolSet
 
 pytestmark = pytest.mark.anyio

@@ -2,13 +2,13 @@
 
 A prompt whose first text part starts with ``/<name>``, ``<name>`` a command of the table, runs that command in
 the session's FIFO like any prompt (after the prompts before it, and cancellable like them); any other text
-starting with ``/`` goes to the model as it is. ``compact`` hands the turn its compaction request (the turn
-compacts what the model sees; nothing is added to the conversation). ``init`` is a model turn with a prompt of its
-own (the normal tool loop, the mode's permissions, recorded in the history); the others answer at once with a text
-message and are not part of the conversation. ``mode`` and ``model`` apply the checks every face applies (the
-modes the bridge allows, the models its catalog offers) and tell every face of the change like any other. A
-session also offers its MCP servers' prompts (``/mcp__<server>__<prompt>``, see ``_mcp_commands``): the built-ins
-first, then those, in :meth:`SlashCommands.commands_of`.
+starting with ``/`` goes to the model as it is. A prompt is parsed here once. ``compact`` calls the turn's
+compaction (:class:`Compacts`: it compacts what the model sees; nothing is added to the conversation). ``init``
+is a model turn with a prompt of its own (the normal tool loop, the mode's permissions, recorded in the history);
+the others answer at once with a text message and are not part of the conversation. ``mode`` and ``model`` apply
+the checks every face applies (the modes the bridge allows, the models its catalog offers) and tell every face of
+the change like any other. A session also offers its MCP servers' prompts (``/mcp__<server>__<prompt>``, see
+``_mcp_prompts``): the built-ins first, then those, in :meth:`SlashCommands.commands_of`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,17 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
-from ..turn import COMPACT_COMMAND
-from ._mcp_commands import prompt_commands, run_prompt
+from ._mcp_prompts import prompt_commands, run_prompt
+from ._types import CommandHost, CommandSession, Compacts, Runner
 
 if TYPE_CHECKING:
     from ..tools import ToolClient
-    from ._session import SessionEntry
-    from ._settings import SettingsRules
 
-__all__ = ["COMMANDS", "INIT_PROMPT", "Command", "CommandHost", "SlashCommands", "parse_command"]
+__all__ = ["COMMANDS", "INIT_PROMPT", "Command", "SlashCommands", "parse_command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +64,6 @@ Write it with write_file (edit_file for an existing file), then say in a few lin
 """The prompt ``/init`` gives the model (what the user typed after the command follows it)."""
 
 
-class CommandHost(Protocol):
-    """What the commands need of the bridge: its settings rules (the modes it offers, the mode a session reads as,
-    the models its sessions may pick)."""
-
-    @property
-    def settings(self) -> SettingsRules: ...
-
-
 _COMMAND = re.compile(r"\s*/(\S+)(.*)", re.DOTALL)
 
 
@@ -90,19 +80,18 @@ def parse_command(prompt: Prompt, commands: tuple[Command, ...] = COMMANDS) -> t
     return None if command is None else (command, match[2].strip())
 
 
-Runner = Callable[["SessionEntry", Prompt, Emit, "ToolClient | None"], Awaitable[StopReason]]
-"""The model's turn runner (what the bridge's ``TurnRunner`` is)."""
+S = TypeVar("S", bound=CommandSession)
 
-Handler = Callable[["SessionEntry", str, Prompt, Emit, "ToolClient | None"], Awaitable[StopReason]]
+Handler = Callable[[S, str, Prompt, Emit, "ToolClient | None"], Awaitable[StopReason]]
 
 
-class SlashCommands:
+class SlashCommands(Generic[S]):
     """A turn runner: runs the command a prompt names, else hands the prompt to ``runner`` (the model's)."""
 
-    def __init__(self, runner: Runner, host: CommandHost) -> None:
+    def __init__(self, runner: Runner[S], host: CommandHost) -> None:
         self._runner = runner
         self._host = host
-        self._handlers: dict[str, Handler] = {
+        self._handlers: dict[str, Handler[S]] = {
             "compact": self._compact,
             "init": self._init,
             "mode": self._mode,
@@ -111,14 +100,12 @@ class SlashCommands:
         }
         self.commands = tuple(command for command in COMMANDS if command.name in self._handlers)
 
-    def commands_of(self, session: SessionEntry) -> tuple[Command, ...]:
+    def commands_of(self, session: S) -> tuple[Command, ...]:
         """The commands ``session`` offers now: the built-ins, then its MCP servers' prompts."""
         prompts = prompt_commands(session)
         return self.commands + tuple(Command(p.command, p.description, p.hint) for p in prompts)
 
-    async def __call__(
-        self, session: SessionEntry, prompt: Prompt, emit: Emit, client: ToolClient | None, /
-    ) -> StopReason:
+    async def __call__(self, session: S, prompt: Prompt, emit: Emit, client: ToolClient | None, /) -> StopReason:
         parsed = parse_command(prompt, self.commands)
         if parsed is not None:
             command, argument = parsed
@@ -133,12 +120,15 @@ class SlashCommands:
     # -- the commands ------------------------------------------------------------------------------------------
 
     async def _compact(
-        self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
-        return await self._runner(session, Prompt((TextPart(COMPACT_COMMAND),)), emit, client)  # the turn compacts
+        runner: object = self._runner  # a turn runner that may also compact
+        if not isinstance(runner, Compacts):
+            return await _say(emit, "This agent's turns do not compact.")
+        return await runner.compact(session, emit)
 
     async def _init(
-        self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
         text = INIT_PROMPT + (f"\n\nThe user adds: {argument}" if argument else "")
         first = next(index for index, part in enumerate(prompt.parts) if isinstance(part, TextPart))
@@ -146,7 +136,7 @@ class SlashCommands:
         return await self._runner(session, Prompt(parts), emit, client)
 
     async def _mode(
-        self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
         rules = self._host.settings
         current = rules.mode_of(session.mode)
@@ -163,7 +153,7 @@ class SlashCommands:
         return await _say(emit, f"Mode set to {wanted}: {MODES[wanted].description}.")
 
     async def _model(
-        self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
         rules = self._host.settings
         catalog = rules.models
@@ -182,7 +172,7 @@ class SlashCommands:
         return await _say(emit, f"Model set to {wanted}: the next requests use it.")
 
     async def _help(
-        self, session: SessionEntry, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
         lines = ["Slash commands (type them at the start of a prompt):"]
         for command in self.commands_of(session):
