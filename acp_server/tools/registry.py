@@ -38,8 +38,9 @@ _MAX_MESSAGE = 8 * 1024  # a refusal quotes what the model sent: never all of a 
 class Tool:
     """One tool. ``parameters`` is the JSON Schema the model is sent; arguments are validated by ``args`` (a
     pydantic model) when it has one, else by ``check`` (``parameters`` compiled by ``schema_check``).
-    ``read_only``: it changes nothing (offered in ``read-only`` mode); ``needs_permission``: the mode decides
-    whether a call waits for the user. ``source``: where it comes from (None: built in; else the MCP server).
+    ``read_only``: it changes nothing (offered in ``read-only`` mode, never asks); else it needs permission: the
+    mode decides whether a call waits for the user.
+    ``source``: where it comes from (None: built in; else the MCP server).
     ``title``: what a call is shown as before its arguments are known (None: its name)."""
 
     name: str
@@ -47,7 +48,6 @@ class Tool:
     parameters: Mapping[str, Any]
     kind: ToolKind
     read_only: bool
-    needs_permission: bool
     prepare: Preparer
     args: type[BaseModel] | None = None
     check: SchemaCheck | None = None
@@ -58,6 +58,11 @@ class Tool:
     def __post_init__(self) -> None:
         function = {"name": self.name, "description": self.description, "parameters": self.parameters}
         object.__setattr__(self, "entry", {"type": "function", "function": function})
+
+    @property
+    def needs_permission(self) -> bool:
+        """A call may wait for the user (the mode decides): it changes something."""
+        return not self.read_only
 
 
 class ToolSet:
