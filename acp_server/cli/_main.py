@@ -25,7 +25,7 @@ from ..config import (
     store_password,
     was_given,
 )
-from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
+from ..modes import ASK_MODE, BYPASS_MODE, MODES, READ_ONLY_MODE, tokenless_problem
 from ._logging import configure_logging
 from ._secrets import hide_secrets
 
@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--mode",
         choices=list(MODES),
-        default=READ_ONLY_MODE,
-        help="the session's mode: read-only (default: the model may read and search only), default (asks y/N "
+        default=ASK_MODE,
+        help=f"the session's mode: {ASK_MODE} (default: the model may read and search only), default (asks y/N "
         "before each edit or command on a terminal; declines when stdin is not one), accept-edits, "
         "bypass-permissions",
     )
@@ -207,16 +207,10 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     serve: ServeSettings = serve_settings_from_args(parser, args)
     modes = daemon_modes(token=serve.token, allow_bypass_permissions=settings.allow_bypass_permissions)
     if not serve.token:  # the safe default: a tokenless (loopback) daemon only reads and searches
-        if was_given(args, "default_mode") and settings.default_mode != READ_ONLY_MODE:
-            parser.error(
-                f"--default-mode {settings.default_mode} needs --token: a daemon without a token offers only the "
-                f"{READ_ONLY_MODE} mode"
-            )
-        if settings.allow_bypass_permissions:
-            parser.error(
-                "--allow-bypass-permissions needs --token: a daemon without a token offers only the "
-                f"{READ_ONLY_MODE} mode"
-            )
+        asked = settings.default_mode if was_given(args, "default_mode") else None
+        problem = tokenless_problem(default_mode=asked, allow_bypass=settings.allow_bypass_permissions)
+        if problem is not None:
+            parser.error(problem)
         settings = replace(settings, default_mode=READ_ONLY_MODE)
     try:
         options = settings.daemon_options(serve)

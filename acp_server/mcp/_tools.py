@@ -196,7 +196,6 @@ def mcp_tools(connection: McpConnection, taken: Collection[str], timeout_s: Call
                 parameters,
                 kind,
                 read_only=read_only,
-                needs_permission=not read_only,
                 prepare=_preparer(connection, remote.name, title, kind, read_only, name, timeout_s),
                 check=check,
                 source=server,

@@ -1,8 +1,8 @@
 """The watchdog of a local command: no command outlives the agent, however the agent dies.
 
-Run as ``python -I -S _guard.py PGID`` in a session of its own, with stdin the read end of a pipe whose write end
-only the agent holds. It waits for end of file on stdin, which comes when the agent is gone however it died (the
-kernel closes a dead process's descriptors, after a kill -9 too), and then sends SIGKILL to the process group
+Run as ``python -I -S _command_watchdog.py PGID`` in a session of its own, with stdin the read end of a pipe whose
+write end only the agent holds. It waits for end of file on stdin, which comes when the agent is gone however it
+died (the kernel closes a dead process's descriptors, after a kill -9 too), and then sends SIGKILL to the process group
 ``PGID`` (the command's shell and everything it started in its group; a SIGTERM handler changes nothing). The agent
 stops it (SIGKILL, then reaps it) once the command's group is gone, before it closes its end of the pipe.
 
