@@ -52,6 +52,12 @@ def test_ci_builds_the_manual_strictly() -> None:
     assert not re.search(r"\s(-q|--quiet)\b", builds[0])  # --quiet hides the warnings --strict counts: nothing fails
 
 
+def test_the_readme_stays_an_introduction() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, "the manual is docs/: a new topic gets a page (or a section of one), not README lines"
+    assert "<!-- generated:" not in "\n".join(lines)  # the generated tables live in the site, where the hook fills them
+
+
 def test_readme_links_stay_inside_the_repository() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "../" not in readme  # a path outside the clone is dead for every reader
