@@ -6,7 +6,7 @@ from ._compaction import COMPACT_COMMAND, is_compact_command
 from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
-from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
+from ._models import FAMILY_CONTEXT_WINDOWS, MIN_LEARNED_WINDOW, ModelCatalog, family_context_window
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
@@ -32,6 +32,7 @@ __all__ = [
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_LINKED_BYTES",
     "MAX_LINKED_FILE_BYTES",
+    "MIN_LEARNED_WINDOW",
     "MODEL_LIST_TIMEOUT_S",
     "CompactionFailedError",
     "ContextWindowExceededError",

@@ -123,14 +123,20 @@ class TurnContext:
                     raise
                 estimate = self._compactor.estimate(messages, budget, tool_tokens)
                 raise ContextWindowExceededError(estimate, budget.window) from again
-        self._note_usage(finished, messages, tool_tokens)
+        self._note_usage(model, finished, messages, tool_tokens)
         return messages, finished
 
-    def _note_usage(self, finished: Finished, messages: list[dict[str, Any]], tool_tokens: int) -> None:
+    def _note_usage(self, model: str, finished: Finished, messages: list[dict[str, Any]], tool_tokens: int) -> None:
+        """Keep the reported usage (the estimate's correction), and tell the catalog how large a request ``model``
+        accepted: the reported prompt tokens, else the estimate."""
         usage = finished.usage
         prompt = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+        estimate = messages_tokens(messages) + tool_tokens
         if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
-            self.usage = ContextUsage(prompt, messages_tokens(messages) + tool_tokens)
+            self.usage = ContextUsage(prompt, estimate)
+            self._catalog.note_accepted(model, prompt)
+        else:
+            self._catalog.note_accepted(model, estimate)
 
     async def compact(
         self, model: str, tool_tokens: int, reason: Literal["refused", "requested"] = "requested"
