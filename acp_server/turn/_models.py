@@ -94,6 +94,7 @@ class ModelCatalog:
         self._reported: dict[str, int] = {}
         self._learned: dict[str, int] = {}  # windows the endpoint stated when it refused a request as too long
         self._accepted: dict[str, int] = {}  # the largest request (tokens) the endpoint accepted, per model
+        self._sole: tuple[str, int] | None = None  # the one model a one-model listing named, and its window
         self._available: tuple[str, ...] = (default,)
         self._final = False
         self.configured = bool(configured)
@@ -119,10 +120,14 @@ class ModelCatalog:
 
     def context_window(self, model: str) -> int | None:
         """``--context-window``, else the window the endpoint stated when it refused a request, else the one its
-        model list reported, else the family's; None when unknown."""
+        model list reported — for any name when the list held exactly one model (llama.cpp's servers serve their
+        one model whatever name a request asks for) —, else the family's; None when unknown."""
         if self._context_window is not None:
             return self._context_window
-        return self._learned.get(model) or self._reported.get(model) or family_context_window(model)
+        known = self._learned.get(model) or self._reported.get(model)
+        if known is None and self._sole is not None:
+            return self._sole[1]  # a server listing one model serves it whatever name is asked
+        return known or family_context_window(model)
 
     def budget_window(self, model: str) -> int | None:
         """The window requests to ``model`` are fitted into: :meth:`context_window`, or the window the endpoint
@@ -183,6 +188,16 @@ class ModelCatalog:
                 window = reported_window(entry)
                 if window is not None:
                     self._reported[name] = window
+        if len(names) == 1 and names[0] in self._reported:
+            self._sole = (names[0], self._reported[names[0]])
+            if names[0] != self.default:
+                logger.info(
+                    "models: the endpoint lists one model, %r, with a %d-token window: that window applies to any "
+                    "model name asked (%r by default), as such a server serves its one model whatever the name",
+                    names[0],
+                    self._sole[1],
+                    self.default,
+                )
         self._settle(names)
 
     def give_up(self) -> None:

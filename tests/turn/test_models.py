@@ -301,3 +301,29 @@ async def test_any_other_400_is_the_turn_s_error(model: LoopbackModel) -> None:
     finally:
         await turn.aclose()
     assert len(model.requests) == 1
+
+
+def test_the_window_of_a_one_model_listing_applies_to_any_name(caplog: pytest.LogCaptureFixture) -> None:
+    catalog = ModelCatalog("gpt-4o-mini")  # llama-server lists its one model, and serves it whatever name is asked
+    with caplog.at_level("INFO", logger="acp_server.turn"):
+        catalog.learn([{"id": "qwen2.5-coder-7b.gguf", "meta": {"n_ctx": 4096, "n_ctx_train": 32768}}])
+    assert catalog.context_window("gpt-4o-mini") == 4096  # not the family's 128,000
+    assert catalog.context_window("anything") == 4096
+    assert "lists one model, 'qwen2.5-coder-7b.gguf', with a 4096-token window" in caplog.text
+    two = ModelCatalog("m")
+    two.learn([{"id": "a", "max_model_len": 8192}, {"id": "b"}])
+    assert two.context_window("m") is None and two.context_window("b") is None  # two models: no guessing
+
+
+async def test_a_one_model_listing_s_window_sizes_the_usage_reported(model: LoopbackModel) -> None:
+    model.listed_models = [{"id": "served.gguf", "meta": {"n_ctx": 8192}}]
+    turn = _turn(model)
+    try:
+        await turn.discover_models()
+        session = Session(model)
+        events = Events(session)
+        await turn(session, _prompt("hello"), events)
+    finally:
+        await turn.aclose()
+    usage = [e for e in events.events if isinstance(e, UsageReported)]
+    assert usage and usage[-1].size == 8192
