@@ -17,7 +17,15 @@ from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep, Pr
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
 from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
-from .context import Budget, Compactor, ContextView, context_refusal, messages_tokens, text_tokens
+from .context import (
+    CHARS_PER_TOKEN,
+    Budget,
+    Compactor,
+    ContextView,
+    context_refusal,
+    messages_tokens,
+    text_tokens,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -101,6 +109,10 @@ class TurnContext:
             self.view.oversize = oversize
             messages = self.view.messages(steps)
         budget = self.budget(model)
+        summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
+        if summary_chars != self.view.summary_chars:  # a stored summary larger than the bound is sent cut
+            self.view.summary_chars = summary_chars
+            messages = self.view.messages(steps)
         messages = await self._compactor.fit(messages, steps, budget, tool_tokens=tool_tokens)
         try:
             finished = await request(messages)
@@ -114,6 +126,7 @@ class TurnContext:
                 self._catalog.learn_window(model, refusal.window)
             budget = self.budget(model)
             self.view.oversize = self.oversize(model)
+            self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
             messages = self.view.messages(steps)
             messages = await self._compactor.fit(messages, steps, budget, tool_tokens=tool_tokens, reason="refused")
             try:
@@ -143,8 +156,10 @@ class TurnContext:
     ) -> list[dict[str, Any]]:
         """Compact now, whatever the estimate (``/compact``): every stored turn is summarised."""
         self._model = model
+        budget = self.budget(model)
+        self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
         messages = self.view.messages()
-        return await self._compactor.fit(messages, (), self.budget(model), tool_tokens=tool_tokens, reason=reason)
+        return await self._compactor.fit(messages, (), budget, tool_tokens=tool_tokens, reason=reason)
 
 
 async def summary_text(

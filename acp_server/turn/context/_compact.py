@@ -3,7 +3,10 @@ older turns with the same model.
 
 Invariants: the latest turns are sent whole (the summary covers whole turns before them); a summary is kept
 (``keep``) only once its request succeeded, so a failed or cancelled compaction changes nothing stored; a prompt
-that cannot fit alone fails with :class:`ContextWindowExceededError` before anything is sent.
+that cannot fit alone fails with :class:`ContextWindowExceededError` before anything is sent. A summary is bounded:
+what the model returns is cut to :attr:`Budget.summary_tokens` (:data:`SUMMARY_SHARE` of the window), less when the
+room under the limit is smaller, before it is stored; the previous summary takes at most half of a summary request
+(cut, never a reason for the request not to fit).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any, Literal
 from ...domain import Compacted, Compacting, Compaction, Emit, Message, ModelStep
 from .._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._budget import CHARS_PER_TOKEN, MESSAGE_TOKENS, Budget, messages_tokens, text_tokens
-from ._view import ContextView, elided_output, turn_starts
+from ._view import ContextView, cut_summary, elided_output, turn_starts
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "Compactor", "summary_request"]
 
@@ -38,6 +41,8 @@ _MESSAGE_CHARS = 2_000
 """The most of one message the summary request quotes (its head and its tail)."""
 _UNKNOWN_WINDOW_CHARS = 400_000
 """The most the summary request quotes in all when the window is unknown."""
+_MIN_SUMMARY_TOKENS = 100
+"""The least a summary is allowed, however little room the window leaves."""
 _KEEP_SHARE = 0.5
 """The share of the room under the limit (beside the system prompt, the prompt, this turn's steps and the tools) the
 newest turns kept whole may take; the rest is left for the summary and what comes next."""
@@ -75,10 +80,12 @@ def _rendered(message: Message) -> str:
 def summary_request(
     previous: Compaction | None, messages: Sequence[Message], *, max_chars: int, words: int
 ) -> list[dict[str, Any]]:
-    """The messages of a plain, tool-less request for a summary of ``previous`` (if any) and ``messages``; when they
-    do not fit ``max_chars`` the oldest messages are left out (noted), never the previous summary."""
+    """The messages of a plain, tool-less request for a summary of ``previous`` (if any) and ``messages``, within
+    ``max_chars``: the previous summary cut to half of them at most, then the newest messages that fit (the oldest
+    left out, noted)."""
     rendered = [_rendered(message) for message in messages]
-    budget = max_chars - (len(previous.summary) if previous is not None else 0)
+    earlier = None if previous is None else cut_summary(previous.summary, max_chars // 2)
+    budget = max_chars - (len(earlier) if earlier is not None else 0)
     kept: list[str] = []
     used = 0
     for text in reversed(rendered):
@@ -88,8 +95,8 @@ def summary_request(
         used += len(text) + 2
     kept.reverse()
     parts: list[str] = []
-    if previous is not None:
-        parts.append(f"SUMMARY OF THE CONVERSATION BEFORE THESE MESSAGES:\n{previous.summary}")
+    if earlier is not None:
+        parts.append(f"SUMMARY OF THE CONVERSATION BEFORE THESE MESSAGES:\n{earlier}")
     if len(kept) < len(rendered):
         parts.append(f"[{len(rendered) - len(kept)} earlier messages left out]")
     parts.extend(kept)
@@ -172,7 +179,7 @@ class Compactor:
         limit = budget.limit
         enough = limit is not None and estimate <= limit * _ELIDED_ENOUGH
         if through > view.start and (reason != "threshold" or not enough):
-            await self._summarise(through, budget)
+            await self._summarise(through, budget, alone)
             messages = view.messages(steps)
             estimate = self.estimate(messages, budget, tool_tokens)
         await self._emit(Compacted(view.start, estimate, window))
@@ -194,15 +201,26 @@ class Compactor:
             keep_from = start
         return keep_from
 
-    async def _summarise(self, through: int, budget: Budget) -> None:
+    @staticmethod
+    def summary_bound(budget: Budget, alone: int) -> int:
+        """The most tokens a summary may take: :attr:`Budget.summary_tokens`, at most half the room under the limit
+        beside what every request holds (``alone``), never under :data:`_MIN_SUMMARY_TOKENS`."""
+        bound = budget.summary_tokens
+        limit = budget.limit or budget.hard_limit
+        if limit is not None:
+            bound = min(bound, (limit - alone) // 2)
+        return max(bound, _MIN_SUMMARY_TOKENS)
+
+    async def _summarise(self, through: int, budget: Budget, alone: int) -> None:
         view = self.view
         window = budget.window
         max_chars = _UNKNOWN_WINDOW_CHARS if window is None else max(window // 2, 256) * CHARS_PER_TOKEN
-        words = 600 if window is None else max(100, min(1500, window // 10))
+        bound = self.summary_bound(budget, alone)
+        words = max(50, min(1500, bound // 2))
         request = summary_request(
             view.compaction, view.history.messages[view.start : through], max_chars=max_chars, words=words
         )
-        summary = (await self._ask(request)).strip()
+        summary = cut_summary((await self._ask(request)).strip(), bound * CHARS_PER_TOKEN)
         if not summary:
             raise CompactionFailedError("the model answered the summary request with nothing")
         compaction = Compaction(through, summary)
