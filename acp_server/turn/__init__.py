@@ -3,7 +3,13 @@ system prompt it sends (environment, project instructions) and the linked files 
 a session may pick."""
 
 from ._compaction import COMPACT_COMMAND, is_compact_command
-from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
+from ._exceptions import (
+    CompactionFailedError,
+    ContextWindowExceededError,
+    ContextWindowTooSmallError,
+    ModelNotConfiguredError,
+    TurnError,
+)
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
 from ._models import FAMILY_CONTEXT_WINDOWS, MIN_LEARNED_WINDOW, ModelCatalog, family_context_window
@@ -36,6 +42,7 @@ __all__ = [
     "MODEL_LIST_TIMEOUT_S",
     "CompactionFailedError",
     "ContextWindowExceededError",
+    "ContextWindowTooSmallError",
     "ModelCatalog",
     "ModelNotConfiguredError",
     "ModelSettings",

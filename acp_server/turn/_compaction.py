@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep, Prompt, TextPart
@@ -30,7 +31,14 @@ from .context import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["COMPACT_COMMAND", "KeepsCompactions", "TurnContext", "is_compact_command", "summary_text"]
+__all__ = [
+    "COMPACT_COMMAND",
+    "CompactOutcome",
+    "KeepsCompactions",
+    "TurnContext",
+    "is_compact_command",
+    "summary_text",
+]
 
 logger = logging.getLogger("acp_server.turn")
 
@@ -44,6 +52,27 @@ def is_compact_command(prompt: Prompt) -> bool:
         return False
     part = prompt.parts[0]
     return isinstance(part, TextPart) and part.text.strip() == COMPACT_COMMAND
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOutcome:
+    """What a compaction on demand (``/compact``) did: ``done`` is ``compacted`` (its notes were emitted),
+    ``nothing`` (nothing to compact yet) or ``not_smaller`` (the summary was thrown away); ``estimate`` the tokens
+    the next request holds, ``window`` the context window when known."""
+
+    done: Literal["compacted", "nothing", "not_smaller"]
+    estimate: int
+    window: int | None
+
+    @property
+    def text(self) -> str | None:
+        """What the user is answered; None when the compaction's own notes said it."""
+        size = f"about {self.estimate} tokens" + (f" of a {self.window}-token window" if self.window else "")
+        if self.done == "nothing":
+            return f"Nothing to compact yet: the conversation is {size}."
+        if self.done == "not_smaller":
+            return f"Nothing compacted: a summary would not be smaller than the conversation ({size})."
+        return None
 
 
 @runtime_checkable
@@ -135,7 +164,8 @@ class TurnContext:
                 if context_refusal(again) is None:
                     raise
                 estimate = self._compactor.estimate(messages, budget, tool_tokens)
-                raise ContextWindowExceededError(estimate, budget.window) from again
+                prompt = budget.estimate(self.view.content_tokens())
+                raise ContextWindowExceededError(estimate, budget.window, prompt=prompt) from again
         self._note_usage(model, finished, messages, tool_tokens)
         return messages, finished
 
@@ -151,15 +181,16 @@ class TurnContext:
         else:
             self._catalog.note_accepted(model, estimate)
 
-    async def compact(
-        self, model: str, tool_tokens: int, reason: Literal["refused", "requested"] = "requested"
-    ) -> list[dict[str, Any]]:
-        """Compact now, whatever the estimate (``/compact``): every stored turn is summarised."""
+    async def compact(self, model: str, tool_tokens: int) -> CompactOutcome:
+        """Compact now, whatever the estimate (``/compact``): every stored turn is summarised, when there is enough
+        to summarise and the summary is smaller."""
         self._model = model
         budget = self.budget(model)
         self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
         messages = self.view.messages()
-        return await self._compactor.fit(messages, (), budget, tool_tokens=tool_tokens, reason=reason)
+        messages = await self._compactor.fit(messages, (), budget, tool_tokens=tool_tokens, reason="requested")
+        estimate = self._compactor.estimate(messages, budget, tool_tokens)
+        return CompactOutcome(self._compactor.outcome, estimate, budget.window)
 
 
 async def summary_text(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,15 +40,17 @@ from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
 from ._calls import CallAssembler, run_call
-from ._compaction import TurnContext, is_compact_command, summary_text
-from ._exceptions import ModelNotConfiguredError
+from ._compaction import CompactOutcome, TurnContext, is_compact_command, summary_text
+from ._exceptions import ContextWindowTooSmallError, ModelNotConfiguredError
 from ._in_flight import InFlight
 from ._links import with_linked_files
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 from ._notices import retry_notice
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
-from .context import DEFAULT_COMPACT_THRESHOLD, ContextView, json_tokens, step_messages, user_content
+from ._usage import usage_of
+from ._window_fit import window_problem
+from .context import DEFAULT_COMPACT_THRESHOLD, Budget, ContextView, json_tokens, step_messages, user_content
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -202,22 +204,6 @@ class _Answer:
         return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
 
 
-def usage_of(finished: Finished) -> tuple[int, int] | None:
-    """``(prompt, completion)`` tokens of a finished request as its stream reported them; None when it did not."""
-    usage = finished.usage
-    if not isinstance(usage, Mapping):
-        return None
-
-    def count(key: str) -> int | None:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-    prompt, completion, total = count("prompt_tokens"), count("completion_tokens"), count("total_tokens")
-    if prompt is None and completion is None:
-        return None if total is None else (total, 0)
-    return prompt or 0, completion or 0
-
-
 def _refuses_stream_options(exc: ModelHTTPError) -> bool:
     """The endpoint refused the request because of ``stream_options`` (servers that reject unknown fields)."""
     return exc.status in (400, 422) and exc.chunks_received == 0 and "stream_options" in str(exc)
@@ -325,25 +311,42 @@ class ModelTurn:
     async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
         settings = self.settings
-        system = await build_system_prompt(
-            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
-        )
-        view = ContextView(system, history, content)
+        view = ContextView(await self._system(session), history, content)
         ask = partial(summary_text, self._get_client(), policy=settings.policy)
         threshold = settings.compact_threshold
         return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
 
-    async def compact(self, session: SessionLike, emit: Emit) -> StopReason:
+    async def _system(self, session: SessionLike) -> str:
+        settings = self.settings
+        return await build_system_prompt(
+            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
+        )
+
+    def _window_problem(self, session: SessionLike, system: str, budget: Budget) -> ContextWindowTooSmallError | None:
+        return window_problem(system, self.settings.system_prompt, tools_of(session), session.mode, budget)
+
+    async def window_problem(self, session: SessionLike) -> ContextWindowTooSmallError | None:
+        """Why no prompt of ``session`` can work with its model's window (what takes the room, what would help),
+        None when one can or the window is unknown: what a new session is told at once."""
+        model = self.models.resolve(session.model)
+        budget = Budget(self.models.budget_window(model), self.settings.compact_threshold)
+        return self._window_problem(session, await self._system(session), budget)
+
+    async def compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
         """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
         compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (a
-        prompt's turn does: send ``/compact`` as a prompt, or call this from one)."""
+        prompt's turn does: send ``/compact`` as a prompt, or call this from one). The outcome's ``text`` is what the
+        user is answered when nothing was compacted ("Nothing to compact yet: …"). Raises
+        :class:`ContextWindowTooSmallError` when the window cannot hold any prompt (no compaction can help)."""
         await self._client_ready()  # the summary request's client, its modules imported off the event loop
         history = session.conversation
         context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
         model = self.models.resolve(session.model)
+        problem = self._window_problem(session, context.view.system, context.budget(model))
+        if problem is not None:
+            raise problem
         tools = tools_of(session)
-        await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
-        return "end_turn"
+        return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -381,7 +384,10 @@ class ModelTurn:
         """:meth:`__call__`'s turn; ``started`` is called once its first request has its answer."""
         model_client = await self._client_ready()
         if is_compact_command(prompt):
-            return await self.compact(session, emit)
+            compacted = await self.compact(session, emit)
+            if compacted.text is not None:
+                await emit(TextChunk(compacted.text))
+            return "end_turn"
         # Once per turn: the prompt with its linked files read; what the model gets, and its text, what is stored.
         read = await with_linked_files(prompt, session.cwd, additional_of(session))
         content = user_content(read)
@@ -408,6 +414,10 @@ class ModelTurn:
         try:
             await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
             context = answer.context = await self._context(session, history, content, emit)
+            model = self.models.resolve(session.model)
+            problem = self._window_problem(session, context.view.system, context.budget(model))
+            if problem is not None:  # no prompt can work: said at once, nothing sent, no compaction tried
+                raise problem
             messages = context.view.messages()
             encoder = RequestEncoder()  # the loop appends to ``messages`` (a compaction rebuilds them)
             requests = 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from acp_server.provider.offline import ErrorStatus
-from acp_server.turn import MIN_LEARNED_WINDOW, ModelCatalog
+from acp_server.turn import MIN_LEARNED_WINDOW, ContextWindowExceededError, ModelCatalog
 
 from ._context_support import ask, long_session_stack, words
 
@@ -49,9 +49,10 @@ async def test_one_lying_refusal_costs_at_most_the_prompt_it_answered(tmp_path: 
     async with long_session_stack(tmp_path, known_window=False) as (model, _store, bridge):
         session = await bridge.open_session(str(tmp_path))
         assert (await ask(bridge, session.session_id, words(20))).ended.stop_reason == "end_turn"
-        model.enqueue(_lie(10), _lie(10))
+        model.enqueue(_lie(10))
         lied_to = await ask(bridge, session.session_id, words(20, 1))
-        assert lied_to.ended.error is not None  # refused, then its compaction refused too: that prompt fails
+        error = lied_to.ended.error  # refused, nothing worth compacting: that prompt fails, not as "too large"
+        assert isinstance(error, ContextWindowExceededError) and "shorter prompt" not in str(error)
         for i in range(2, 5):  # and only that one: nothing was learned
             outcome = await ask(bridge, session.session_id, words(20, i))
             assert outcome.ended.stop_reason == "end_turn", outcome.ended.error

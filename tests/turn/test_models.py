@@ -244,7 +244,7 @@ async def test_each_request_uses_the_session_s_model_as_it_is_then(model: Loopba
 async def test_usage_is_asked_for_and_reported_after_each_request(model: LoopbackModel) -> None:
     read = ScriptedCall("read_file", {"path": "missing.txt"}, id="c1")
     model.enqueue(ToolCalls((read,), usage=(100, 20)), Answer(text="done", reasoning="", usage=(150, 5)))
-    turn = _turn(model, context_window=1000)
+    turn = _turn(model, context_window=10_000)
     session = Session(model)
     events = Events(session)
     try:
@@ -253,7 +253,7 @@ async def test_usage_is_asked_for_and_reported_after_each_request(model: Loopbac
         await turn.aclose()
     assert all(r.body["stream_options"] == {"include_usage": True} for r in model.requests)
     usages = [e for e in events.events if isinstance(e, UsageReported)]
-    assert usages == [UsageReported(100, 20, 1000), UsageReported(150, 5, 1000)]
+    assert usages == [UsageReported(100, 20, 10_000), UsageReported(150, 5, 10_000)]
     assert usages[1].used == 155
     kinds = [(type(e).__name__, getattr(e, "status", None)) for e in events.events]
     # after its request (whose call was shown while it streamed), before its calls run
