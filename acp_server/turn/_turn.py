@@ -47,6 +47,7 @@ from ._links import with_linked_files
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 from ._notices import retry_notice
+from ._request_fields import RequestFields, answer_bound
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
 from ._usage import usage_of
 from ._window_fit import window_problem
@@ -85,8 +86,6 @@ _STOP_REASONS: dict[str | None, StopReason] = {
 
 MODEL_LIST_TIMEOUT_S = 3.0
 """How long the one ``GET /v1/models`` of :meth:`ModelTurn.discover_models` may take in all."""
-
-_INCLUDE_USAGE = {"include_usage": True}
 
 
 class SessionLike(Protocol):
@@ -134,7 +133,8 @@ class ModelSettings:
     reported with (None: the endpoint's or the family's, else unknown). ``system_prompt``: how the model is asked
     to work, followed in each turn by the environment and (``project_instructions``) the project's instruction files;
     ``compact_threshold`` the percent of the window a request may fill before the conversation is compacted (0:
-    only when the endpoint refuses one).
+    only when the endpoint refuses one); ``max_answer_tokens`` the answer's bound each request carries (None: the
+    window's answer room when the window is known, see :func:`answer_bound`; 0: none).
     """
 
     base_url: str | None = None
@@ -148,6 +148,7 @@ class ModelSettings:
     project_instructions: bool = True
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
     compact_threshold: int = DEFAULT_COMPACT_THRESHOLD
+    max_answer_tokens: int | None = None
 
     @property
     def configured(self) -> bool:
@@ -204,11 +205,6 @@ class _Answer:
         return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
 
 
-def _refuses_stream_options(exc: ModelHTTPError) -> bool:
-    """The endpoint refused the request because of ``stream_options`` (servers that reject unknown fields)."""
-    return exc.status in (400, 422) and exc.chunks_received == 0 and "stream_options" in str(exc)
-
-
 class ModelTurn:
     """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused.
 
@@ -223,7 +219,7 @@ class ModelTurn:
         self.settings = settings
         self.models = ModelCatalog(settings.model, settings.models, context_window=settings.context_window)
         self._client: AsyncOpenAI | None = None
-        self._ask_usage = True
+        self._fields = RequestFields()
         self._in_flight = InFlight()
 
     def _get_client(self) -> AsyncOpenAI:
@@ -285,28 +281,24 @@ class ModelTurn:
         encoder: RequestEncoder | None = None,
         tools: ToolSet = BUILTIN,
         emit: Emit | None = None,
+        bound: int | None = None,
     ) -> Finished:
-        """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
-        the turn's, so each request encodes only the messages added since the previous one; ``emit``: where each
-        retry wait is announced (:func:`retry_notice`)."""
-        extra: dict[str, Any] = {"tools": tools.entries(offered)}
-        if self._ask_usage:
-            extra["stream_options"] = _INCLUDE_USAGE
+        """One streamed request; a refusal of an optional field (usage, the answer's ``bound``) retries it without
+        (:class:`RequestFields`). ``encoder``: the turn's, so each request encodes only the messages added since the
+        previous one; ``emit``: where each retry wait is announced (:func:`retry_notice`)."""
+        extra = self._fields.extra(tools.entries(offered), bound)
         policy = self.settings.policy
 
         async def on_retry(event: RetryEvent) -> None:
             if emit is not None:
                 await emit(retry_notice(event))
 
-        try:
-            return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
-        except ModelHTTPError as exc:
-            if "stream_options" not in extra or not _refuses_stream_options(exc):
-                raise
-            self._ask_usage = False
-            logger.warning("the endpoint refused stream_options (%s): no more usage is asked for or reported", exc)
-        del extra["stream_options"]
-        return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
+        while True:
+            try:
+                return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
+            except ModelHTTPError as exc:
+                if not self._fields.without_refused(exc, extra):
+                    raise
 
     async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
@@ -436,6 +428,7 @@ class ModelTurn:
                     encoder=encoder,
                     tools=tools,
                     emit=emit,
+                    bound=answer_bound(settings.max_answer_tokens, context.budget(model)),
                 )
                 tool_tokens = json_tokens(tools.entries(offered))
                 with self._in_flight:  # a summary request of the context's too

@@ -48,7 +48,8 @@ DEFAULT_COMPACT_THRESHOLD = 80
 """Percent of the context window a request may fill before the conversation is compacted (0: never)."""
 
 ANSWER_SHARE = 0.1
-"""The share of the window kept for the answer (the server sends no ``max_tokens``)."""
+"""The share of the window kept for the answer (sent as the answer's bound, ``max_tokens``, unless configured
+otherwise: ``turn/_request_fields.py``)."""
 
 SUMMARY_SHARE = 0.2
 """The share of the window a compaction's summary may take at most, as stored and as sent (the rest is for the
