@@ -322,7 +322,7 @@ class ModelTurn:
         None when one can or the window is unknown: what a new session is told at once."""
         model = self.models.resolve(session.model)
         budget = Budget(self.models.budget_window(model), self.settings.compact_threshold)
-        return self._window_problem(session, await self._system(session), budget)
+        return None if budget.window is None else self._window_problem(session, await self._system(session), budget)
 
     async def compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
         """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
