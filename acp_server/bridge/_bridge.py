@@ -96,6 +96,7 @@ class SessionBridge:
         is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
         runner has no model choice to offer). ``mcp``: the sessions' MCP connect and call timeouts."""
         self._runner = SlashCommands(runner, self)  # a prompt naming a slash command runs it instead of the model
+        self._model_runner = runner
         self._mcp = McpSettings() if mcp is None else mcp
         self._closing_mcp: list[McpServers] = []
         self._own_store = store is None
@@ -176,6 +177,10 @@ class SessionBridge:
     def commands_of(self, entry: SessionEntry) -> tuple[Command, ...]:
         """The slash commands a prompt of ``entry`` may run now: the built-ins, then its MCP servers' prompts."""
         return self._runner.commands_of(entry)
+
+    async def window_problem(self, entry: SessionEntry) -> Exception | None:
+        """Why no prompt of ``entry`` can work with its model's window, when the model runner tells; else None."""
+        return None if (check := getattr(self._model_runner, "window_problem", None)) is None else await check(entry)
 
     def add_commands_listener(self, listener: Callable[[SessionEntry], None]) -> Callable[[], None]:
         """Call ``listener(session)`` when a session's commands change; returns the remover (see ``_registry``)."""

@@ -125,7 +125,8 @@ class SlashCommands(Generic[S]):
         runner: object = self._runner  # a turn runner that may also compact
         if not isinstance(runner, Compacts):
             return await _say(emit, "This agent's turns do not compact.")
-        return await runner.compact(session, emit)
+        outcome = await runner.compact(session, emit)
+        return "end_turn" if outcome.text is None else await _say(emit, outcome.text)
 
     async def _init(
         self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None

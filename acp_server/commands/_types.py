@@ -40,12 +40,20 @@ Runner = Callable[[S_contra, Prompt, Emit, "ToolClient | None"], Awaitable[StopR
 """The model's turn runner (what the bridge's ``TurnRunner`` is)."""
 
 
+class CompactResult(Protocol):
+    """What a compaction on demand did: ``text`` is what the user is answered when nothing was compacted (None when
+    the compaction's own notes said it)."""
+
+    @property
+    def text(self) -> str | None: ...
+
+
 @runtime_checkable
 class Compacts(Protocol):
     """A runner that compacts a session's conversation now (the model's turn does); ``/compact`` calls it in the
     session's FIFO slot."""
 
-    async def compact(self, session: Any, emit: Emit, /) -> StopReason: ...
+    async def compact(self, session: Any, emit: Emit, /) -> CompactResult: ...
 
 
 class ModelChoice(Protocol):

@@ -72,6 +72,16 @@ OPTIONS: tuple[Option, ...] = (
         "window; 0 = only when the endpoint refuses a request as too long (default 80)",
         "PERCENT",
     ),
+    Option(
+        "max_answer_tokens",
+        "--max-answer-tokens",
+        "ACP_SERVER_MAX_ANSWER_TOKENS",
+        parse.non_negative_int,
+        "the bound on each answer a request carries (max_tokens, or max_completion_tokens where the endpoint takes "
+        "only that): by default, when the window is known, the tenth of it kept for the answer (at most 32768), so a "
+        "looping model stops instead of filling the window; 0 = send none",
+        "TOKENS",
+    ),
     Option("offline", "--offline", None, None, "use the built-in deterministic offline model on 127.0.0.1"),
     Option(
         "max_pending_prompts_per_session",

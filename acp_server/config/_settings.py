@@ -54,6 +54,7 @@ class Settings:
     models: tuple[str, ...] = ()
     context_window: int | None = None
     compact_threshold: int | None = None
+    max_answer_tokens: int | None = None
     offline: bool = False
     max_pending_prompts_per_session: int | None = DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
     prompt_deadline_ms: int | None = None
@@ -101,6 +102,7 @@ class Settings:
             models=self.models,
             context_window=self.context_window,
             compact_threshold=_or(self.compact_threshold, DEFAULT_COMPACT_THRESHOLD),
+            max_answer_tokens=self.max_answer_tokens,
             policy=self.stream_policy(),
             max_turn_requests=_or(self.max_turn_requests, DEFAULT_MAX_TURN_REQUESTS),
             system_prompt=self.system_prompt or DEFAULT_SYSTEM_PROMPT,

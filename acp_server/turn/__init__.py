@@ -2,10 +2,17 @@
 system prompt it sends (environment, project instructions) and the linked files it reads; and the catalog of models
 a session may pick."""
 
-from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
+from ._compaction import CompactOutcome
+from ._exceptions import (
+    CompactionFailedError,
+    ContextWindowExceededError,
+    ContextWindowTooSmallError,
+    ModelNotConfiguredError,
+    TurnError,
+)
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
-from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
+from ._models import FAMILY_CONTEXT_WINDOWS, MIN_LEARNED_WINDOW, ModelCatalog, family_context_window
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
@@ -30,9 +37,12 @@ __all__ = [
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_LINKED_BYTES",
     "MAX_LINKED_FILE_BYTES",
+    "MIN_LEARNED_WINDOW",
     "MODEL_LIST_TIMEOUT_S",
+    "CompactOutcome",
     "CompactionFailedError",
     "ContextWindowExceededError",
+    "ContextWindowTooSmallError",
     "ModelCatalog",
     "ModelNotConfiguredError",
     "ModelSettings",

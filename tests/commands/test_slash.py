@@ -3,6 +3,8 @@ any other ``/text`` goes to the model as it is."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from acp_server.bridge import SessionBridge, SettingsChange
@@ -14,16 +16,24 @@ from tests.bridge._support import read_all
 pytestmark = pytest.mark.anyio
 
 
+@dataclass(frozen=True)
+class Compacted:
+    """A compaction's outcome as the turn's ``CompactOutcome`` shows it: what the user is answered, if anything."""
+
+    text: str | None
+
+
 class ModelRunner:
     """The model's runner: records the prompts it is given, answers ``model``; records its compactions."""
 
-    def __init__(self) -> None:
+    def __init__(self, compact_answer: str | None = None) -> None:
         self.prompts: list[Prompt] = []
         self.compactions = 0
+        self.compact_answer = compact_answer
 
-    async def compact(self, session: object, emit: Emit, /) -> StopReason:
+    async def compact(self, session: object, emit: Emit, /) -> Compacted:
         self.compactions += 1
-        return "end_turn"
+        return Compacted(self.compact_answer)
 
     async def __call__(self, session: object, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
         self.prompts.append(prompt)
@@ -129,6 +139,13 @@ async def test_compact_calls_the_turns_compaction_whatever_follows_the_command()
         assert runner.compactions == 1
         assert runner.prompts == []  # parsed once, here: the turn is never handed the command as a prompt
         assert "compact" in {command.name for command in bridge.commands}
+
+
+async def test_compact_with_nothing_to_compact_says_what_the_turn_answers() -> None:
+    runner = ModelRunner(compact_answer="Nothing to compact yet: the conversation is about 40 tokens.")
+    async with SessionBridge(runner) as bridge:
+        entry = bridge.create_session("/p")
+        assert await run(bridge, entry.session_id, text("/compact")) == runner.compact_answer
 
 
 async def test_compact_with_a_runner_that_cannot_compact_says_so() -> None:
