@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 import jsonschema
 from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import ValidationError as SchemaViolation
 from pydantic import BaseModel, ValidationError
 
 from ._exceptions import ToolCallError
@@ -39,6 +40,24 @@ SchemaCheck: TypeAlias = Callable[[dict[str, Any]], list[str]]
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
+_BOUNDS = {
+    "maxLength": ("is {size} characters long", "at most"),
+    "minLength": ("is {size} characters long", "at least"),
+    "maxItems": ("has {size} items", "at most"),
+    "minItems": ("has {size} items", "at least"),
+}
+
+
+def _bound_message(error: SchemaViolation) -> str | None:
+    """A value over (or under) a length or count bound, said with both numbers (a long value is never quoted, and
+    the model may not have been sent the bound: see ``acp_server.grammar_bounds``); None for other errors."""
+    bound = _BOUNDS.get(str(error.validator))
+    if bound is None or not isinstance(error.instance, str | list):
+        return None
+    what, side = bound
+    return f"{what.format(size=len(error.instance))}; {side} {error.validator_value} allowed"
+
+
 def schema_check(schema: Mapping[str, Any]) -> SchemaCheck:
     """The check of ``schema`` (its draft from ``$schema``, 2020-12 by default). Raises ``ValueError`` when the
     schema itself is invalid."""
@@ -53,7 +72,7 @@ def schema_check(schema: Mapping[str, Any]) -> SchemaCheck:
         problems: list[str] = []
         for error in validator.iter_errors(value):
             where = ".".join(str(part) for part in error.absolute_path) or "arguments"
-            problems.append(f"{where}: {error.message[:500]}")
+            problems.append(f"{where}: {_bound_message(error) or error.message[:500]}")
             if len(problems) >= _MAX_ISSUES:
                 break
         return problems
