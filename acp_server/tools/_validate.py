@@ -32,6 +32,8 @@ def arguments_json(text: str) -> Any:
     """A call's arguments parsed as JSON proper: ``NaN`` and ``Infinity``, which Python's parser takes, raise
     :class:`ValueError` like any other text that is not JSON (no face could send them on as valid JSON)."""
     return json.loads(text, parse_constant=_not_json)
+
+
 _MAX_ISSUES = 5
 
 SchemaCheck: TypeAlias = Callable[[dict[str, Any]], list[str]]
@@ -100,6 +102,19 @@ def _issues(error: ValidationError) -> str:
     return "; ".join(issues)
 
 
+def _first_issue(error: ValidationError) -> str:
+    """The main problem of ``error`` in a few words for a title: ``unknown argument paht``, ``missing path``,
+    ``bad argument limit``."""
+    order = {"extra_forbidden": 0, "missing": 1}  # a misspelt name is both: its spelling says more
+    item = min(error.errors(include_url=False), key=lambda issue: order.get(issue["type"], 2))
+    where = (".".join(str(part) for part in item["loc"]) or "arguments")[:40]
+    if item["type"] == "extra_forbidden":
+        return f"unknown argument {where}"
+    if item["type"] == "missing":
+        return f"missing {where}"
+    return f"bad argument {where}"
+
+
 def _check_strings(value: object, where: str, depth: int = 0) -> None:
     """Every string in ``value`` (keys included) is valid Unicode; nesting past 64 levels is refused."""
     if depth > 64:
@@ -126,28 +141,35 @@ def parse_arguments(
     (no model) the JSON object, checked by ``check`` when given."""
     size = len(arguments) if arguments.isascii() else len(arguments.encode("utf-8", "surrogatepass"))
     if size > MAX_ARGUMENTS_BYTES:
-        raise ToolCallError(f"arguments are too large ({size} bytes; at most {MAX_ARGUMENTS_BYTES} bytes)")
+        raise ToolCallError(
+            f"arguments are too large ({size} bytes; at most {MAX_ARGUMENTS_BYTES} bytes)", what="arguments too large"
+        )
     if not arguments.strip():
         value: object = {}  # some models send "" for "no arguments"
     else:
         try:
             value = arguments_json(arguments)
         except (ValueError, RecursionError) as exc:
-            raise ToolCallError(f"arguments are not valid JSON: {exc}") from None
+            raise ToolCallError(f"arguments are not valid JSON: {exc}", what="arguments not JSON") from None
     if not isinstance(value, dict):
         kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
-        raise ToolCallError(f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(parameters)}")
+        raise ToolCallError(
+            f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(parameters)}",
+            what="arguments not an object",
+        )
     _check_strings(value, "arguments")
     if args is not None:
         try:
             return args.model_validate(value)
         except ValidationError as exc:
             raise ToolCallError(
-                f"arguments do not match the schema: {_issues(exc)} ({name} takes: {_signature(parameters)})"
+                f"arguments do not match the schema: {_issues(exc)} ({name} takes: {_signature(parameters)})",
+                what=_first_issue(exc),
             ) from None
     problems = check(value) if check is not None else []
     if problems:
         raise ToolCallError(
-            f"arguments do not match the schema: {'; '.join(problems)} ({name} takes: {_signature(parameters)})"
+            f"arguments do not match the schema: {'; '.join(problems)} ({name} takes: {_signature(parameters)})",
+            what=f"bad argument {problems[0].split(':', 1)[0][:40]}",
         )
     return value

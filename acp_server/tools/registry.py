@@ -180,7 +180,10 @@ class ToolSet:
         if name not in offered or tool is None:
             available = ", ".join(known for known in self._tools if known in offered) or "none"
             if tool is not None:
-                raise ToolCallError(f"tool '{name}' is not available in this session; available: {available}")
+                raise ToolCallError(
+                    f"tool '{name}' is not available in this session; available: {available}",
+                    what="not offered in this mode",
+                )
             raise ToolCallError(f"unknown tool '{name}'; available: {available}")
         try:
             args = parse_arguments(name, arguments, tool.parameters, tool.args, tool.check)
@@ -189,7 +192,8 @@ class ToolSet:
         except ToolCallError as exc:
             message = str(exc)
             if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:
-                raise ToolCallError(cap_text(message, "the message was cut", _MAX_MESSAGE)) from None
+                cut = cap_text(message, "the message was cut", _MAX_MESSAGE)
+                raise ToolCallError(cut, what=exc.what, subject=exc.subject) from None
             raise
 
 

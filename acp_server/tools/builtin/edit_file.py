@@ -39,7 +39,9 @@ def _not_found(target: Target, old_text: str) -> ToolCallError:
         hint = "old_text seems to include the line numbers read_file shows: leave them (and the tab) out"
     else:
         hint = "read the file again and copy the text exactly, whitespace and indentation included"
-    return ToolCallError(f"old_text was not found in {target.rel}; {hint}")
+    return ToolCallError(
+        f"old_text was not found in {target.rel}; {hint}", what="old_text not found", subject=target.rel
+    )
 
 
 class EditFile(BuiltinTool[EditFileArgs]):
@@ -73,7 +75,9 @@ class EditFile(BuiltinTool[EditFileArgs]):
         if count > 1 and not args.replace_all:
             raise ToolCallError(
                 f"old_text occurs {count} times in {target.rel}; give more context to make it unique, or set "
-                "replace_all"
+                "replace_all",
+                what=f"old_text occurs {count} times",
+                subject=target.rel,
             )
         replaced = count if args.replace_all else 1
         size = utf8_len(text) + replaced * (utf8_len(new_text) - utf8_len(old_text))

@@ -27,7 +27,10 @@ class ReadFileArgs(Args):
 
 
 def _read_title(target: Target, offset: int | None, limit: int | None) -> str:
-    if limit is not None:
+    """``Read <path>``, with the lines asked for as the call will read them: a limit past what one call can show
+    (:data:`MAX_CLIENT_READ_LINES`) reads as far as the output cap, so it is shown as no limit (never ``lines
+    1–1000000000000000``)."""
+    if limit is not None and limit < MAX_CLIENT_READ_LINES:
         first = offset or 1
         return f"Read {target.rel} (lines {first}–{first + limit - 1})"
     if offset is not None:
