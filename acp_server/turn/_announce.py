@@ -76,7 +76,9 @@ class CallAnnouncer:
 
     __slots__ = ("_additional", "_by_index", "_cwd", "_emit", "_open", "_seen", "_tools")
 
-    def __init__(self, emit: Emit, cwd: str, seen: set[str], tools: ToolSet, additional: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, emit: Emit, cwd: str, seen: set[str], tools: ToolSet, additional: tuple[str, ...] = ()
+    ) -> None:
         self._emit = emit
         self._cwd = cwd
         self._additional = additional

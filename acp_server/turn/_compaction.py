@@ -141,7 +141,9 @@ class TurnContext:
         return await self._compactor.fit(messages, (), self.budget(model), tool_tokens=tool_tokens, reason=reason)
 
 
-async def summary_text(client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy) -> str:
+async def summary_text(
+    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy
+) -> str:
     """The text of one plain, tool-less request (a compaction's summary), guarded like any request (watchdog,
     retries); its failure is a :class:`CompactionFailedError`, the model's error chained."""
     text: list[str] = []

@@ -1,10 +1,10 @@
 """Errors of the turn layer.
 
-ServerError
- └── TurnError
-      ├── ModelNotConfiguredError      no base URL and no API key: nothing to talk to
-      ├── ContextWindowExceededError   a prompt too large for the model's window, even alone
-      └── CompactionFailedError        the summary request of a needed compaction failed
+    ServerError
+     └── TurnError
+          ├── ModelNotConfiguredError      no base URL and no API key: nothing to talk to
+          ├── ContextWindowExceededError   a prompt too large for the model's window, even alone
+          └── CompactionFailedError        the summary request of a needed compaction failed
 """
 
 from __future__ import annotations

@@ -17,19 +17,19 @@ __all__ = ["CONTEXT_REFUSALS", "WINDOW_PATTERNS", "ContextRefusal", "context_ref
 
 CONTEXT_REFUSALS: tuple[tuple[str, str], ...] = (
     ("context_length_exceeded", "OpenAI's error code (also OpenRouter, Groq, DeepSeek, LiteLLM)"),
-    ("maximum context length", 'OpenAI, vLLM, DeepSeek: "This model\'s maximum context length is N tokens"'),
+    ("maximum context length", "OpenAI, vLLM, DeepSeek: \"This model's maximum context length is N tokens\""),
     ("context length exceeded", "generic proxies"),
     ("too many tokens", "Azure OpenAI, Together, generic"),
-    ("prompt is too long", 'Anthropic: "prompt is too long: N tokens > M maximum"'),
-    ("exceeds the available context size", 'llama.cpp server: "the request exceeds the available context size"'),
+    ("prompt is too long", "Anthropic: \"prompt is too long: N tokens > M maximum\""),
+    ("exceeds the available context size", "llama.cpp server: \"the request exceeds the available context size\""),
     ("exceed_context_size_error", "llama.cpp server's error type"),
     ("exceeds the context window", "generic"),
     ("context window exceeded", "generic"),
     ("input is too long", "text-generation-inference, Bedrock"),
-    ("must be <= ", 'text-generation-inference: "inputs tokens + max_new_tokens must be <= N"'),
+    ("must be <= ", "text-generation-inference: \"inputs tokens + max_new_tokens must be <= N\""),
     ("reduce the length of the messages", "OpenAI's advice, also Groq"),
     ("exceeds the maximum number of tokens", "Gemini's OpenAI-compatible endpoint"),
-    ("too large for model", 'Mistral: "too large for model with N maximum context length"'),
+    ("too large for model", "Mistral: \"too large for model with N maximum context length\""),
     ("context length of only", "Ollama, LM Studio"),
 )
 """(what the error says, who says it): a 4xx error with one of these is a refusal for length."""

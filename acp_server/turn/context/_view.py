@@ -96,7 +96,7 @@ class ContextView:
         if compaction is None:
             return {"role": "system", "content": self.system}
         summary = (
-            f'{self.system}\n\n<conversation_summary messages="1-{compaction.through}">\n'
+            f"{self.system}\n\n<conversation_summary messages=\"1-{compaction.through}\">\n"
             "The earlier part of this conversation was compacted into this summary:\n"
             f"{compaction.summary}\n</conversation_summary>"
         )
