@@ -179,7 +179,7 @@ class SlashCommands(Generic[S]):
         for command in self.commands_of(session):
             usage = f"/{command.name}" + (f" <{command.hint}>" if command.hint else "")
             lines.append(f"- {usage}: {command.description}")
-        lines.append("Any other text starting with / goes to the model as it is.")
+        lines.append("\nAny other text starting with / goes to the model as it is.")  # a paragraph of its own
         return await _say(emit, "\n".join(lines))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import InvalidInputError
-from ..modes import MODES, READ_ONLY_MODE
+from ..modes import MODES
 from ._config import McpServerConfig
 
 __all__ = ["check_mcp_servers"]
@@ -16,6 +16,6 @@ def check_mcp_servers(servers: Sequence[McpServerConfig] | None, allows_mode: Ca
     mode is offered (a daemon without a token), since there nothing a client sends may run anything."""
     if not servers or not any(server.transport == "stdio" for server in servers):
         return
-    if not any(allows_mode(mode) for mode in MODES if mode != READ_ONLY_MODE):
+    if not any(allows_mode(mode.id) for mode in MODES.values() if mode.changes):
         problem = "stdio MCP servers run commands: this server offers only the read-only mode"
         raise InvalidInputError.for_field("mcpServers", problem, f"Invalid params: mcpServers: {problem}")

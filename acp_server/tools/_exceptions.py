@@ -25,4 +25,12 @@ class ToolError(ServerError):
 
 
 class ToolCallError(ToolError):
-    """A tool call that cannot be prepared or run; ``str(exc)`` is the message given to the model."""
+    """A tool call that cannot be prepared or run; ``str(exc)`` is the message given to the model. ``what``: what
+    went wrong in a few plain words for a call's title (``no such path``), and ``subject`` what it went wrong with
+    (a path as given); None when the message alone says it."""
+
+    def __init__(self, message: str, *, what: str | None = None, subject: str | None = None) -> None:
+        super().__init__(message)
+        self.what = what
+        self.subject = subject
+

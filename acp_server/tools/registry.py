@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..domain import ToolKind
+from ..grammar_bounds import grammar_safe
 from ..modes import mode_named
 from ._exceptions import ToolCallError
 from ._output import cap_text, utf8_len
@@ -36,8 +37,10 @@ _MAX_MESSAGE = 8 * 1024  # a refusal quotes what the model sent: never all of a 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Tool:
-    """One tool. ``parameters`` is the JSON Schema the model is sent; arguments are validated by ``args`` (a
-    pydantic model) when it has one, else by ``check`` (``parameters`` compiled by ``schema_check``).
+    """One tool. ``parameters`` is the JSON Schema of its arguments, which are validated by ``args`` (a pydantic
+    model) when it has one, else by ``check`` (``parameters`` compiled by ``schema_check``); the model is sent
+    ``parameters`` without any bound a grammar-constrained server refuses (:func:`~acp_server.grammar_bounds.
+    grammar_safe`: for built-in and MCP tools alike), in ``entry``.
     ``read_only``: it changes nothing (offered in ``read-only`` mode, never asks); else it needs permission: the
     mode decides whether a call waits for the user.
     ``source``: where it comes from (None: built in; else the MCP server).
@@ -56,7 +59,7 @@ class Tool:
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        function = {"name": self.name, "description": self.description, "parameters": grammar_safe(self.parameters)}
         object.__setattr__(self, "entry", {"type": "function", "function": function})
 
     @property
@@ -177,7 +180,10 @@ class ToolSet:
         if name not in offered or tool is None:
             available = ", ".join(known for known in self._tools if known in offered) or "none"
             if tool is not None:
-                raise ToolCallError(f"tool '{name}' is not available in this session; available: {available}")
+                raise ToolCallError(
+                    f"tool '{name}' is not available in this session; available: {available}",
+                    what="not offered in this mode",
+                )
             raise ToolCallError(f"unknown tool '{name}'; available: {available}")
         try:
             args = parse_arguments(name, arguments, tool.parameters, tool.args, tool.check)
@@ -186,10 +192,12 @@ class ToolSet:
         except ToolCallError as exc:
             message = str(exc)
             if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:
-                raise ToolCallError(cap_text(message, "the message was cut", _MAX_MESSAGE)) from None
+                cut = cap_text(message, "the message was cut", _MAX_MESSAGE)
+                raise ToolCallError(cut, what=exc.what, subject=exc.subject) from None
             raise
 
 
 def schema_json(tool: Tool) -> str:
-    """A tool's parameters schema as ``schemas/tools/<name>.json`` holds it: indented, newline-ended."""
-    return json.dumps(tool.parameters, indent=2, ensure_ascii=False) + "\n"
+    """The parameters schema a tool's model is sent, as ``schemas/tools/<name>.json`` holds it: indented,
+    newline-ended."""
+    return json.dumps(tool.entry["function"]["parameters"], indent=2, ensure_ascii=False) + "\n"

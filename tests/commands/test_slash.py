@@ -81,6 +81,9 @@ async def test_help_lists_every_command_and_never_reaches_the_model() -> None:
             assert f"/{command.name}" in answer and command.description in answer
         assert runner.prompts == []
         assert entry.conversation.messages == []  # not part of the conversation
+        # Markdown: the closing sentence is a paragraph of its own, not glued onto the last bullet
+        *_, last_bullet, blank, closing = answer.split("\n")
+        assert last_bullet.startswith("- /") and blank == "" and closing.startswith("Any other text")
 
 
 async def test_an_unknown_slash_word_goes_to_the_model_as_it_is() -> None:

@@ -18,6 +18,7 @@ import anyio
 import h11
 from anyio.abc import Listener, SocketAttribute, SocketStream
 
+from ...grammar_bounds import grammar_problem
 from ...tasks import Lifecycle, OwnedTaskGroup
 from . import _wire
 from ._behaviours import Behaviour
@@ -232,6 +233,8 @@ class LoopbackModel:
             await send_json(http, INVALID_REQUEST_STATUS, validation_error_body(*problem))
         elif unsupported := sorted(field for field in self.unsupported_fields if field in body):
             await send_json(http, 400, _wire.unsupported_parameter(unsupported[0]))
+        elif (refused := grammar_problem(body.get("tools"))) is not None:  # as llama-server --jinja refuses it
+            await send_json(http, 400, _wire.error_body(refused, "invalid_request_error"))
         elif self.context_window is not None and (tokens := _wire.count_prompt_words(body)) > self.context_window:
             self.refusals.append(index)
             await send_json(http, 400, _wire.context_length_exceeded(self.context_window, tokens))
@@ -246,9 +249,7 @@ class LoopbackModel:
         chosen = self.answer_with(body) if self.answer_with is not None else None
         return default_behaviour(body) if chosen is None else chosen
 
-    async def _play_watched(
-        self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int
-    ) -> None:
+    async def _play_watched(self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int) -> None:
         """Play ``behaviour`` while watching the socket: a disconnect is seen even while it is silent."""
         recorded = False
 

@@ -23,10 +23,7 @@ from .._types import PreparedCall, ToolClient
 from .._workspace import Workspace
 from ..registry import Tool
 
-__all__ = ["PATH_NOTE", "READ_ONLY_KINDS", "Args", "BuiltinTool", "clean_schema"]
-
-PATH_NOTE = "Relative to the project directory, or absolute inside it."
-"""How every path argument is read (the end of its description)."""
+__all__ = ["READ_ONLY_KINDS", "Args", "BuiltinTool", "clean_schema"]
 
 READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "think"})
 """The kinds of tools that change nothing: read-only, offered in ``read-only`` mode, never asking."""

@@ -14,7 +14,7 @@ from .._output import plural, utf8_len
 from .._textfile import check_written_size
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from .._workspace import Target, Workspace
-from ._tool import PATH_NOTE, Args, BuiltinTool
+from ._tool import Args, BuiltinTool
 
 __all__ = ["EditFile", "EditFileArgs"]
 
@@ -22,18 +22,15 @@ _LINE_NUMBERED = re.compile(r"^ *\d+\t")
 
 
 class EditFileArgs(Args):
-    path: str = Field(description=f"The file to edit. {PATH_NOTE}")
+    path: str = Field(description="The file to edit.")
     old_text: str = Field(
         description=(
-            "The exact text to replace, as it is in the file (whitespace and indentation included, without the "
-            "line numbers read_file shows). It must occur exactly once unless replace_all is set: include enough "
-            "surrounding lines to make it unique."
+            "The exact text to replace, whitespace included, without read_file's line numbers; include enough "
+            "lines to make it unique."
         )
     )
-    new_text: str = Field(description="The text that replaces old_text.")
-    replace_all: bool | None = Field(
-        default=False, description="Replace every occurrence of old_text (default: false)."
-    )
+    new_text: str = Field(description="What replaces old_text.")
+    replace_all: bool | None = Field(default=False, description="Replace every occurrence.")
 
 
 def _not_found(target: Target, old_text: str) -> ToolCallError:
@@ -42,7 +39,9 @@ def _not_found(target: Target, old_text: str) -> ToolCallError:
         hint = "old_text seems to include the line numbers read_file shows: leave them (and the tab) out"
     else:
         hint = "read the file again and copy the text exactly, whitespace and indentation included"
-    return ToolCallError(f"old_text was not found in {target.rel}; {hint}")
+    return ToolCallError(
+        f"old_text was not found in {target.rel}; {hint}", what="old_text not found", subject=target.rel
+    )
 
 
 class EditFile(BuiltinTool[EditFileArgs]):
@@ -52,10 +51,7 @@ class EditFile(BuiltinTool[EditFileArgs]):
     kind = "edit"
     title = "Edit"
     args = EditFileArgs
-    description = (
-        "Replace text in an existing file: old_text must occur exactly once (or set replace_all). Read the file "
-        "first and copy old_text exactly. The user may be asked to approve the change."
-    )
+    description = "Replace text in a file: old_text must occur exactly once (or set replace_all). Read the file first."
 
     async def prepare(self, args: EditFileArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         target = workspace.existing_file(args.path)
@@ -79,7 +75,9 @@ class EditFile(BuiltinTool[EditFileArgs]):
         if count > 1 and not args.replace_all:
             raise ToolCallError(
                 f"old_text occurs {count} times in {target.rel}; give more context to make it unique, or set "
-                "replace_all"
+                "replace_all",
+                what=f"old_text occurs {count} times",
+                subject=target.rel,
             )
         replaced = count if args.replace_all else 1
         size = utf8_len(text) + replaced * (utf8_len(new_text) - utf8_len(old_text))

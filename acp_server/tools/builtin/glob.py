@@ -17,9 +17,8 @@ class GlobArgs(Args):
     pattern: str = Field(
         min_length=1,
         description=(
-            "A glob relative to the project directory, e.g. 'src/**/*.py'. '*' and '?' do not cross '/', "
-            "'**' matches any number of directories (use '**/' to search at any depth), '[abc]' a character "
-            "class, '{py,pyi}' alternatives."
+            "E.g. 'src/**/*.py': '*' and '?' stay within a directory, '**/' spans any number of them, "
+            "'{py,pyi}' alternatives."
         ),
     )
 
@@ -32,9 +31,8 @@ class Glob(BuiltinTool[GlobArgs]):
     title = "Glob"
     args = GlobArgs
     description = (
-        "Find files and directories of the project whose path matches a glob; prints their paths relative to the "
-        "project directory, sorted (directories with a trailing '/'). Skips what .gitignore hides and .git; "
-        "at most 1000 paths."
+        "Find the paths matching a glob, relative to the project directory, sorted; skips what .gitignore hides "
+        "and .git."
     )
 
     async def prepare(self, args: GlobArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

@@ -12,7 +12,7 @@ from .._search import clip_title, compile_pattern, grep_work
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from .._worker import in_thread
 from .._workspace import Workspace
-from ._tool import PATH_NOTE, Args, BuiltinTool
+from ._tool import Args, BuiltinTool
 
 __all__ = ["Grep", "GrepArgs"]
 
@@ -20,19 +20,13 @@ __all__ = ["Grep", "GrepArgs"]
 class GrepArgs(Args):
     pattern: str = Field(
         min_length=1,
-        description=(
-            "A Python regular expression (re syntax), matched against each line; use '(?i)' for a "
-            "case-insensitive search."
-        ),
+        description=("A Python regular expression, matched per line; '(?i)' ignores case."),
     )
-    path: str | None = Field(
-        default=None, description=f"A file or directory to search (default: the whole project). {PATH_NOTE}"
-    )
+    path: str | None = Field(default=None, description="A file or directory (default: the project).")
     include: str | None = Field(
         default=None,
         description=(
-            "Only search files matching this glob: on the file name (e.g. '*.py', '*.{ts,tsx}'), or on the path "
-            "relative to the project directory when it contains '/' (e.g. 'src/**/*.py')."
+            "Only files matching this glob: their name ('*.py'), or their path when it has a '/' ('src/**/*.py')."
         ),
     )
 
@@ -45,9 +39,8 @@ class Grep(BuiltinTool[GrepArgs]):
     title = "Grep"
     args = GrepArgs
     description = (
-        "Search the project's text files for lines matching a regular expression; prints 'path:line:text' for "
-        "each matching line (paths relative to the project directory). Skips binary files, files over 10 MiB, "
-        "what .gitignore hides and .git; at most 500 matching lines."
+        "Search text files for lines matching a regular expression; prints 'path:line:text'. Skips binary files, "
+        "what .gitignore hides and .git."
     )
 
     async def prepare(self, args: GrepArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

@@ -16,7 +16,7 @@ from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from .._walk import WalkStopped, sorted_entries
 from .._worker import in_thread
 from .._workspace import Target, Workspace
-from ._tool import PATH_NOTE, Args, BuiltinTool
+from ._tool import Args, BuiltinTool
 
 __all__ = ["MAX_LIST_ENTRIES", "ListDirectory", "ListDirectoryArgs"]
 
@@ -24,7 +24,7 @@ MAX_LIST_ENTRIES = 1000
 
 
 class ListDirectoryArgs(Args):
-    path: str = Field(description=f"The directory to list; '.' is the project directory. {PATH_NOTE}")
+    path: str = Field(description="The directory; '.' is the project directory.")
 
 
 def _list(workspace: Workspace, target: Target, stop: threading.Event) -> ToolResult:
@@ -72,10 +72,7 @@ class ListDirectory(BuiltinTool[ListDirectoryArgs]):
     kind = "read"
     title = "List"
     args = ListDirectoryArgs
-    description = (
-        "List a directory of the project: one entry per line, sorted, directories with a trailing '/', symbolic "
-        "links as 'name -> target'. Entries hidden by .gitignore and the .git directory are left out."
-    )
+    description = "List a directory, sorted, directories ending in '/'; what .gitignore hides and .git are left out."
 
     async def prepare(self, args: ListDirectoryArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         target = workspace.existing_directory(args.path)

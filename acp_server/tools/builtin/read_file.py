@@ -15,23 +15,22 @@ from .._output import number_lines
 from .._textfile import read_text
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from .._workspace import Target, Workspace
-from ._tool import PATH_NOTE, Args, BuiltinTool
+from ._tool import Args, BuiltinTool
 
 __all__ = ["ReadFile", "ReadFileArgs"]
 
 
 class ReadFileArgs(Args):
-    path: str = Field(description=f"The file to read. {PATH_NOTE}")
-    offset: int | None = Field(
-        default=None, ge=1, description="The 1-based line to start reading at (default: the first line)."
-    )
-    limit: int | None = Field(
-        default=None, ge=1, description="How many lines to read at most (default: up to the output cap)."
-    )
+    path: str = Field(description="The file to read.")
+    offset: int | None = Field(default=None, ge=1, description="The 1-based line to start at.")
+    limit: int | None = Field(default=None, ge=1, description="How many lines to read at most.")
 
 
 def _read_title(target: Target, offset: int | None, limit: int | None) -> str:
-    if limit is not None:
+    """``Read <path>``, with the lines asked for as the call will read them: a limit past what one call can show
+    (:data:`MAX_CLIENT_READ_LINES`) reads as far as the output cap, so it is shown as no limit (never ``lines
+    1–1000000000000000``)."""
+    if limit is not None and limit < MAX_CLIENT_READ_LINES:
         first = offset or 1
         return f"Read {target.rel} (lines {first}–{first + limit - 1})"
     if offset is not None:
@@ -76,9 +75,8 @@ class ReadFile(BuiltinTool[ReadFileArgs]):
     title = "Read"
     args = ReadFileArgs
     description = (
-        "Read a text file of the project. Each line is shown prefixed with its line number and a tab (the prefix "
-        "is not part of the file). Output is capped at 64 KiB: read long files in parts with offset and limit. "
-        "Binary files are refused."
+        "Read a text file; each line is prefixed with its number and a tab (not part of the file). Output is "
+        "capped at 64 KiB: read long files in parts with offset and limit."
     )
 
     async def prepare(self, args: ReadFileArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

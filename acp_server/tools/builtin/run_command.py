@@ -17,18 +17,13 @@ __all__ = ["RunCommand", "RunCommandArgs"]
 class RunCommandArgs(Args):
     command: str = Field(
         min_length=1,
-        description=(
-            "A shell command line, run with /bin/sh in the project directory, without input (stdin is empty)."
-        ),
+        description=("A shell command line."),
     )
     timeout_ms: int | None = Field(
         default=DEFAULT_COMMAND_TIMEOUT_MS,
         ge=1,
         le=MAX_COMMAND_TIMEOUT_MS,
-        description=(
-            f"Kill the command after this many milliseconds (default {DEFAULT_COMMAND_TIMEOUT_MS}, "
-            f"at most {MAX_COMMAND_TIMEOUT_MS})."
-        ),
+        description="Milliseconds before the command is killed.",
     )
 
 
@@ -46,9 +41,8 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
     title = "Run"
     args = RunCommandArgs
     description = (
-        "Run a shell command in the project directory (non-interactive: no input) and return its exit code and "
-        "its output (stdout and stderr together; capped at 64 KiB, keeping the beginning and the end). Processes "
-        "it leaves in the background are killed when it ends. The user may be asked to approve it."
+        "Run a command line with /bin/sh in the project directory, without input; returns its exit code and "
+        "output (stdout and stderr, capped at 64 KiB). What it leaves running is killed when it ends."
     )
 
     async def prepare(self, args: RunCommandArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

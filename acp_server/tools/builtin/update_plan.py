@@ -27,14 +27,10 @@ class PlanEntryArgs(Args):
     content: str = Field(
         min_length=1,
         max_length=MAX_PLAN_ENTRY_CHARS,
-        description="What this step does, in a short imperative sentence.",
+        description="The step, in a short imperative sentence.",
     )
-    status: Literal["pending", "in_progress", "completed"] = Field(
-        description="pending (not started), in_progress (the step being worked on now) or completed."
-    )
-    priority: Literal["high", "medium", "low"] = Field(
-        default="medium", description="How much the step matters: high, medium or low (default: medium)."
-    )
+    status: Literal["pending", "in_progress", "completed"] = Field(description="in_progress: the step being worked on.")
+    priority: Literal["high", "medium", "low"] = Field(default="medium", description="How much it matters.")
 
 
 class UpdatePlanArgs(Args):
@@ -42,10 +38,7 @@ class UpdatePlanArgs(Args):
 
     entries: tuple[PlanEntryArgs, ...] = Field(
         max_length=MAX_PLAN_ENTRIES,
-        description=(
-            f"Every step of the plan, in order (at most {MAX_PLAN_ENTRIES}); this list replaces the previous plan. "
-            "At most one step may be in_progress. An empty list clears the plan."
-        ),
+        description="Every step, in order; it replaces the previous plan ([] clears it).",
     )
 
     @field_validator("entries")
@@ -71,9 +64,8 @@ class UpdatePlan(BuiltinTool[UpdatePlanArgs]):
     title = "Update plan"
     args = UpdatePlanArgs
     description = (
-        "Keep a visible plan for multi-step work: send the whole list of steps each time (it replaces the previous "
-        "plan), with exactly one step in_progress while you work, and update it as each step is completed. Skip it "
-        "for a simple one-step request. Changes nothing in the project; the user is never asked."
+        "Show the plan of multi-step work: send all its steps each time, one in_progress, and again as each is "
+        "completed."
     )
 
     async def prepare(self, args: UpdatePlanArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

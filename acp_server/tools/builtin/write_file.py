@@ -11,16 +11,14 @@ from .._output import utf8_len
 from .._textfile import check_written_size
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from .._workspace import Workspace
-from ._tool import PATH_NOTE, Args, BuiltinTool
+from ._tool import Args, BuiltinTool
 
 __all__ = ["WriteFile", "WriteFileArgs"]
 
 
 class WriteFileArgs(Args):
-    path: str = Field(
-        description=f"The file to create or overwrite; missing parent directories are created. {PATH_NOTE}"
-    )
-    content: str = Field(description="The complete new content of the file.")
+    path: str = Field(description="The file; missing directories are created.")
+    content: str = Field(description="The whole new content.")
 
 
 def _line_count(text: str) -> int:
@@ -34,10 +32,7 @@ class WriteFile(BuiltinTool[WriteFileArgs]):
     kind = "edit"
     title = "Write"
     args = WriteFileArgs
-    description = (
-        "Create a file, or replace the whole content of an existing one. Prefer edit_file to change part of an "
-        "existing file. The user may be asked to approve the change."
-    )
+    description = "Create a file or replace all of its content; to change part of a file, use edit_file."
 
     async def prepare(self, args: WriteFileArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         target, exists = workspace.writable_file(args.path)
