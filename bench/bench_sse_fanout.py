@@ -23,8 +23,7 @@ import anyio.lowlevel
 
 from acp_server.bridge import PromptStream
 from acp_server.daemon import EventLog
-from acp_server.daemon._channel import SessionChannel
-from acp_server.daemon._sse import EventStreamResponse
+from acp_server.daemon.rest import EventStreamResponse, SessionChannel
 from acp_server.domain import PromptEnded, TextChunk
 
 

@@ -15,6 +15,9 @@ class) plus:
 - **header deadline**: a connection's request headers must be complete within ``header_timeout_s`` of the
   connection (or of the first byte of its next request on a keep-alive); else ``408 request_timeout`` (when part of
   a request came) and close. A response in progress (an SSE stream) is never timed out.
+- **no HTTP/2**: a connection that opens with the HTTP/2 preface (a prior-knowledge client) gets a raw ``400
+  invalid_request`` saying so, and is closed (h11 would take ``PRI * HTTP/2.0`` for a request, and the rest of the
+  preface for a malformed one: two answers mixed on one connection). HTTP/2 is the proxy's in front.
 - **abort**: each request's scope carries ``scope["extensions"][ABORT_EXTENSION]["abort"]``, which resets the
   connection at once (an RST: ``SO_LINGER`` 0 then ``transport.abort()``; buffered bytes dropped, kernel queues
   freed) — for a subscriber dropped for lagging whose peer does not read, where ending the response politely (or a
@@ -49,7 +52,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .._errors import raw_error_response
-from .._exceptions import RequestTimeoutError, TooManyConnectionsError
+from .._exceptions import InvalidRequestError, RequestTimeoutError, TooManyConnectionsError
 
 __all__ = ["ABORT_EXTENSION", "guarded_protocol"]
 
@@ -57,6 +60,9 @@ logger = logging.getLogger("acp_server.daemon")
 
 ABORT_EXTENSION = "acp_server.transport"
 """The scope extension naming the connection's abort callable (``{"abort": Callable[[], None]}``)."""
+
+_H2_PREFACE_LINE = b"PRI * HTTP/2.0\r\n"
+"""The first line of the HTTP/2 connection preface (RFC 9113 §3.4), which only a prior-knowledge client sends."""
 
 
 class _Registry:
@@ -96,8 +102,17 @@ class _GuardedProtocol(H11Protocol):
         self._await_headers(arm=True)
 
     def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE and self._http2_preface(data):
+            refusal = "HTTP/2 is not served here: speak HTTP/1.1, or HTTP/2 to the proxy in front"
+            self._close_with(InvalidRequestError(refusal))
+            return
         super().data_received(data)
         self._after_events()
+
+    def _http2_preface(self, data: bytes) -> bool:
+        """Whether the bytes awaiting a request head, with ``data``, begin the HTTP/2 preface's first line."""
+        head = bytes(self.conn.trailing_data[0][: len(_H2_PREFACE_LINE)]) + data[: len(_H2_PREFACE_LINE)]
+        return len(head) >= len(_H2_PREFACE_LINE) and head.startswith(_H2_PREFACE_LINE)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
