@@ -28,10 +28,9 @@ class) plus:
 
 What it uses of ``H11Protocol`` (``connection_made``, ``data_received``, ``connection_lost``,
 ``on_response_complete``, ``handle_events``, ``_unset_keepalive_if_required``, and its ``conn``, ``cycle``, ``scope``,
-``connections``, ``transport``, ``loop``)
-is pinned by behaviour, not by inspection: ``tests/daemon/test_exhaustion.py`` (cap, displacement, header
-deadline), ``tests/daemon/test_backlog.py`` and the lagging-subscriber tests (abort) fail if a uvicorn release changes
-it.
+``connections``, ``transport``, ``loop``) is pinned by behaviour, not by inspection: ``tests/daemon/test_exhaustion.py``
+(cap, displacement, header deadline, the reset of a dropped subscriber), ``test_backlog.py`` and ``test_server.py``
+(no HTTP/2) fail if a uvicorn release changes it.
 
 Invariants: every connection is in ``_Registry.waiting`` exactly while it awaits request headers, with its timer
 armed once it has been open (or has sent a byte) for less than ``header_timeout_s``; the open-connection count never
