@@ -6,8 +6,10 @@ Layers, lowest first (a module may import its own layer's modules and any lower 
 
     ground     the package root (``__version__``; it imports nothing), errors, domain, tasks
     provider   the openai client factory and the offline model
-    pipeline   watchdog, retries, streaming
-    turn       one model turn            store   durable sessions (beside each other: neither imports the other)
+    pipeline   watchdog, retries, streaming  tools   the built-in tools, the registry (beside each other)
+    mcp        the MCP client: servers' connections, their tools (into tools' registry) and prompts
+    turn       one model turn    store   durable sessions    commands   slash commands, MCP prompts as commands
+               (the three beside each other: none imports another; the commands reach the turn by a protocol)
     bridge     sessions, FIFOs, prompt event streams
     acp        ACP handlers (transport-neutral)
     rpc        JSON-RPC framing, dispatcher, transports
@@ -45,17 +47,19 @@ RANKS: dict[str, int] = {
     "provider": 1,
     "pipeline": 2,
     "tools": 2,
-    "turn": 3,
-    "store": 3,
-    "bridge": 4,
-    "acp": 5,
-    "rpc": 6,
-    "daemon": 7,
-    "client": 7,
-    "config": 8,
-    "cli": 9,
+    "mcp": 3,
+    "turn": 4,
+    "store": 4,
+    "commands": 4,
+    "bridge": 5,
+    "acp": 6,
+    "rpc": 7,
+    "daemon": 8,
+    "client": 8,
+    "config": 9,
+    "cli": 10,
     "__init__": 0,
-    "__main__": 10,
+    "__main__": 11,
 }
 
 

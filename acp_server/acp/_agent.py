@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..bridge import Choice, Command, PromptHandle, SessionBridge, SessionEntry, SettingsChange
+from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
+from ..commands import Command
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ._client import AcpEditor, ClientCapabilities
 from ._commands import after_queued, commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
+from ._editor import AcpEditor, ClientCapabilities
 from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
     MAX_TITLE_CHARS,

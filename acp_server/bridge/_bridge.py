@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
+from ..commands import Command, SlashCommands
 from ..domain import Conversation, Prompt
 from ..limits import DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
+from ..mcp import McpServerConfig, McpServers, McpSettings, check_mcp_servers
 from ..modes import DEFAULT_MODE
 from ..store import (
     DEFAULT_PAGE_SIZE,
@@ -41,15 +43,12 @@ from ..store import (
     StoredSessionNotFoundError,
 )
 from ..tasks import Lifecycle, OwnedTaskGroup
-from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._claims import Claims
-from ._commands import Command, SlashCommands
 from ._deadlines import DeadlineWatch
 from ._exceptions import BridgeClosedError, PromptQueueFullError, SessionNotFoundError
 from ._fifo import Fifo
 from ._fork import Forks
 from ._limits import validate_deadline_ms, validate_max_pending
-from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._registry import SessionRegistry, SettingsListener
 from ._roots import Directories, active_directories, check_additional_directories
@@ -163,7 +162,7 @@ class SessionBridge:
         return checked
 
     def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
-        """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
+        """Refuse what this bridge may not start (see :func:`acp_server.mcp.check_mcp_servers`) first."""
         check_mcp_servers(servers, self.allows_mode)
 
     async def _connect(self, entry: SessionEntry, servers: Sequence[McpServerConfig] | None) -> None:

@@ -1,6 +1,6 @@
-"""The table of every setting: its flag, its environment variable, its parser and the help the README shows.
+"""The table of every setting: its flag, its environment variable, its parser and the help the manual shows.
 
-Invariant: each setting is declared here once; the argparse flags, the environment lookup and the README's
+Invariant: each setting is declared here once; the argparse flags, the environment lookup and the manual's
 configuration table are all generated from these rows. A default a help states is its component's: its constant,
 where config imports the component at start (``limits``, ``modes``), else written out and checked against what the
 component is handed (``tests/cli/test_config_defaults.py``: config does not import the model stack or the daemon at
@@ -23,7 +23,7 @@ __all__ = ["OPTIONS", "SERVE_OPTIONS", "Option", "option_table"]
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: its flag, its environment variable, how to parse it, and what the README says of it."""
+    """One setting: its flag, its environment variable, how to parse it, and what the manual says of it."""
 
     dest: str
     flag: str
@@ -300,11 +300,11 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "MS",
     ),
 )
-"""The options of ``acp-server serve`` only (their own README table)."""
+"""The options of ``acp-server serve`` only (their own table, on the manual's daemon page)."""
 
 
 def option_table(options: Sequence[Option] = OPTIONS) -> str:
-    """The configuration table as Markdown (kept in the README)."""
+    """The configuration table as Markdown (filled into the manual at build time: docs/hooks/generated.py)."""
     rows = ["| flag | environment | meaning |", "| --- | --- | --- |"]
     rows += [f"| `{o.flag}` | {f'`{o.env}`' if o.env else '—'} | {o.help} |" for o in options]
     return "\n".join(rows)

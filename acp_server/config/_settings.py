@@ -22,8 +22,8 @@ from ._parsers import DEFAULT_LOG_LEVEL
 if TYPE_CHECKING:
     from ..acp import AgentOptions
     from ..daemon import DaemonOptions
+    from ..mcp import McpSettings
     from ..pipeline import StreamPolicy
-    from ..tools.mcp_servers import McpSettings
     from ..turn import ModelSettings
 
 __all__ = ["BridgeArguments", "ServeSettings", "Settings"]
@@ -110,7 +110,7 @@ class Settings:
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:
         """The session bridge's part: admission limit, deadline, modes (``modes`` None: every mode these settings
         allow) and the MCP servers' timeouts."""
-        from ..tools.mcp_servers import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
+        from ..mcp import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
 
         return BridgeArguments(
             max_pending_prompts_per_session=self.max_pending_prompts_per_session,

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ..modes import READ_ONLY_MODE, available_modes
+from ..modes import available_modes
 from ..pipeline import DEFAULT_IDLE_TIMEOUT_MS
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
@@ -43,9 +43,7 @@ def daemon_modes(*, token: str | None, allow_bypass_permissions: bool = False) -
     """The modes a daemon's sessions may have — the safe default: without a token only ``read-only`` (anyone on the
     host may call a loopback daemon: it must not edit or run anything); with one ``default``, ``accept-edits`` and
     ``read-only``, and ``bypass-permissions`` only when allowed. Its bridge is built with these (``/acp`` too)."""
-    if not token:
-        return (READ_ONLY_MODE,)
-    return tuple(mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions))
+    return tuple(mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions, token=bool(token)))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 system prompt it sends (environment, project instructions) and the linked files it reads; and the catalog of models
 a session may pick."""
 
-from ._compaction import COMPACT_COMMAND, is_compact_command
 from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
@@ -21,7 +20,6 @@ from ._turn import (
 from .context import DEFAULT_COMPACT_THRESHOLD, step_messages, to_chat_messages, user_content
 
 __all__ = [
-    "COMPACT_COMMAND",
     "DEFAULT_COMPACT_THRESHOLD",
     "DEFAULT_MAX_TURN_REQUESTS",
     "DEFAULT_MODEL",
@@ -45,7 +43,6 @@ __all__ = [
     "environment_block",
     "family_context_window",
     "git_state",
-    "is_compact_command",
     "offered_tools",
     "project_instructions",
     "repository_root",

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep, Prompt, TextPart
+from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
 from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
@@ -22,20 +22,9 @@ from .context import Budget, Compactor, ContextView, context_refusal, messages_t
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["COMPACT_COMMAND", "KeepsCompactions", "TurnContext", "is_compact_command", "summary_text"]
+__all__ = ["KeepsCompactions", "TurnContext", "summary_text"]
 
 logger = logging.getLogger("acp_server.turn")
-
-COMPACT_COMMAND = "/compact"
-
-
-def is_compact_command(prompt: Prompt) -> bool:
-    """A prompt that is exactly ``/compact`` (one text part; surrounding blanks aside) asks for a compaction, not an
-    answer."""
-    if len(prompt.parts) != 1:
-        return False
-    part = prompt.parts[0]
-    return isinstance(part, TextPart) and part.text.strip() == COMPACT_COMMAND
 
 
 @runtime_checkable
@@ -141,9 +130,7 @@ class TurnContext:
         return await self._compactor.fit(messages, (), self.budget(model), tool_tokens=tool_tokens, reason=reason)
 
 
-async def summary_text(
-    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy
-) -> str:
+async def summary_text(client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy) -> str:
     """The text of one plain, tool-less request (a compaction's summary), guarded like any request (watchdog,
     retries); its failure is a :class:`CompactionFailedError`, the model's error chained."""
     text: list[str] = []

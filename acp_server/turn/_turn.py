@@ -40,7 +40,7 @@ from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
 from ._calls import CallAssembler, run_call
-from ._compaction import TurnContext, is_compact_command, summary_text
+from ._compaction import TurnContext, summary_text
 from ._exceptions import ModelNotConfiguredError
 from ._in_flight import InFlight
 from ._links import with_linked_files
@@ -335,8 +335,12 @@ class ModelTurn:
 
     async def compact(self, session: SessionLike, emit: Emit) -> StopReason:
         """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
-        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (a
-        prompt's turn does: send ``/compact`` as a prompt, or call this from one)."""
+        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (the slash
+        commands' ``/compact`` does). In flight throughout: the model list is never asked for meanwhile."""
+        with self._in_flight:
+            return await self._compact(session, emit)
+
+    async def _compact(self, session: SessionLike, emit: Emit) -> StopReason:
         await self._client_ready()  # the summary request's client, its modules imported off the event loop
         history = session.conversation
         context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
@@ -380,8 +384,6 @@ class ModelTurn:
     ) -> StopReason:
         """:meth:`__call__`'s turn; ``started`` is called once its first request has its answer."""
         model_client = await self._client_ready()
-        if is_compact_command(prompt):
-            return await self.compact(session, emit)
         # Once per turn: the prompt with its linked files read; what the model gets, and its text, what is stored.
         read = await with_linked_files(prompt, session.cwd, additional_of(session))
         content = user_content(read)

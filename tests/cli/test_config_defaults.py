@@ -1,4 +1,4 @@
-"""Each setting's default is its component's: the default a flag's help (and so the README's table) states is the one
+"""Each setting's default is its component's: the default a flag's help (and so the manual's table) states is the one
 the component is handed when nothing is asked for; what is asked for reaches the component unchanged; the settings
 write no default of their own; and reading the command line never imports the model stack or the daemon."""
 

@@ -18,7 +18,7 @@ import httpx2
 import jsonschema
 
 from acp_server.bridge import SessionBridge
-from acp_server.cli._agent import open_bridge
+from acp_server.cli._stdio import open_bridge
 from acp_server.config import Settings
 from acp_server.daemon import AcpOverHttp, Daemon, DaemonOptions, daemon_modes, open_daemon
 from acp_server.modes import READ_ONLY_MODE

@@ -13,8 +13,9 @@ import acp_server.daemon as daemon_pkg
 from acp_server.config import SERVE_OPTIONS, option_table
 from acp_server.daemon import DaemonOptions, create_app, is_loopback_host
 from acp_server.provider.offline import LoopbackModel
+from tests.docs_pages import page, rendered
 
-from ._support import OPENAPI, ROOT, TEXT, assert_documented, running_daemon
+from ._support import OPENAPI, TEXT, assert_documented, running_daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -214,8 +215,6 @@ def test_options_refuse_a_public_address_without_a_token_and_bad_values() -> Non
             DaemonOptions(**bad)  # type: ignore[arg-type]
 
 
-def test_readme_lists_the_serve_options() -> None:
-    readme = (ROOT / "README.md").read_text()
-    table = re.search(r"<!-- serve-options:begin -->\n(.*?)\n<!-- serve-options:end -->", readme, re.S)
-    assert table is not None, "README.md lacks the serve options table (<!-- serve-options:begin/end -->)"
-    assert table.group(1) == option_table(SERVE_OPTIONS)
+def test_the_daemon_page_lists_the_serve_options() -> None:
+    assert page("daemon.md").count("<!-- generated: serve-options -->") == 1, "docs/daemon.md lacks its options table"
+    assert option_table(SERVE_OPTIONS) in rendered("daemon.md")

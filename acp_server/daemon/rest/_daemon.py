@@ -53,11 +53,11 @@ from ...bridge import (
 from ...domain import (
     Prompt,
 )
-from ...modes import READ_ONLY_MODE, Mode
+from ...mcp import McpServerConfig
+from ...modes import Mode, available_modes, mode_named
 from ...tasks import Lifecycle, OwnedTaskGroup
 from ...tools import ToolClient
 from ...tools.builtin import BUILTIN
-from ...tools.mcp_servers import McpServerConfig
 from .._exceptions import PromptNotFoundError
 from .._options import MAX_EVENT_ID, DaemonOptions
 from ._channel import SessionChannel
@@ -130,8 +130,9 @@ class Daemon:
         self.bridge = bridge
         self.options = options if options is not None else DaemonOptions()
         if not self.options.token:
-            extra = [mode.id for mode in bridge.settings.offered if mode.id != READ_ONLY_MODE]
-            if extra or bridge.default_mode != READ_ONLY_MODE:
+            tokenless = available_modes(allow_bypass=False, token=False)
+            extra = [offered.id for offered in bridge.settings.offered if offered not in tokenless]
+            if extra or mode_named(bridge.default_mode).changes:
                 raise ValueError(
                     "a daemon without a token offers only the read-only mode, but its bridge offers "
                     f"{', '.join(extra) or 'read-only'} (default {bridge.default_mode}): build it with "

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ...tools.mcp_servers import parse_mcp_servers
+from ...mcp import parse_mcp_servers
 from .._exceptions import InvalidRequestError
 from ._daemon import Daemon
 from ._request import daemon_of, json_object, required_str
