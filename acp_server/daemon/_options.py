@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..modes import available_modes
 from ..pipeline import DEFAULT_IDLE_TIMEOUT_MS
-from ._events import DEFAULT_QUEUE_BYTES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
 
@@ -21,6 +20,8 @@ DEFAULT_EVENT_RING_TOTAL_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 60.0
+DEFAULT_QUEUE_BYTES = 1024 * 1024
+"""The bytes an event stream's subscriber may have waiting unsent (its queue) before it is dropped."""
 MAX_EVENT_ID = 2**53 - 1
 """The largest event id (and ``Last-Event-ID``) there is: exact as a JSON number in every client (JavaScript too)."""
 

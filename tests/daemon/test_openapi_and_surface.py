@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from types import ModuleType
 
 import jsonschema
 import pytest
@@ -106,6 +107,11 @@ async def test_every_event_a_turn_produces_matches_its_schema() -> None:
     assert kinds == {"agent_thought_chunk", "agent_message_chunk", "usage_update"}
 
 
+def _daemon_parts() -> dict[str, ModuleType]:
+    """The daemon's three parts (one job each), by name."""
+    return {"rest": daemon_pkg.rest, "remote": daemon_pkg.remote, "server": daemon_pkg.server}
+
+
 def test_public_surface_is_pinned() -> None:
     assert daemon_pkg.__all__ == sorted(daemon_pkg.__all__, key=lambda n: (not n.isupper(), n))
     assert set(daemon_pkg.__all__) == {
@@ -116,6 +122,7 @@ def test_public_surface_is_pinned() -> None:
         "PERMISSION_OPTIONS",
         "RETRY_AFTER_S",
         "Accepted",
+        "AcpOverHttp",
         "Daemon",
         "DaemonError",
         "DaemonOptions",
@@ -147,6 +154,33 @@ def test_public_surface_is_pinned() -> None:
         "run_daemon",
         "turn_error_payload",
         "url_of",
+    }
+    assert {part: set(module.__all__) for part, module in _daemon_parts().items()} == {
+        "remote": {"ROUTES", "AcpOverHttp", "CONNECTION_HEADER", "SESSION_HEADER", "acp", "acp_websocket"},
+        "rest": {
+            "FEATURES",
+            "ROUTES",
+            "SEND_BUFFER_BYTES",
+            "Accepted",
+            "Daemon",
+            "EventLog",
+            "EventStreamResponse",
+            "RingBudget",
+            "SessionChannel",
+            "Subscription",
+        },
+        "server": {
+            "ABORT_EXTENSION",
+            "EMFILE_LOG_INTERVAL_S",
+            "LISTEN_BACKLOG",
+            "AcceptErrorLog",
+            "bind_socket",
+            "fd_limited_connections",
+            "guarded_protocol",
+            "raise_fd_limit",
+            "serve_app",
+            "url_of",
+        },
     }
     for name in daemon_pkg.__all__:
         assert hasattr(daemon_pkg, name)

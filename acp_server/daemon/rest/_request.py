@@ -12,10 +12,10 @@ from typing import Any
 
 from starlette.requests import HTTPConnection, Request
 
-from ..rpc import lone_surrogate_at
+from ...rpc import lone_surrogate_at
+from .._exceptions import InvalidRequestError, UnsupportedMediaTypeError
+from .._options import MAX_EVENT_ID
 from ._daemon import Daemon
-from ._exceptions import InvalidRequestError, UnsupportedMediaTypeError
-from ._options import MAX_EVENT_ID
 
 __all__ = ["daemon_of", "flag", "json_object", "last_event_id", "required_str"]
 

@@ -12,10 +12,10 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..acp import load_schema, model, prompt_from_blocks, validate
-from ..domain import Prompt, StopReason
+from ...acp import load_schema, model, prompt_from_blocks, validate
+from ...domain import Prompt, StopReason
+from .._exceptions import InvalidRequestError
 from ._disconnect import wait_disconnected
-from ._exceptions import InvalidRequestError
 from ._request import daemon_of, flag, json_object, last_event_id, required_str
 from ._sse import EventStreamResponse
 

@@ -12,11 +12,11 @@ from functools import partial
 
 import anyio
 
-from ..acp import update_from_event
-from ..bridge import PromptHandle
-from ..domain import Compacted, PromptEnded, PromptEvent, TextChunk, ThoughtChunk
-from ._errors import turn_error_payload
-from ._events import EventLog, update_event_name
+from ...acp import update_from_event
+from ...bridge import PromptHandle
+from ...domain import Compacted, PromptEnded, PromptEvent, TextChunk, ThoughtChunk
+from .._errors import turn_error_payload
+from ._event_log import EventLog, update_event_name
 from ._permissions import PermissionDesk
 
 __all__ = ["SessionChannel"]

@@ -11,9 +11,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..acp import AgentOptions
-from ..bridge import SessionBridge
-from ..rpc import Channel, Connection, RoutedConnection
+from ...acp import AgentOptions
+from ...bridge import SessionBridge
+from ...rpc import Channel, Connection, RoutedConnection
 
 __all__ = ["ATTACHING_METHODS", "AcpConnection", "ConnectionOwner"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import Receive
 
-from ._exceptions import RequestTimeoutError
+from .._exceptions import RequestTimeoutError
 
 __all__ = ["wait_disconnected"]
 

@@ -21,15 +21,15 @@ import anyio.lowlevel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from ._connections import ABORT_EXTENSION
+from .._sse_frames import HEARTBEAT
+from ..server import ABORT_EXTENSION
 from ._disconnect import wait_disconnected
-from ._events import Subscription
+from ._event_log import Subscription
 
-__all__ = ["HEARTBEAT", "SEND_BUFFER_BYTES", "EventStreamResponse"]
+__all__ = ["SEND_BUFFER_BYTES", "EventStreamResponse"]
 
 logger = logging.getLogger("acp_server.daemon")
 
-HEARTBEAT = b": keep-alive\n\n"
 _FINISH_TIMEOUT_S = 1.0
 SEND_BUFFER_BYTES = 256 * 1024
 """The kernel send buffer of an event stream's connection (``SO_SNDBUF``; Linux books twice this)."""

@@ -11,7 +11,7 @@ import pytest
 
 from acp_server.config import Settings
 from acp_server.daemon import EventLog, RingBudget
-from acp_server.daemon._events import encode_frame
+from acp_server.daemon._sse_frames import encode_frame
 from acp_server.provider.offline import HangAfterHeaders, LoopbackModel, SlowDrip
 
 from ._support import Event, assert_documented, running_daemon

@@ -31,25 +31,22 @@ from typing import TypeAlias
 
 import anyio
 
-from ..domain import PlanUpdated, ToolCallStarted, ToolCallUpdated, TurnEvent
+from ...domain import PlanUpdated, ToolCallStarted, ToolCallUpdated, TurnEvent
+from .._options import DEFAULT_QUEUE_BYTES
+from .._sse_frames import encode_frame
 
 __all__ = [
     "DEFAULT_COALESCE_CHARS",
-    "DEFAULT_QUEUE_BYTES",
     "FRAME_OVERHEAD_BYTES",
     "EventLog",
     "RingBudget",
     "Subscription",
     "TextData",
-    "encode_frame",
     "update_event_name",
 ]
 
 DEFAULT_COALESCE_CHARS = 8192
 """How much text consecutive pieces may merge into while they wait for a slow subscriber (as the stdio face)."""
-
-DEFAULT_QUEUE_BYTES = 1024 * 1024
-"""The bytes a subscriber may have waiting unsent (its queue) before it is dropped."""
 
 _JOIN_PARTS_AT = 64
 """A merged entry joins its parts into one string when it holds this many (bounds its memory per character)."""
@@ -62,20 +59,6 @@ FRAME_OVERHEAD_BYTES = 128
 slot (measured on CPython 3.11)."""
 
 
-def encode_frame(event: str, data: Mapping[str, object], event_id: int | None = None) -> bytes:
-    """One SSE frame: ``id`` (when given), ``event`` and one compact JSON ``data`` line (JSON strings escape newlines).
-
-    The one SSE encoder of the daemon (event log and ``/acp``). Text that UTF-8 cannot carry (a lone surrogate)
-    is sent escaped, so a frame can always be written.
-    """
-    try:
-        payload = _ENCODER.encode(data).encode()
-    except UnicodeEncodeError:
-        payload = _ASCII_ENCODER.encode(data).encode()
-    head = b"" if event_id is None else b"id: %d\n" % event_id
-    return head + b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
-
-
 def update_event_name(event: TurnEvent) -> str:
     """The SSE event a turn event's ``session/update`` is published as: ``tool_call`` for a call's updates,
     ``plan`` for the whole plan, ``session_update`` for the rest (the data is the same ACP update either way)."""
@@ -84,9 +67,7 @@ def update_event_name(event: TurnEvent) -> str:
     return "plan" if isinstance(event, PlanUpdated) else "session_update"
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-_encode_string = json.encoder.encode_basestring  # what _ENCODER writes for a str (C-accelerated)
+_encode_string = json.encoder.encode_basestring  # what encode_frame writes for a str (C-accelerated)
 _MARK = "\ue000acp-server text\ue001"  # a piece's text while the frame around it is encoded (see _TextFrames)
 
 

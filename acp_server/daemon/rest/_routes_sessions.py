@@ -11,9 +11,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..mcp import parse_mcp_servers
+from ...mcp import parse_mcp_servers
+from .._exceptions import InvalidRequestError
 from ._daemon import Daemon
-from ._exceptions import InvalidRequestError
 from ._request import daemon_of, json_object, required_str
 
 __all__ = ["create_session", "delete_session", "remove_session", "resume_session", "set_config", "set_mode"]

@@ -7,7 +7,7 @@ Invariants:
 - every prompt accepted here gets exactly one ``prompt_accepted`` event (published before ``submit_prompt``
   returns), then its ``session_update`` events, then exactly one terminal event (``turn_complete`` or
   ``turn_error``); its message and thought chunks are text pieces (one key per prompt and kind), which a lagging
-  subscriber gets merged (``_events.py``, "Coalescing");
+  subscriber gets merged (``_event_log.py``, "Coalescing");
 - per session, the events of the prompts accepted here are published in admission order: each prompt's event
   stream delivers to the log (in the task of its turn, as each event is sent: no task per session) once every
   prompt accepted before it has ended (a prompt cancelled or expired while waiting has its terminal event published
@@ -41,9 +41,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .. import __version__
-from ..acp import PROTOCOL_VERSION, AgentOptions, config_options
-from ..bridge import (
+from ...acp import PROTOCOL_VERSION, config_options
+from ...bridge import (
     BridgeClosedError,
     PromptHandle,
     SessionBridge,
@@ -51,19 +50,18 @@ from ..bridge import (
     SessionNotFoundError,
     SettingsChange,
 )
-from ..domain import (
+from ...domain import (
     Prompt,
 )
-from ..mcp import McpServerConfig
-from ..modes import Mode, available_modes, mode_named
-from ..tasks import Lifecycle, OwnedTaskGroup
-from ..tools import ToolClient
-from ..tools.builtin import BUILTIN
-from ._acp_http import AcpOverHttp
+from ...mcp import McpServerConfig
+from ...modes import Mode, available_modes, mode_named
+from ...tasks import Lifecycle, OwnedTaskGroup
+from ...tools import ToolClient
+from ...tools.builtin import BUILTIN
+from .._exceptions import PromptNotFoundError
+from .._options import MAX_EVENT_ID, DaemonOptions
 from ._channel import SessionChannel
-from ._events import EventLog, RingBudget, Subscription
-from ._exceptions import PromptNotFoundError
-from ._options import MAX_EVENT_ID, DaemonOptions
+from ._event_log import EventLog, RingBudget, Subscription
 from ._permissions import DaemonPermission
 
 __all__ = ["FEATURES", "Accepted", "Daemon"]
@@ -143,7 +141,6 @@ class Daemon:
         self.modes: tuple[Mode, ...] = bridge.settings.offered
         self._channels: dict[str, SessionChannel] = {}
         self._tasks = OwnedTaskGroup()
-        self.acp: AcpOverHttp | None = None  # ACP JSON-RPC over HTTP, once open
         self._life = Lifecycle.UNOPENED
         self.ring_budget = RingBudget(self.options.event_ring_total_bytes)
         self._wall_clock_us = wall_clock_us
@@ -158,8 +155,6 @@ class Daemon:
         if self._life is not Lifecycle.UNOPENED:
             raise RuntimeError(f"a Daemon can be opened only once (this one is {self._life.value})")
         await self._tasks.enter()
-        agent_options = AgentOptions(version=__version__, fs_request_timeout_ms=self.options.fs_request_timeout_ms)
-        self.acp = AcpOverHttp(self.bridge, agent_options, heartbeat_s=self.options.heartbeat_s)
         self._remove_listeners = [
             self.bridge.add_close_listener(self._detached),
             self.bridge.add_settings_listener(self._settings_changed),
@@ -186,8 +181,6 @@ class Daemon:
         if self._life is not Lifecycle.OPEN:
             return
         self._life = Lifecycle.CLOSING
-        if self.acp is not None:
-            await self.acp.aclose()  # /acp prompts answer "cancelled" and free their slots
         channels = list(self._channels.values())
         pending = [handle for channel in channels for handle in channel.pending.values()]
         for handle in reversed(pending):  # waiting ones first, so none of them starts running

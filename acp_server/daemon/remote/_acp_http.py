@@ -69,13 +69,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from ..acp import AgentOptions
-from ..bridge import SessionBridge
-from ..errors import ServerError
-from ..rpc import Channel, RpcError, check_envelope, decode_line, encode_json, is_response
+from ...acp import AgentOptions
+from ...bridge import SessionBridge
+from ...errors import ServerError
+from ...rpc import Channel, RpcError, check_envelope, decode_line, encode_json, is_response
+from .._sse_frames import HEARTBEAT, encode_frame
 from ._acp_connection import ATTACHING_METHODS, AcpConnection
-from ._events import encode_frame
-from ._sse import HEARTBEAT
 
 __all__ = ["CONNECTION_HEADER", "SESSION_HEADER", "AcpOverHttp"]
 

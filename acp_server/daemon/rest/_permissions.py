@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..acp import update_from_event
-from ..domain import ToolCallStarted
-from ..tools import PERMISSION_OPTIONS, PermissionChoice, permission_choice
-from ._exceptions import InvalidRequestError, PermissionRequestNotFoundError
+from ...acp import update_from_event
+from ...domain import ToolCallStarted
+from ...tools import PERMISSION_OPTIONS, PermissionChoice, permission_choice
+from .._exceptions import InvalidRequestError, PermissionRequestNotFoundError
 
 if TYPE_CHECKING:
-    from ..bridge import PromptHandle
-    from ._events import EventLog
+    from ...bridge import PromptHandle
+    from ._event_log import EventLog
 
 __all__ = ["DaemonPermission", "PermissionDesk"]
 
