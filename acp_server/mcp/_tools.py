@@ -7,7 +7,10 @@
   any other is kind ``other`` and needs permission (the mode decides; an "always" answer is kept per tool).
   Annotations are the server's claims: trusted as far as the user trusts the server they configured.
 - Result: text parts (and embedded text resources) go to the model, joined by newlines; structured content with no
-  text goes as JSON; capped like every tool output. Images go to the model and the editor as images (the text
+  text goes as JSON; capped like every tool output (:data:`~acp_server.tools.OUTPUT_LIMIT_BYTES`, a note of what
+  was cut), and that capped text is also what the editor is shown and the step stores: no part of a result reaches
+  the editor or the store whole. Structured content is the call's ``rawOutput`` only when its JSON fits the same
+  cap. Images go to the model and the editor as images (the text
   gets a note where each was) — at most :data:`MAX_IMAGES` per result, :data:`MAX_IMAGE_DATA` characters of base64
   in all, valid base64 of a type in :data:`IMAGE_TYPES`; any other image, audio and binary resources are a one-line
   note "not shown to the model". ``isError: true`` ends the call ``failed`` with the server's text.
@@ -24,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..domain import ImageContent, ImagePart, TextContent, ToolContent, ToolKind, base64_size
 from ..tools import (
+    OUTPUT_LIMIT_BYTES,
     ContentSink,
     PreparedCall,
     ToolCallError,
     ToolClient,
     ToolResult,
     Workspace,
+    cap_text,
     failure,
     guarded_run,
     schema_check,
@@ -134,13 +139,20 @@ def result_of(result: types.CallToolResult, server: str) -> ToolResult:
             parts.append(f"[resource {block.uri}{f': {block.name}' if block.name else ''}]")
     if result.structuredContent is not None and not any(parts):
         parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
-    text = "\n".join(parts)
+    text = cap_text("\n".join(parts), "the rest was cut")
     if result.isError:
         return failure(text or f"the MCP server '{server}' reported an error without a message")
-    raw: object = result.structuredContent
+    raw = _bounded_raw(result.structuredContent)
     content: tuple[ToolContent, ...] = (TextContent(text),) if text else ()
     content += tuple(ImageContent(i.data, i.mime_type) for i in images)
     return ToolResult(output=text or "(no output)", content=content, raw_output=raw, images=tuple(images))
+
+
+def _bounded_raw(value: object) -> object:
+    """``value`` when its JSON fits :data:`OUTPUT_LIMIT_BYTES` (or it is None), else None."""
+    if value is None:
+        return None
+    return value if len(json.dumps(value)) <= OUTPUT_LIMIT_BYTES else None  # ASCII JSON: characters are bytes
 
 
 def _preparer(

@@ -35,7 +35,7 @@ from ._call import _guarded as guarded_run
 from ._call import failure
 from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
-from ._output import OUTPUT_LIMIT_BYTES
+from ._output import OUTPUT_LIMIT_BYTES, cap_text
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._project_text import ProjectText, read_project_text
 from ._types import (
@@ -81,6 +81,7 @@ __all__ = [
     "ToolResult",
     "Workspace",
     "arguments_json",
+    "cap_text",
     "failure",
     "guarded_run",
     "openai_tools",

@@ -63,6 +63,7 @@ def test_exported_members() -> None:
         "ToolResult",
         "Workspace",
         "arguments_json",
+        "cap_text",
         "failure",
         "guarded_run",
         "openai_tools",
