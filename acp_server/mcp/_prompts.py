@@ -1,6 +1,6 @@
 """An MCP server's prompts as slash commands: their names, their arguments as typed, what ``prompts/get`` gives.
 
-- Name: ``mcp__<server>__<prompt>``, made like an MCP tool's name (:func:`~._mcp_tools.mcp_tool_name`: characters
+- Name: ``mcp__<server>__<prompt>``, made like an MCP tool's name (:func:`~._tools.mcp_tool_name`: characters
   outside ``[a-zA-Z0-9_-]`` become ``_``, at most 64 characters, a clash gets a hash suffix), so it never clashes
   with a built-in command (none starts with ``mcp__``) nor with another prompt of the session. What the server says
   of it (description, title, argument names and descriptions) is shown as one line of plain text, bounded

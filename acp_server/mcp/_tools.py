@@ -2,9 +2,12 @@
 
 - Name: ``mcp__<server>__<tool>``, each part with every character outside ``[a-zA-Z0-9_-]`` replaced by ``_``;
   a name over 64 characters, or one that another tool already has, is cut and ends with 8 hex digits of a hash of
-  the server's and tool's real names. The same server name and tool name always give the same name.
+  the server's and tool's real names. The same server name and tool name always give the same name. Within a
+  session a name, once handed out, stays its tool's (:class:`ToolNames`): a re-listing in another order never
+  hands it to another tool.
 - Nature: ``readOnlyHint: true`` makes a read tool (kind ``read``, offered in ``read-only`` mode, never asks);
-  any other is kind ``other`` and needs permission (the mode decides; an "always" answer is kept per tool).
+  any other is kind ``other`` and needs permission (the mode decides; an "always" answer is kept per tool: its rule
+  names the server and the tool's remote name, never the name it is offered under).
   Annotations are the server's claims: trusted as far as the user trusts the server they configured.
 - Result: text parts (and embedded text resources) go to the model, joined by newlines; structured content with no
   text goes as JSON; capped like every tool output (:data:`~acp_server.tools.OUTPUT_LIMIT_BYTES`, a note of what
@@ -22,7 +25,7 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Container
 from typing import TYPE_CHECKING, Any
 
 from ..domain import ImageContent, ImagePart, TextContent, ToolContent, ToolKind, base64_size
@@ -51,9 +54,11 @@ __all__ = [
     "MAX_IMAGES",
     "MAX_IMAGE_DATA",
     "MAX_TOOL_NAME",
+    "ToolNames",
     "image_problem",
     "mcp_tool_name",
     "mcp_tools",
+    "permission_rule",
     "result_of",
 ]
 
@@ -69,7 +74,7 @@ IMAGE_TYPES: frozenset[str] = frozenset({"image/png", "image/jpeg", "image/gif",
 """The image types OpenAI's vision models take; an image of another type is a note."""
 
 
-def mcp_tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
+def mcp_tool_name(server: str, tool: str, taken: Container[str] = ()) -> str:
     """The name the model knows ``server``'s ``tool`` by (valid for OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``), not in
     ``taken``."""
     name = f"mcp__{_INVALID.sub('_', server)}__{_INVALID.sub('_', tool)}"
@@ -82,6 +87,46 @@ def mcp_tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
         if candidate not in taken:
             return candidate
     raise ValueError("no free name")  # pragma: no cover - 100 colliding hashes
+
+
+class ToolNames:
+    """The names a session's MCP tools are offered under, for the session's life: one per (server, remote name),
+    and a name never given to two tools (the taken ones stay taken when their tool goes)."""
+
+    __slots__ = ("_given", "_names")
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], str] = {}
+        self._given: set[str] = set()
+
+    def name(self, server: str, tool: str, taken: Collection[str]) -> str:
+        """``server``'s ``tool``'s name: the one it was given before, else a new one not in ``taken`` nor given."""
+        key = (server, tool)
+        known = self._names.get(key)
+        if known is not None:
+            return known
+        name = mcp_tool_name(server, tool, _Either(self._given, taken))
+        self._names[key] = name
+        self._given.add(name)
+        return name
+
+
+class _Either:
+    """Membership in either of two collections (no union built per name)."""
+
+    __slots__ = ("_a", "_b")
+
+    def __init__(self, a: Container[str], b: Container[str]) -> None:
+        self._a, self._b = a, b
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._a or item in self._b
+
+
+def permission_rule(server: str, tool: str) -> str:
+    """The key of an "always" answer for ``server``'s ``tool``: its server and remote name, whatever it is offered
+    as (two tools never share one, and a tool keeps its own across re-listings)."""
+    return "mcp:" + json.dumps([server, tool])
 
 
 def _parameters(tool: types.Tool) -> dict[str, Any]:
@@ -173,21 +218,26 @@ def _preparer(
             except ToolCallError as exc:
                 return failure(str(exc))
 
-        return PreparedCall(name, title, kind, (), (), not read_only, guarded_run(run), rule=name)
+        rule = permission_rule(connection.name, remote)
+        return PreparedCall(name, title, kind, (), (), not read_only, guarded_run(run), rule=rule)
 
     return prepare
 
 
-def mcp_tools(connection: McpConnection, taken: Collection[str], timeout_s: Callable[[], float]) -> list[Tool]:
-    """The connection's listed tools as :class:`Tool` values with names not in ``taken`` (nor each other's).
-    A tool whose schema is not a valid JSON Schema is left out (logged by the caller's summary)."""
+def mcp_tools(
+    connection: McpConnection, taken: Collection[str], timeout_s: Callable[[], float], names: ToolNames
+) -> list[Tool]:
+    """The connection's listed tools as :class:`Tool` values, named by ``names`` (not in ``taken``, nor each
+    other's). A tool whose schema is not a valid JSON Schema is left out (logged by the caller's summary)."""
     import logging
 
     tools: list[Tool] = []
     used = set(taken)
     server = connection.name
     for remote in connection.tools:
-        name = mcp_tool_name(server, remote.name, used)
+        name = names.name(server, remote.name, used)
+        if name in used:
+            continue  # listed twice by its server: the first stands
         parameters = _parameters(remote)
         try:
             check = schema_check(parameters)
