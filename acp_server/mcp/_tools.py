@@ -5,6 +5,10 @@
   the server's and tool's real names. The same server name and tool name always give the same name. Within a
   session a name, once handed out, stays its tool's (:class:`ToolNames`): a re-listing in another order never
   hands it to another tool.
+- Shown: a call's title is ``<server>: <title>`` (``annotations.title``, else ``title``, else the tool's name) as one
+  line of plain text of at most 128 characters (:func:`~._text.one_line`), wherever it appears (``tool_call``, the
+  permission request, the stored step and its replay); the description the model is sent, with the server and tool
+  it comes from, is at most :data:`MAX_DESCRIPTION` characters, the tool's name in it at most 64.
 - Nature: ``readOnlyHint: true`` makes a read tool (kind ``read``, offered in ``read-only`` mode, never asks);
   any other is kind ``other`` and needs permission (the mode decides; an "always" answer is kept per tool: its rule
   names the server and the tool's remote name, never the name it is offered under).
@@ -43,6 +47,7 @@ from ..tools import (
     schema_check,
 )
 from ..tools.registry import Tool
+from ._text import one_line
 
 if TYPE_CHECKING:
     from mcp import types
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMAGE_TYPES",
+    "MAX_DESCRIPTION",
     "MAX_IMAGES",
     "MAX_IMAGE_DATA",
     "MAX_TOOL_NAME",
@@ -64,7 +70,9 @@ __all__ = [
 
 MAX_TOOL_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
-_MAX_DESCRIPTION = 4096
+MAX_DESCRIPTION = 4096
+"""Characters of a tool's whole description the model is sent (the server's text, then which server and tool)."""
+_MAX_TITLE = 128  # a call's title as shown: "<server>: " and this much of the tool's title (or name)
 
 MAX_IMAGES = 4
 """Images of one result the model and the editor are shown; the others are a note."""
@@ -242,19 +250,22 @@ def mcp_tools(
         try:
             check = schema_check(parameters)
         except ValueError as exc:
-            logging.getLogger("acp_server.mcp").warning("mcp %s: tool %r left out: %s", server, remote.name, exc)
+            shown_name = one_line(remote.name, MAX_TOOL_NAME)
+            logging.getLogger("acp_server.mcp").warning("mcp %s: tool %r left out: %s", server, shown_name, exc)
             continue
         used.add(name)
         annotations = remote.annotations
         read_only = bool(annotations is not None and annotations.readOnlyHint is True)
         kind: ToolKind = "read" if read_only else "other"
         shown = (annotations.title if annotations is not None and annotations.title else None) or remote.title
-        title = f"{server}: {shown or remote.name}"
-        description = (remote.description or f"The {remote.name} tool of the MCP server '{server}'.")[:_MAX_DESCRIPTION]
+        remote_shown = one_line(remote.name, MAX_TOOL_NAME)
+        title = f"{server}: {one_line(shown or '', _MAX_TITLE) or remote_shown}"
+        suffix = f"\n\n(MCP server '{server}', tool '{remote_shown}')"
+        description = remote.description or f"The {remote_shown} tool of the MCP server '{server}'."
         tools.append(
             Tool(
                 name,
-                f"{description}\n\n(MCP server '{server}', tool '{remote.name}')",
+                description[: MAX_DESCRIPTION - len(suffix)] + suffix,
                 parameters,
                 kind,
                 read_only=read_only,

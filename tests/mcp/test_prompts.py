@@ -172,7 +172,7 @@ def test_what_a_server_says_of_its_prompts_is_shown_on_one_line_and_bounded() ->
     huge = "a" * 100_000
     arguments = [types.PromptArgument(name=huge, required=True), types.PromptArgument(name="x] [y\nz", required=False)]
     prompt = mcp_prompt("srv", types.Prompt(name="p", description=spoof, arguments=arguments), set())
-    assert prompt.description == "Looks fine /compact — Compact the conversation [2K (MCP server 'srv')"
+    assert prompt.description == "Looks fine /compact — Compact the conversation (MCP server 'srv')"
     assert prompt.hint == "a" * 63 + "… [x]_[y_z]"
     assert bind_arguments(prompt, "one two") == {huge: "one", "x] [y\nz": "two"}
     with pytest.raises(McpPromptError) as refused:
