@@ -13,8 +13,8 @@
 - Result (:func:`prompt_parts`): the messages' content in order, as the parts of the user's prompt: text as text (an
   assistant message's marked as such), embedded resources as resources (a binary one: its uri only), resource links
   as links, images as images within the bounds of an MCP tool's images (else a note), audio as a note. Over
-  :data:`MAX_PROMPT_TEXT` characters of text in all (resources' and links' uris, names and descriptions count):
-  refused.
+  :data:`MAX_PROMPT_TEXT` characters of text in all (every string a part brings counts: text, the notes audio and
+  refused images become, resources' and links' uris, names, descriptions and mime types): refused.
 """
 
 from __future__ import annotations
@@ -130,19 +130,30 @@ def _usage(prompt: McpPrompt) -> str:
     return f"usage: {prompt.usage}, or name=value for any argument"
 
 
+def _characters(part: PromptPart) -> int:
+    """The characters ``part`` brings toward :data:`MAX_PROMPT_TEXT`: every string of it (notes, uris, names, mime
+    types), an image's data aside (images have their own bounds)."""
+    if isinstance(part, TextPart):
+        return len(part.text)
+    if isinstance(part, ImagePart):
+        return len(part.mime_type)
+    if isinstance(part, ResourcePart):
+        return len(part.uri) + len(part.text or "") + len(part.mime_type or "")
+    return len(part.uri) + len(part.name) + len(part.description or "")
+
+
 def prompt_parts(result: types.GetPromptResult, prompt: McpPrompt) -> tuple[PromptPart, ...]:
     """The parts of the user's prompt that ``prompts/get``'s ``result`` makes (module rules)."""
     from mcp import types
 
     parts: list[PromptPart] = []
     images: list[ImagePart] = []
-    held = text = 0
+    held = 0
     for message in result.messages:
         block = message.content
         if isinstance(block, types.TextContent):
             said = block.text if message.role == "user" else f"{_ASSISTANT}\n{block.text}"
             parts.append(TextPart(said))
-            text += len(said)
         elif isinstance(block, types.ImageContent):
             image = ImageContent(block.data, block.mimeType)
             why = image_problem(image, images, held)
@@ -160,13 +171,11 @@ def prompt_parts(result: types.GetPromptResult, prompt: McpPrompt) -> tuple[Prom
             uri = str(resource.uri)
             if isinstance(resource, types.TextResourceContents):
                 parts.append(ResourcePart(uri, resource.text, resource.mimeType))
-                text += len(uri) + len(resource.text)
             else:
                 parts.append(ResourcePart(uri, None, resource.mimeType))
-                text += len(uri)
         elif isinstance(block, types.ResourceLink):
             parts.append(ResourceLinkPart(str(block.uri), block.name, block.description))
-            text += len(str(block.uri)) + len(block.name) + len(block.description or "")
+    text = sum(_characters(part) for part in parts)
     if text > MAX_PROMPT_TEXT:
         raise McpPromptError(
             f"/{prompt.command}: the MCP server '{prompt.server}' gave {text} characters of text, more than the "
