@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..tools import ToolCallError
+from ..urls import without_url_secrets
 from ._config import McpServerConfig, server_environment
 from ._exceptions import McpPromptError
 from ._stdio import stdio_transport
@@ -130,6 +131,7 @@ class McpConnection:
         self._scope.cancel()  # also while connecting or re-listing: never wait for the server
 
     def _fail(self, problem: str) -> None:
+        problem = without_url_secrets(problem)  # told to the client and logged: a URL's query may hold a key
         self._down.set()
         if self.problem is None:
             self.problem = "closed" if self._close.is_set() else problem  # a stop we asked for is no failure
@@ -380,7 +382,8 @@ class McpConnection:
                 f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the {what} was cancelled"
             ) from None
         except McpError as exc:
-            raise error(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
+            message = without_url_secrets(exc.error.message)
+            raise error(f"the MCP server '{self.name}' answered an error: {message}") from None
         except ValidationError:  # the SDK checks every result against MCP's schema
             raise error(f"the MCP server '{self.name}' answered an invalid result (not MCP's schema)") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
@@ -399,6 +402,6 @@ def _reason(exc: BaseException) -> str:
     from mcp.shared.exceptions import McpError
 
     if isinstance(exc, McpError):
-        return f"the server answered an error: {exc.error.message}"
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+        return f"the server answered an error: {without_url_secrets(exc.error.message)}"
+    text = without_url_secrets(str(exc).splitlines()[0])[:300] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
