@@ -35,6 +35,7 @@ from ._call import _guarded as guarded_run
 from ._call import failure
 from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
+from ._group_watch import watched_group
 from ._output import OUTPUT_LIMIT_BYTES, cap_text
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._project_text import ProjectText, read_project_text
@@ -89,4 +90,5 @@ __all__ = [
     "prepare_call",
     "read_project_text",
     "schema_check",
+    "watched_group",
 ]

@@ -70,6 +70,7 @@ def test_exported_members() -> None:
         "permission_choice",
         "prepare_call",
         "schema_check",
+        "watched_group",
     }
     for name in tools.__all__:
         assert getattr(tools, name) is not None
