@@ -272,13 +272,29 @@ class McpConnection:
                 loops.cancel_scope.cancel()
 
     async def _tools_loop(self, session: ClientSession) -> None:
+        """List the tools again at each ``tools/list_changed`` (at most once per :data:`RELIST_INTERVAL_S`); a
+        re-listing that fails or takes longer than the request timeout keeps the last list (logged; the server stays
+        up)."""
+        from mcp.shared.exceptions import McpError
+        from pydantic import ValidationError
+
         listed = anyio.current_time()
         while True:
             await self._relist.wait()
             await anyio.sleep_until(listed + RELIST_INTERVAL_S)  # what comes meanwhile is this one re-listing
             listed = anyio.current_time()
             self._relist = anyio.Event()
-            self.tools = await self._list(session)
+            try:
+                with anyio.fail_after(self._request_timeout_s):
+                    tools = await self._list(session)
+            except (McpError, TimeoutError, ValidationError) as exc:
+                logger.warning(
+                    "mcp %s: tools not re-listed (%s); the last list stays",
+                    self.name,
+                    _listing_failure(exc, self._request_timeout_s),
+                )
+                continue
+            self.tools = tools
             logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
             self._on_tools(self)
 
@@ -296,8 +312,7 @@ class McpConnection:
                 with anyio.fail_after(self._request_timeout_s):
                     prompts = await self._list_prompts(session)
             except (McpError, TimeoutError, ValidationError) as exc:
-                why = f"no answer within {self._request_timeout_s:g} s" if isinstance(exc, TimeoutError) else exc
-                why = "an invalid result (not MCP's schema)" if isinstance(exc, ValidationError) else why
+                why = _listing_failure(exc, self._request_timeout_s)
                 logger.warning("mcp %s: prompts not listed: %s", self.name, why)
                 prompts = ()
             changed = prompts != self.prompts
@@ -388,6 +403,17 @@ class McpConnection:
             raise error(f"the MCP server '{self.name}' answered an invalid result (not MCP's schema)") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise error(f"the MCP server '{self.name}' stopped during the {what}{self._why()}") from None
+
+
+def _listing_failure(exc: Exception, timeout_s: float) -> str:
+    """Why a listing failed, for the log: no answer in time, an invalid result, or the server's error."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout_s:g} s"
+    if isinstance(exc, ValidationError):
+        return "an invalid result (not MCP's schema)"
+    return without_url_secrets(str(exc))[:300]
 
 
 def _reason(exc: BaseException) -> str:

@@ -6,7 +6,7 @@ chosen by ``RAW_SERVER`` (a comma-separated list):
 - ``metadata``: a tool whose description, title and name are huge, and whose titles hold escape sequences, line
   breaks, bidi overrides and zero-width characters.
 - ``relist_hang`` / ``relist_error``: every ``tools/list`` after the first is never answered / answered an error;
-  the tool ``touch`` sends ``notifications/tools/list_changed``.
+  the tool ``touch`` sends ``notifications/tools/list_changed``, ``listings`` says how many were asked for.
 - ``noisy``: the tool ``noise`` writes ``count`` lines to stderr.
 
 Every tool answers ``ok`` (``echo``-like) unless said otherwise.
@@ -40,7 +40,7 @@ def tools() -> list[dict[str, object]]:
             }
         )
     if MODES & {"relist_hang", "relist_error"}:
-        listed.append({"name": "touch", "inputSchema": SCHEMA})
+        listed += [{"name": "touch", "inputSchema": SCHEMA}, {"name": "listings", "inputSchema": SCHEMA}]
     if "noisy" in MODES:
         listed.append(
             {"name": "noise", "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}
@@ -59,6 +59,8 @@ def call(name: str, arguments: dict[str, object]) -> dict[str, object]:
         send({"method": "notifications/tools/list_changed"})
     elif name == "touch":
         send({"method": "notifications/tools/list_changed"})
+    elif name == "listings":
+        return {"content": [{"type": "text", "text": str(state["listings"])}]}
     elif name == "noise":
         for i in range(int(str(arguments.get("count", 1)))):
             sys.stderr.write(f"noise {i}\n")
