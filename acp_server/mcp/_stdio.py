@@ -12,7 +12,8 @@ out), as on the SDK's own ``stdio_client``; this one adds what an agent needs of
 - a message is at most :data:`MAX_MESSAGE_BYTES`; a longer line ends the connection (memory stays bounded whatever
   the server sends).
 - its stderr is drained line by line into the agent's log (prefixed with the server's name, lines cut at 2 KiB),
-  never into stdout, and never blocks the server.
+  never into stdout, and never blocks the server; the log takes :data:`STDERR_BURST` lines at once, then
+  :data:`STDERR_PER_S` a second, per server: the others are dropped and their count logged.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..tools import watched_group
 
-__all__ = ["MAX_MESSAGE_BYTES", "STOP_GRACE_S", "stdio_transport"]
+__all__ = ["MAX_MESSAGE_BYTES", "STDERR_BURST", "STDERR_PER_S", "STOP_GRACE_S", "stdio_transport"]
 
 logger = logging.getLogger("acp_server.mcp")
 
@@ -45,6 +46,9 @@ STOP_GRACE_S = 2.0
 """How long a stopping server has after its stdin closes (then SIGTERM), and after SIGTERM (then SIGKILL)."""
 
 _MAX_STDERR_LINE = 2048
+STDERR_BURST = 100
+"""Lines of a server's stderr the log takes at once (then :data:`STDERR_PER_S` a second; the others are counted)."""
+STDERR_PER_S = 10
 _MAX_BAD_LINES_LOGGED = 5
 
 
@@ -87,18 +91,50 @@ async def _stop(process: Process) -> None:
         _signal_group(process.pid, signal.SIGKILL)  # leftovers of the group (the leader is reaped)
 
 
+class _LogBudget:
+    """A server's stderr lines the log takes: :data:`STDERR_BURST` at once, then :data:`STDERR_PER_S` a second (a
+    token bucket); the others are counted, and the count is logged before the next line logged, or at the end."""
+
+    __slots__ = ("_at", "_tokens", "dropped", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._tokens = float(STDERR_BURST)
+        self._at = anyio.current_time()
+        self.dropped = 0
+
+    def line(self, text: str) -> None:
+        now = anyio.current_time()
+        self._tokens = min(float(STDERR_BURST), self._tokens + (now - self._at) * STDERR_PER_S)
+        self._at = now
+        if self._tokens < 1:
+            self.dropped += 1
+            return
+        self._tokens -= 1
+        self.report()
+        logger.info("mcp %s (stderr): %s", self.name, text)
+
+    def report(self) -> None:
+        if self.dropped:
+            logger.info("mcp %s (stderr): %d lines dropped (over %d a second)", self.name, self.dropped, STDERR_PER_S)
+            self.dropped = 0
+
+
 async def _drain_stderr(stream: ByteReceiveStream, name: str) -> None:
     buffered = BufferedByteReceiveStream(stream)
+    budget = _LogBudget(name)
     pending = b""
-    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        while True:
-            chunk = await buffered.receive(65536)
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()[-_MAX_STDERR_LINE:]
-            for line in lines:
-                if line.strip():
-                    text = line[:_MAX_STDERR_LINE].decode("utf-8", "replace").rstrip()
-                    logger.info("mcp %s (stderr): %s", name, text)
+    try:
+        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            while True:
+                chunk = await buffered.receive(65536)
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()[-_MAX_STDERR_LINE:]
+                for line in lines:
+                    if line.strip():
+                        budget.line(line[:_MAX_STDERR_LINE].decode("utf-8", "replace").rstrip())
+    finally:
+        budget.report()  # also when cancelled: the count is never lost
 
 
 @asynccontextmanager
