@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
+from acp_server.pipeline import StreamPolicy
+from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 from acp_server.tools.registry import ToolSet
+from acp_server.turn import ModelSettings, ModelTurn
+from tests.turn._tools_support import Editor, Events, LoopSession, text_prompt
 
 from .test_servers import call, connected, eventually
 
@@ -46,3 +50,32 @@ async def test_a_relisting_in_another_order_keeps_each_tools_name_and_rule(tmp_p
         assert after == before  # x_y does not inherit x.y's name, nor its "always" rule
         rules = [rule for _, rule in after.values()]
         assert len(set(rules)) == 2 and 'mcp:["raw", "x.y"]' in rules
+
+
+async def _turn(model: LoopbackModel, session: LoopSession, editor: Editor) -> None:
+    policy = StreamPolicy(stream_max_retries=0, backoff_max_retries=0, content_max_retries=0)
+    runner = ModelTurn(ModelSettings(base_url=model.base_url, model="m", policy=policy))
+    try:
+        assert await runner(session, text_prompt("go"), Events(session), editor.tool_client) == "end_turn"
+    finally:
+        await runner.aclose()
+
+
+async def test_always_allowing_one_tool_never_allows_the_other_after_a_relisting(tmp_path: Path) -> None:
+    """The issue's case through a real turn: "always allow" for ``x.y``; re-listed in the other order, ``x_y`` asks."""
+    async with LoopbackModel() as model, connected(tmp_path, raw_server("names")) as (tools, _):
+        session = LoopSession(str(tmp_path))
+        session.tools = tools  # type: ignore[attr-defined]  # a session with MCP servers (see turn.tools_of)
+        editor = Editor("allow_always", "allow_once")
+        model.enqueue(ToolCalls((ScriptedCall("mcp__raw__x_y", {}, id="first"),)), Answer(text="ok"))
+        await _turn(model, session, editor)
+        order = tools.names
+        await call(tools, "mcp__raw__swap")
+        await eventually(lambda: tools.names != order)
+        [other] = [name for name in tools.names if (tool := tools.get(name)) and tool.title == "raw: x_y"]
+        model.enqueue(
+            ToolCalls((ScriptedCall("mcp__raw__x_y", {}, id="again"), ScriptedCall(other, {}, id="second"))),
+            Answer(text="ok"),
+        )
+        await _turn(model, session, editor)
+        assert [(c.call_id, c.title) for c in editor.asked] == [("first", "raw: x.y"), ("second", "raw: x_y")]
