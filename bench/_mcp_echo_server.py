@@ -1,6 +1,6 @@
 """A minimal stdio MCP server for the benchmarks (plain JSON-RPC lines, no SDK: its own cost stays out of the
 figures): ``initialize`` answered after ``--delay`` seconds (a server that takes time to start, e.g. to reach a
-database), one read-only tool ``echo``."""
+database), two read-only tools: ``echo``, and ``big`` (a text of ``size`` bytes)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,12 @@ TOOL = {
     "name": "echo",
     "description": "Echo the text back.",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "annotations": {"readOnlyHint": True},
+}
+BIG = {
+    "name": "big",
+    "description": "A text of `size` bytes.",
+    "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
     "annotations": {"readOnlyHint": True},
 }
 
@@ -34,7 +40,9 @@ def main() -> None:
                 "serverInfo": {"name": "bench-echo", "version": "1"},
             }
         elif method == "tools/list":
-            result = {"tools": [TOOL]}
+            result = {"tools": [TOOL, BIG]}
+        elif method == "tools/call" and message["params"]["name"] == "big":
+            result = {"content": [{"type": "text", "text": "x" * message["params"]["arguments"]["size"]}]}
         elif method == "tools/call":
             text = message["params"]["arguments"]["text"]
             result = {"content": [{"type": "text", "text": f"echo: {text}"}]}

@@ -4,7 +4,8 @@ and no layer reaches into another's ``_private`` module. With them, the house ru
 
 Layers, lowest first (a module may import its own layer's modules and any lower layer's public names)::
 
-    ground     the package root (``__version__``; it imports nothing), errors, domain, tasks, modes, grammar_bounds
+    ground     the package root (``__version__``; it imports nothing), errors, domain, tasks, modes, urls,
+               grammar_bounds
     provider   the openai client factory and the offline model
     pipeline   watchdog, retries, streaming  tools   the built-in tools, the registry (beside each other)
     mcp        the MCP client: servers' connections, their tools (into tools' registry) and prompts
@@ -43,6 +44,7 @@ RANKS: dict[str, int] = {
     "tasks": 0,
     "limits": 0,
     "retry_after": 0,
+    "urls": 0,
     "modes": 0,
     "grammar_bounds": 0,
     "provider": 1,

@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import IO, TypeAlias
 
+from ..urls import without_url_secrets
+
 __all__ = ["QUEUE_RECORDS", "BoundedLogHandler", "configure_logging", "open_log_file"]
 
 QUEUE_RECORDS = 10_000
@@ -32,20 +34,21 @@ _Write: TypeAlias = Callable[[bytes], None]
 
 
 class _Redact(logging.Filter):
-    """Replace every known secret in a record's final message; defence in depth behind "never log a secret"."""
+    """Replace every known secret in a record's final message, and show every URL in it without its userinfo, query
+    and fragment (an MCP server's URL, quoted by an HTTP library's line at any level); defence in depth behind
+    "never log a secret"."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
         self._secrets = [s for s in secrets if s and len(s) >= 4]
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self._secrets:
-            message = record.getMessage()
-            redacted = message
-            for secret in self._secrets:
-                redacted = redacted.replace(secret, "***")
-            if redacted != message:
-                record.msg, record.args = redacted, None
+        message = record.getMessage()
+        redacted = without_url_secrets(message)
+        for secret in self._secrets:
+            redacted = redacted.replace(secret, "***")
+        if redacted != message:
+            record.msg, record.args = redacted, None
         return True
 
 

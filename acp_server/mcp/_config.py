@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 from ..errors import InvalidInputError
 from ..tools import SECRET_ENV
+from ..urls import public_url
 
 __all__ = [
     "AGENT_SECRETS",
@@ -54,7 +55,7 @@ class McpServerConfig:
     headers: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
-        where = self.command if self.transport == "stdio" else self.url.partition("?")[0]  # a query may hold a key
+        where = self.command if self.transport == "stdio" else public_url(self.url)  # a query may hold a key
         return f"<McpServerConfig {self.name!r} {self.transport} {where!r}>"
 
     def to_acp(self) -> dict[str, Any]:

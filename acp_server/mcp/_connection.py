@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..tools import ToolCallError
+from ..urls import without_url_secrets
 from ._config import McpServerConfig, server_environment
 from ._exceptions import McpPromptError
 from ._stdio import stdio_transport
@@ -130,6 +131,7 @@ class McpConnection:
         self._scope.cancel()  # also while connecting or re-listing: never wait for the server
 
     def _fail(self, problem: str) -> None:
+        problem = without_url_secrets(problem)  # told to the client and logged: a URL's query may hold a key
         self._down.set()
         if self.problem is None:
             self.problem = "closed" if self._close.is_set() else problem  # a stop we asked for is no failure
@@ -270,13 +272,29 @@ class McpConnection:
                 loops.cancel_scope.cancel()
 
     async def _tools_loop(self, session: ClientSession) -> None:
+        """List the tools again at each ``tools/list_changed`` (at most once per :data:`RELIST_INTERVAL_S`); a
+        re-listing that fails or takes longer than the request timeout keeps the last list (logged; the server stays
+        up)."""
+        from mcp.shared.exceptions import McpError
+        from pydantic import ValidationError
+
         listed = anyio.current_time()
         while True:
             await self._relist.wait()
             await anyio.sleep_until(listed + RELIST_INTERVAL_S)  # what comes meanwhile is this one re-listing
             listed = anyio.current_time()
             self._relist = anyio.Event()
-            self.tools = await self._list(session)
+            try:
+                with anyio.fail_after(self._request_timeout_s):
+                    tools = await self._list(session)
+            except (McpError, TimeoutError, ValidationError) as exc:
+                logger.warning(
+                    "mcp %s: tools not re-listed (%s); the last list stays",
+                    self.name,
+                    _listing_failure(exc, self._request_timeout_s),
+                )
+                continue
+            self.tools = tools
             logger.info("mcp %s: tools re-listed, %d tools", self.name, len(self.tools))
             self._on_tools(self)
 
@@ -294,8 +312,7 @@ class McpConnection:
                 with anyio.fail_after(self._request_timeout_s):
                     prompts = await self._list_prompts(session)
             except (McpError, TimeoutError, ValidationError) as exc:
-                why = f"no answer within {self._request_timeout_s:g} s" if isinstance(exc, TimeoutError) else exc
-                why = "an invalid result (not MCP's schema)" if isinstance(exc, ValidationError) else why
+                why = _listing_failure(exc, self._request_timeout_s)
                 logger.warning("mcp %s: prompts not listed: %s", self.name, why)
                 prompts = ()
             changed = prompts != self.prompts
@@ -380,11 +397,23 @@ class McpConnection:
                 f"the MCP server '{self.name}' did not answer within {timeout_s:g} s; the {what} was cancelled"
             ) from None
         except McpError as exc:
-            raise error(f"the MCP server '{self.name}' answered an error: {exc.error.message}") from None
+            message = without_url_secrets(exc.error.message)
+            raise error(f"the MCP server '{self.name}' answered an error: {message}") from None
         except ValidationError:  # the SDK checks every result against MCP's schema
             raise error(f"the MCP server '{self.name}' answered an invalid result (not MCP's schema)") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise error(f"the MCP server '{self.name}' stopped during the {what}{self._why()}") from None
+
+
+def _listing_failure(exc: Exception, timeout_s: float) -> str:
+    """Why a listing failed, for the log: no answer in time, an invalid result, or the server's error."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout_s:g} s"
+    if isinstance(exc, ValidationError):
+        return "an invalid result (not MCP's schema)"
+    return without_url_secrets(str(exc))[:300]
 
 
 def _reason(exc: BaseException) -> str:
@@ -399,6 +428,6 @@ def _reason(exc: BaseException) -> str:
     from mcp.shared.exceptions import McpError
 
     if isinstance(exc, McpError):
-        return f"the server answered an error: {exc.error.message}"
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+        return f"the server answered an error: {without_url_secrets(exc.error.message)}"
+    text = without_url_secrets(str(exc).splitlines()[0])[:300] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

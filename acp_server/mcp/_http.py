@@ -3,7 +3,7 @@
 The SDK reads a JSON answer whole and an event stream an event at a time, however large: over HTTP a message would
 be bounded by nothing. :func:`bounded_http_client` gives the SDK a client whose every response body is read through
 :class:`_Bounded`: a JSON body, or one event of an event stream (the bytes between two blank lines), past
-:data:`~._mcp_stdio.MAX_MESSAGE_BYTES` raises :class:`MessageTooLargeError` before more is held, and tells the
+:data:`~._stdio.MAX_MESSAGE_BYTES` raises :class:`MessageTooLargeError` before more is held, and tells the
 connection (``on_too_large``: it ends, as a line that long ends a stdio server; the SDK itself swallows some read
 errors and would wait on). Bodies are asked for and accepted unencoded only (``Accept-Encoding: identity``; a compressed
 body is refused), so the bound is on what memory holds, not on what a compressor shrank.

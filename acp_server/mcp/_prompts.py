@@ -1,10 +1,10 @@
 """An MCP server's prompts as slash commands: their names, their arguments as typed, what ``prompts/get`` gives.
 
-- Name: ``mcp__<server>__<prompt>``, made like an MCP tool's name (:func:`~._mcp_tools.mcp_tool_name`: characters
+- Name: ``mcp__<server>__<prompt>``, made like an MCP tool's name (:func:`~._tools.mcp_tool_name`: characters
   outside ``[a-zA-Z0-9_-]`` become ``_``, at most 64 characters, a clash gets a hash suffix), so it never clashes
   with a built-in command (none starts with ``mcp__``) nor with another prompt of the session. What the server says
   of it (description, title, argument names and descriptions) is shown as one line of plain text, bounded
-  (:func:`_one_line`; an argument name one word of at most 64 characters): it cannot pass for another command.
+  (:func:`~._text.one_line`; an argument name one word of at most 64 characters): it cannot pass for another command.
 - Arguments (:func:`bind_arguments`): the text after the command, split like a shell does (quotes group words).
   ``name=value`` (or ``--name=value``) sets the argument ``name``; the other words fill the declared arguments not
   named, in their declared order, the last of them taking every word left. A required argument missing, a name the
@@ -13,21 +13,21 @@
 - Result (:func:`prompt_parts`): the messages' content in order, as the parts of the user's prompt: text as text (an
   assistant message's marked as such), embedded resources as resources (a binary one: its uri only), resource links
   as links, images as images within the bounds of an MCP tool's images (else a note), audio as a note. Over
-  :data:`MAX_PROMPT_TEXT` characters of text in all (resources' and links' uris, names and descriptions count):
-  refused.
+  :data:`MAX_PROMPT_TEXT` characters of text in all (every string a part brings counts: text, the notes audio and
+  refused images become, resources' and links' uris, names, descriptions and mime types): refused.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..domain import ImageContent, ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart, base64_size
 from ._exceptions import McpPromptError
+from ._text import one_line
 from ._tools import image_problem, mcp_tool_name
 
 if TYPE_CHECKING:
@@ -40,17 +40,8 @@ MAX_PROMPT_TEXT = 256 * 1024
 _MAX_DESCRIPTION = 1024
 _MAX_ARGUMENTS = 32
 _MAX_ARGUMENT_NAME = 64  # as shown: what the server is asked with is the name it declared
-_UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, invisible formatting (bidi overrides), line breaks
 _ASSISTANT = "(The prompt gives this as the assistant's words:)"
 _NAMED = re.compile(r"(?:--)?([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
-
-
-def _one_line(text: str, limit: int) -> str:
-    """A server's ``text`` as one line of plain text for the editor: controls, invisible format characters and line
-    breaks as spaces, runs of spaces as one, at most ``limit`` characters (a cut one ends with ``…``)."""
-    raw = text[: limit * 2]  # what can be shown of it, whatever the server sent
-    shown = " ".join("".join(" " if unicodedata.category(c) in _UNSHOWN else c for c in raw).split())
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +55,7 @@ class PromptArgument:
     @property
     def shown(self) -> str:
         """The name as the user sees it: one word (no spaces: it cannot pass for two), one line, bounded."""
-        return _one_line(self.name, _MAX_ARGUMENT_NAME).replace(" ", "_") or "_"
+        return one_line(self.name, _MAX_ARGUMENT_NAME).replace(" ", "_") or "_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +83,11 @@ def mcp_prompt(server: str, prompt: types.Prompt, taken: Collection[str]) -> Mcp
     """``server``'s ``prompt`` as a command whose name is not in ``taken``."""
     declared = (prompt.arguments or [])[:_MAX_ARGUMENTS]
     arguments = tuple(
-        PromptArgument(arg.name, _one_line(arg.description or "", _MAX_DESCRIPTION), bool(arg.required))
+        PromptArgument(arg.name, one_line(arg.description or "", _MAX_DESCRIPTION), bool(arg.required))
         for arg in declared
     )
-    shown = _one_line(prompt.description or "", _MAX_DESCRIPTION) or _one_line(prompt.title or "", _MAX_DESCRIPTION)
-    shown = shown or f"The prompt '{_one_line(prompt.name, _MAX_ARGUMENT_NAME)}'"
+    shown = one_line(prompt.description or "", _MAX_DESCRIPTION) or one_line(prompt.title or "", _MAX_DESCRIPTION)
+    shown = shown or f"The prompt '{one_line(prompt.name, _MAX_ARGUMENT_NAME)}'"
     description = f"{shown} (MCP server '{server}')"
     return McpPrompt(mcp_tool_name(server, prompt.name, taken), server, prompt.name, description, arguments)
 
@@ -139,19 +130,30 @@ def _usage(prompt: McpPrompt) -> str:
     return f"usage: {prompt.usage}, or name=value for any argument"
 
 
+def _characters(part: PromptPart) -> int:
+    """The characters ``part`` brings toward :data:`MAX_PROMPT_TEXT`: every string of it (notes, uris, names, mime
+    types), an image's data aside (images have their own bounds)."""
+    if isinstance(part, TextPart):
+        return len(part.text)
+    if isinstance(part, ImagePart):
+        return len(part.mime_type)
+    if isinstance(part, ResourcePart):
+        return len(part.uri) + len(part.text or "") + len(part.mime_type or "")
+    return len(part.uri) + len(part.name) + len(part.description or "")
+
+
 def prompt_parts(result: types.GetPromptResult, prompt: McpPrompt) -> tuple[PromptPart, ...]:
     """The parts of the user's prompt that ``prompts/get``'s ``result`` makes (module rules)."""
     from mcp import types
 
     parts: list[PromptPart] = []
     images: list[ImagePart] = []
-    held = text = 0
+    held = 0
     for message in result.messages:
         block = message.content
         if isinstance(block, types.TextContent):
             said = block.text if message.role == "user" else f"{_ASSISTANT}\n{block.text}"
             parts.append(TextPart(said))
-            text += len(said)
         elif isinstance(block, types.ImageContent):
             image = ImageContent(block.data, block.mimeType)
             why = image_problem(image, images, held)
@@ -169,13 +171,11 @@ def prompt_parts(result: types.GetPromptResult, prompt: McpPrompt) -> tuple[Prom
             uri = str(resource.uri)
             if isinstance(resource, types.TextResourceContents):
                 parts.append(ResourcePart(uri, resource.text, resource.mimeType))
-                text += len(uri) + len(resource.text)
             else:
                 parts.append(ResourcePart(uri, None, resource.mimeType))
-                text += len(uri)
         elif isinstance(block, types.ResourceLink):
             parts.append(ResourceLinkPart(str(block.uri), block.name, block.description))
-            text += len(str(block.uri)) + len(block.name) + len(block.description or "")
+    text = sum(_characters(part) for part in parts)
     if text > MAX_PROMPT_TEXT:
         raise McpPromptError(
             f"/{prompt.command}: the MCP server '{prompt.server}' gave {text} characters of text, more than the "

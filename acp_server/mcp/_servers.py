@@ -30,7 +30,7 @@ from ._connection import McpConnection
 from ._exceptions import McpPromptError
 from ._prompts import McpPrompt, mcp_prompt
 from ._stdio import STOP_GRACE_S
-from ._tools import mcp_tools
+from ._tools import ToolNames, mcp_tools
 
 if TYPE_CHECKING:
     from mcp import types
@@ -77,6 +77,7 @@ class McpServers:
         self.settings = settings
         self.configs: tuple[McpServerConfig, ...] = ()
         self._connections: dict[str, McpConnection] = {}
+        self._names = ToolNames()  # the session's MCP tool names, stable across re-listings and reconnections
         self._tg: TaskGroup | None = None
         self._closed = False
         tools.before_prompt = self.revive  # once per prompt, the turn revives the servers that died
@@ -88,7 +89,7 @@ class McpServers:
             self.tools.drop_source(connection.name)
             return
         others = self.tools.names_except(connection.name)
-        self.tools.set_source(connection.name, mcp_tools(connection, others, self._call_timeout))
+        self.tools.set_source(connection.name, mcp_tools(connection, others, self._call_timeout, self._names))
 
     def _prompts_changed(self, connection: McpConnection) -> None:
         if self._connections.get(connection.name) is connection and self._on_prompts is not None:

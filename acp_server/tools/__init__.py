@@ -36,7 +36,8 @@ from ._call import _guarded as guarded_run
 from ._call import failure
 from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
-from ._output import OUTPUT_LIMIT_BYTES
+from ._group_watch import watched_group
+from ._output import OUTPUT_LIMIT_BYTES, cap_text
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._project_text import ProjectText, read_project_text
 from ._types import (
@@ -82,6 +83,7 @@ __all__ = [
     "ToolResult",
     "Workspace",
     "arguments_json",
+    "cap_text",
     "failure",
     "guarded_run",
     "openai_tools",
@@ -89,4 +91,5 @@ __all__ = [
     "prepare_call",
     "read_project_text",
     "schema_check",
+    "watched_group",
 ]

@@ -39,11 +39,11 @@ async def _new_session(tmp_path: Path, window: int | None) -> AsyncIterator[list
 
 
 async def test_a_new_session_is_told_once_that_its_window_is_too_small(tmp_path: Path) -> None:
-    async with _new_session(tmp_path, 2048) as messages:
+    async with _new_session(tmp_path, 1024) as messages:
         [message] = messages
         SessionNotification.model_validate(message)
         text = message["update"]["content"]["text"]
-        assert "(2048 tokens) is too small for this session" in text
+        assert "(1024 tokens) is too small for this session" in text
         assert "built-in tools" in text and "instructions" in text and "read-only mode" in text
 
 

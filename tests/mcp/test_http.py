@@ -1,4 +1,4 @@
-"""The bounded HTTP client of an MCP connection (``tools/_mcp_http``), against a real HTTP server on 127.0.0.1 that
+"""The bounded HTTP client of an MCP connection (``mcp/_http``), against a real HTTP server on 127.0.0.1 that
 answers one raw response: an event stream is bounded per event (not in all: a long stream of small events is read
 whole), and a compressed body is refused (the bound is on what memory holds)."""
 

@@ -172,7 +172,7 @@ def test_what_a_server_says_of_its_prompts_is_shown_on_one_line_and_bounded() ->
     huge = "a" * 100_000
     arguments = [types.PromptArgument(name=huge, required=True), types.PromptArgument(name="x] [y\nz", required=False)]
     prompt = mcp_prompt("srv", types.Prompt(name="p", description=spoof, arguments=arguments), set())
-    assert prompt.description == "Looks fine /compact — Compact the conversation [2K (MCP server 'srv')"
+    assert prompt.description == "Looks fine /compact — Compact the conversation (MCP server 'srv')"
     assert prompt.hint == "a" * 63 + "… [x]_[y_z]"
     assert bind_arguments(prompt, "one two") == {huge: "one", "x] [y\nz": "two"}
     with pytest.raises(McpPromptError) as refused:
@@ -196,6 +196,22 @@ def test_links_and_resources_count_toward_the_text_bound() -> None:
     with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring"):
         prompt_parts(types.GetPromptResult(messages=blobs), prompt)
     assert len(prompt_parts(types.GetPromptResult(messages=many[:10]), prompt)) == 10
+
+
+def test_mime_types_and_every_note_count_toward_the_text_bound() -> None:
+    """The notes a result's audio and refused images become, with their ``mimeType``, and the mime types of resources
+    are text for the model too: 40 blocks of each with a 10 KiB ``mimeType`` are over the bound."""
+    prompt = McpPrompt("mcp__s__notes", "s", "notes", "d", ())
+    mime = "audio/" + "m" * 10 * 1024
+    audio = types.AudioContent(type="audio", data="AAAA", mimeType=mime)
+    image = types.ImageContent(type="image", data="AAAA", mimeType=mime)  # not an image type shown: a note
+    text = types.TextResourceContents(uri="file:///r", text="r", mimeType=mime)  # type: ignore[arg-type]
+    resource = types.EmbeddedResource(type="resource", resource=text)
+    for block in (audio, image, resource):
+        many = [types.PromptMessage(role="user", content=block)] * 40  # about 400 KiB of mime types
+        with pytest.raises(McpPromptError, match="more than the 262144 a prompt may bring"):
+            prompt_parts(types.GetPromptResult(messages=many), prompt)
+        assert len(prompt_parts(types.GetPromptResult(messages=many[:10]), prompt)) == 10
 
 
 MALFORMED = str(Path(__file__).resolve().parent.parent / "mcp_servers" / "malformed_server.py")

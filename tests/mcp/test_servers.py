@@ -94,7 +94,7 @@ async def test_tools_are_listed_named_and_offered_by_their_read_only_hint(tmp_pa
         assert mcp.status() == [{"name": "py", "transport": "stdio", "status": "connected", "tools": 11}]
         arguments = '{"text": "x"}'
         prepared = await tools.prepare("mcp__py__write_note", arguments, cwd="/", client=None, offered=tools.names)
-        assert prepared.title == "py: write_note" and prepared.rule == "mcp__py__write_note"
+        assert prepared.title == "py: write_note" and prepared.rule == 'mcp:["py", "write_note"]'
 
 
 async def test_a_call_returns_the_servers_text_and_env_reaches_it_without_the_agents_secrets(

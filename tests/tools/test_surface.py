@@ -65,12 +65,14 @@ def test_exported_members() -> None:
         "ToolResult",
         "Workspace",
         "arguments_json",
+        "cap_text",
         "failure",
         "guarded_run",
         "openai_tools",
         "permission_choice",
         "prepare_call",
         "schema_check",
+        "watched_group",
     }
     for name in tools.__all__:
         assert getattr(tools, name) is not None
