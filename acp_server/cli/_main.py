@@ -26,6 +26,7 @@ from ..config import (
     was_given,
 )
 from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
+from ._config_commands import CONFIG_COMMANDS, add_config_commands, run_config_command
 from ._logging import configure_logging
 from ._secrets import hide_secrets
 
@@ -38,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-server", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"acp-server {__version__}")
     add_common_options(parser)
-    commands = parser.add_subparsers(dest="command", metavar="{ask,serve}")
+    commands = parser.add_subparsers(dest="command", metavar="{ask,serve,config}")
     ask = commands.add_parser("ask", help="ask one question from the shell (spawns the agent over pipes)")
     add_common_options(ask, subcommand=True)
     ask.add_argument(
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     add_common_options(serve, subcommand=True)
     add_serve_options(serve)
     parser.set_defaults(serve_parser=serve)
+    add_config_commands(commands)
     return parser
 
 
@@ -77,6 +79,9 @@ def _child_args(args: argparse.Namespace) -> list[str]:
         if value is None or option in SECRET_OPTIONS:
             continue  # a secret travels in the environment (see main)
         forwarded += [option.flag] if option.parse is None else [option.flag, str(value)]
+    for flag in ("config", "profile"):  # the child reads the same configuration file
+        if getattr(args, flag, None):
+            forwarded += [f"--{flag}", str(getattr(args, flag))]
     if args.debug:
         forwarded.append("--debug")
     return forwarded
@@ -127,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     hide_secrets([o.env for o in SECRET_OPTIONS if o.env], [o.flag for o in SECRET_OPTIONS])  # first: see _secrets
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command in CONFIG_COMMANDS:
+        return run_config_command(args)
     settings: Settings = settings_from_args(parser, args)
     if args.command == "ask":
         if args.persist and settings.no_persist:
