@@ -16,7 +16,7 @@ from ..config import ConfigFileError, SettingsError, add_common_options, config_
 
 __all__ = ["CONFIG_COMMANDS", "add_config_commands", "run_config_command"]
 
-CONFIG_COMMANDS = frozenset({"config"})
+CONFIG_COMMANDS = frozenset({"config", "setup"})
 
 
 def add_config_commands(commands: Any) -> None:
@@ -30,6 +30,13 @@ def add_config_commands(commands: Any) -> None:
     )
     add_common_options(show, subcommand=True)
     show.add_argument("--serve", action="store_true", help="also the settings of acp-server serve")
+    from ._setup import add_setup_arguments
+
+    setup = commands.add_parser(
+        "setup", help="choose the model endpoint interactively (or with --yes), check it, write the configuration file"
+    )
+    add_common_options(setup, subcommand=True)
+    add_setup_arguments(setup)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -51,4 +58,8 @@ def _show(args: argparse.Namespace) -> int:
 
 def run_config_command(args: argparse.Namespace) -> int:
     """Run ``config show`` or ``setup``; the exit code."""
+    if args.command == "setup":
+        from ._setup import run_setup
+
+        return run_setup(args)
     return _show(args)

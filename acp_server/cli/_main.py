@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-server", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"acp-server {__version__}")
     add_common_options(parser)
-    commands = parser.add_subparsers(dest="command", metavar="{ask,serve,config}")
+    commands = parser.add_subparsers(dest="command", metavar="{ask,serve,setup,config}")
     ask = commands.add_parser("ask", help="ask one question from the shell (spawns the agent over pipes)")
     add_common_options(ask, subcommand=True)
     ask.add_argument(
