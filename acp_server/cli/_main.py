@@ -162,7 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdin.isatty():
         sys.stderr.write(TTY_HINT)
         sys.stderr.flush()
-    return _run_or_exit_1(run_stdio, settings)
+    from ._endpoint import ConfigurationGate
+
+    return _run_or_exit_1(run_stdio, settings, None, None, ConfigurationGate(args, settings))
 
 
 def _store_start_error(exc: BaseException) -> BaseException | None:
