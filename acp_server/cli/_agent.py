@@ -123,7 +123,7 @@ def describe_model(base_url: str | None, api_key: str | None, model: str, *, off
     if offline:
         return f"model: offline (the built-in deterministic model at {public_endpoint(base_url)}, model {model!r})"
     if not (base_url or api_key):
-        return "model: none configured; prompts fail until --base-url and/or --api-key (or --offline) is given"
+        return "model: none configured; sessions answer auth_required until acp-server setup (or --base-url, --offline)"
     whose = " (the OpenAI API: an API key with no --base-url)" if base_url is None else ""
     return f"model: {model!r} at {public_endpoint(base_url)}{whose}"
 

@@ -90,7 +90,8 @@ def _child_args(args: argparse.Namespace) -> list[str]:
 TTY_HINT = """\
 acp-server: this is an Agent Client Protocol agent: an editor (Zed, JetBrains IDEs, ...) starts it and speaks
   JSON-RPC to it on stdin/stdout. To try it from a shell:  acp-server ask --offline "hello"
-  (or with your model: acp-server ask --base-url http://localhost:11434/v1 --model NAME "hello").
+  (or with your model: acp-server ask --base-url http://localhost:11434/v1 --model NAME "hello"; to choose and
+  check one for good: acp-server setup).
   Serving on stdin anyway; Ctrl-D quits.
 """
 """What a person who starts ``acp-server`` bare on a terminal sees on stderr (the agent keeps serving)."""
