@@ -188,3 +188,11 @@ async def test_ctrl_c_leaves_the_old_file_untouched(tmp_path: Path) -> None:
     assert "unchanged" in out and "Traceback" not in out
     assert config.read_bytes() == before
     assert [p.name async for p in anyio.Path(tmp_path).iterdir()] == ["config.toml"]  # no temporary file left
+
+
+@pytest.mark.parametrize("text", ['quote " and \\ backslash', "line\nbreak\ttab", "\x7f\x00\x1f del nul", "ünï 😀"])
+def test_what_setup_writes_reads_back(text: str) -> None:
+    from acp_server.cli._setup import toml_document
+
+    document = {"model": text, "models": [text, "b"], "max-turn-requests": 3, "profiles": {"x y": {"model": text}}}
+    assert tomllib.loads(toml_document(document)) == document
