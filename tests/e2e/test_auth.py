@@ -24,11 +24,20 @@ def _config_home(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"XDG_CONFIG_HOME": str(tmp_path)}, tmp_path / "acp-server" / "config.toml"
 
 
-async def test_initialize_advertises_the_setup_terminal_method() -> None:
+REGISTRY_CHECKER_CAPABILITIES = {
+    "fs": {"readTextFile": True, "writeTextFile": True},
+    "terminal": True,
+    "_meta": {"terminal_output": True, "terminal-auth": True},
+}
+"""What the ACP Registry's auth check (its ``.github/workflows/client.py``) sends, on a machine with no model."""
+
+
+@pytest.mark.parametrize("capabilities", [{}, REGISTRY_CHECKER_CAPABILITIES])
+async def test_initialize_advertises_the_setup_terminal_method(capabilities: dict[str, object]) -> None:
     from acp.schema import InitializeResponse, TerminalAuthMethod
 
-    async with spawn_agent("--base-url", "http://127.0.0.1:9/v1") as agent:
-        reply = await agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    async with spawn_agent() as agent:  # no model, no key: as the registry's check runs it
+        reply = await agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
     result = reply["result"]
     [method] = result["authMethods"]
     assert {k: method[k] for k in ("id", "type", "args")} == {"id": "setup", "type": "terminal", "args": ["setup"]}
