@@ -27,6 +27,8 @@ def anyio_backend() -> str:
 def _isolated_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Agents started by a test keep their session database in a temporary directory, never in ~/.local/state."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # nor read the user's configuration file (~/.config/acp-server/config.toml): an empty configuration home
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 _databases = itertools.count()

@@ -2,6 +2,7 @@
 wire shapes of prompts and updates. Transport-neutral: a dispatcher calls them with a :class:`Peer`."""
 
 from ._agent import MAX_TITLE_CHARS, PROTOCOL_VERSION, SET_TITLE_METHOD, AcpAgent, AgentOptions, Announce, Peer
+from ._auth import SETUP_METHOD_ID, AuthRequiredError, EndpointGate, auth_methods
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
@@ -12,13 +13,17 @@ __all__ = [
     "METHODS",
     "NOTIFICATIONS",
     "PROTOCOL_VERSION",
+    "SETUP_METHOD_ID",
     "SET_TITLE_METHOD",
     "AcpAgent",
     "AgentOptions",
     "Announce",
+    "AuthRequiredError",
+    "EndpointGate",
     "Method",
     "Notification",
     "Peer",
+    "auth_methods",
     "bind",
     "config_options",
     "load_schema",

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..commands import Command
 from ..domain import Compacted, PromptEnded, UsageReported
-from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
+from ._auth import AuthRequiredError, EndpointGate, EndpointNotUsableError, auth_methods, check_method
 from ._commands import after_queued, commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
@@ -78,11 +78,16 @@ no request (never waits: the transport bounds what it holds, as for replies)."""
 
 @dataclass(frozen=True)
 class AgentOptions:
-    """What ``initialize`` advertises, and how long a file request to the client may wait for its answer."""
+    """What ``initialize`` advertises, and how long a file request to the client may wait for its answer.
+
+    ``command``: how the agent is run (for the ``setup`` auth method's ``_meta``); ``endpoint``: whether a model
+    endpoint is usable, and the re-reading of the configuration (None: always usable, nothing is asked)."""
 
     name: str = "acp-server"
     version: str = "0"
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
+    command: tuple[str, ...] = ("acp-server",)
+    endpoint: EndpointGate | None = None
 
 
 class _Told:
@@ -133,19 +138,31 @@ class AcpAgent:
         self._client_caps = ClientCapabilities(params.get("clientCapabilities"))
         return {
             "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": capabilities(self._bridge),
-            "authMethods": [],
+            "agentCapabilities": {**capabilities(self._bridge), "auth": {}},
+            "authMethods": auth_methods(self._options.command),
             "agentInfo": {"name": self._options.name, "title": "acp-server", "version": self._options.version},
         }
 
     async def authenticate(self, request: AuthenticateRequest, peer: Peer) -> dict[str, Any]:
-        raise InvalidInputError.for_field(
-            "methodId",
-            "no auth methods are advertised",
-            f"Invalid params for authenticate: unknown auth method {request.method_id!r} (this agent needs none)",
-        )
+        """``setup``: re-read the configuration (the client ran ``acp-server setup``); {} once an endpoint is
+        usable, else ``auth_required`` saying why."""
+        check_method(request.method_id)
+        gate = self._options.endpoint
+        if gate is not None and not gate.usable():
+            problem = await gate.reload()
+            if problem is not None:
+                raise EndpointNotUsableError(problem)
+            logger.info("authenticate: the configuration names a usable model endpoint now")
+        return {}
+
+    def _require_endpoint(self) -> None:
+        """A session is opened only with a usable model endpoint (else ``auth_required``, see ``_auth.py``)."""
+        gate = self._options.endpoint
+        if gate is not None and not gate.usable():
+            raise AuthRequiredError()
 
     async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
+        self._require_endpoint()
         servers = mcp_servers_of(request.mcp_servers)
         roots = request.additional_directories or ()  # ACP: omitted or empty activates none
         entry = await self._bridge.open_session(request.cwd, mcp_servers=servers, additional_directories=roots)
@@ -158,6 +175,7 @@ class AcpAgent:
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session, replay its whole stored history as ``session/update`` (ending with its title's
         ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
+        self._require_endpoint()
         session_id = request.session_id
         servers = mcp_servers_of(request.mcp_servers)
         roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
@@ -174,6 +192,7 @@ class AcpAgent:
 
     async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
         """Attach the session without replaying its history."""
+        self._require_endpoint()
         servers = mcp_servers_of(request.mcp_servers)
         roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
         entry = await self._bridge.resume_session(
@@ -218,6 +237,7 @@ class AcpAgent:
                 await handle.events.wait_released()
 
     async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
+        self._require_endpoint()
         servers = mcp_servers_of(request.mcp_servers)
         roots = request.additional_directories or ()  # the fork's own list (omitted: none)
         entry = await self._bridge.fork(

@@ -26,6 +26,7 @@ from ..config import (
     was_given,
 )
 from ..modes import ASK_MODE, BYPASS_MODE, MODES, READ_ONLY_MODE, tokenless_problem
+from ._config_commands import CONFIG_COMMANDS, add_config_commands, run_config_command
 from ._logging import configure_logging
 from ._secrets import hide_secrets
 
@@ -38,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-server", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"acp-server {__version__}")
     add_common_options(parser)
-    commands = parser.add_subparsers(dest="command", metavar="{ask,serve}")
+    commands = parser.add_subparsers(dest="command", metavar="{ask,serve,setup,config}")
     ask = commands.add_parser("ask", help="ask one question from the shell (spawns the agent over pipes)")
     add_common_options(ask, subcommand=True)
     ask.add_argument(
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     add_common_options(serve, subcommand=True)
     add_serve_options(serve)
     parser.set_defaults(serve_parser=serve)
+    add_config_commands(commands)
     return parser
 
 
@@ -77,6 +79,9 @@ def _child_args(args: argparse.Namespace) -> list[str]:
         if value is None or option in SECRET_OPTIONS:
             continue  # a secret travels in the environment (see main)
         forwarded += [option.flag] if option.parse is None else [option.flag, str(value)]
+    for flag in ("config", "profile"):  # the child reads the same configuration file
+        if getattr(args, flag, None):
+            forwarded += [f"--{flag}", str(getattr(args, flag))]
     if args.debug:
         forwarded.append("--debug")
     return forwarded
@@ -85,7 +90,8 @@ def _child_args(args: argparse.Namespace) -> list[str]:
 TTY_HINT = """\
 acp-server: this is an Agent Client Protocol agent: an editor (Zed, JetBrains IDEs, ...) starts it and speaks
   JSON-RPC to it on stdin/stdout. To try it from a shell:  acp-server ask --offline "hello"
-  (or with your model: acp-server ask --base-url http://localhost:11434/v1 --model NAME "hello").
+  (or with your model: acp-server ask --base-url http://localhost:11434/v1 --model NAME "hello"; to choose and
+  check one for good: acp-server setup).
   Serving on stdin anyway; Ctrl-D quits.
 """
 """What a person who starts ``acp-server`` bare on a terminal sees on stderr (the agent keeps serving)."""
@@ -127,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     hide_secrets([o.env for o in SECRET_OPTIONS if o.env], [o.flag for o in SECRET_OPTIONS])  # first: see _secrets
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command in CONFIG_COMMANDS:
+        return run_config_command(args)
     settings: Settings = settings_from_args(parser, args)
     if args.command == "ask":
         if args.persist and settings.no_persist:
@@ -155,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdin.isatty():
         sys.stderr.write(TTY_HINT)
         sys.stderr.flush()
-    return _run_or_exit_1(run_stdio, settings)
+    from ._endpoint import ConfigurationGate
+
+    return _run_or_exit_1(run_stdio, settings, None, None, ConfigurationGate(args, settings))
 
 
 def _store_start_error(exc: BaseException) -> BaseException | None:

@@ -13,7 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..acp import preload
+from ..acp import AgentOptions, preload
 from ..bridge import DEFAULT_COALESCE_BYTES, SessionBridge
 from ..config import Settings
 from ..provider import public_endpoint
@@ -30,6 +30,7 @@ from ..rpc import (
 from ..store import open_store
 from ..tasks import OwnedTaskGroup
 from ..turn import ModelTurn
+from ._endpoint import ConfigurationGate, agent_command
 
 __all__ = ["ModelDiscovery", "StoreStartError", "describe_model", "open_bridge", "run_stdio"]
 
@@ -60,7 +61,11 @@ class ModelDiscovery:
 
 @asynccontextmanager
 async def open_bridge(
-    settings: Settings, discovery: ModelDiscovery | None = None, *, modes: Collection[str] | None = None
+    settings: Settings,
+    discovery: ModelDiscovery | None = None,
+    *,
+    modes: Collection[str] | None = None,
+    gate: ConfigurationGate | None = None,
 ) -> AsyncIterator[SessionBridge]:
     """The model (the offline one when asked), the turn runner and the session bridge, closed in reverse order.
 
@@ -92,6 +97,8 @@ async def open_bridge(
         )
         turn = ModelTurn(model_settings)
         stack.push_async_callback(turn.aclose)
+        if gate is not None:
+            gate.attach(turn)  # an ``authenticate`` that finds a usable configuration hands it to this turn
         if not turn.models.final:
             owned = OwnedTaskGroup()
             tasks = await owned.enter()
@@ -116,7 +123,7 @@ def describe_model(base_url: str | None, api_key: str | None, model: str, *, off
     if offline:
         return f"model: offline (the built-in deterministic model at {public_endpoint(base_url)}, model {model!r})"
     if not (base_url or api_key):
-        return "model: none configured; prompts fail until --base-url and/or --api-key (or --offline) is given"
+        return "model: none configured; sessions answer auth_required until acp-server setup (or --base-url, --offline)"
     whose = " (the OpenAI API: an API key with no --base-url)" if base_url is None else ""
     return f"model: {model!r} at {public_endpoint(base_url)}{whose}"
 
@@ -238,6 +245,7 @@ async def serve_connection(
     tg: TaskGroup,
     stop: anyio.Event,
     discovery: ModelDiscovery | None = None,
+    options: AgentOptions | None = None,
 ) -> None:
     """Serve one ACP connection until its input ends or ``stop`` is set; answer what can be answered, then flush.
 
@@ -246,7 +254,7 @@ async def serve_connection(
     answers, bounded), and stop the writer.
     """
     outbox = Outbox()
-    rpc = Connection(outbox, bridge, settings.agent_options())
+    rpc = Connection(outbox, bridge, options or settings.agent_options())
     lines_in, lines_out = anyio.create_memory_object_stream[Line](1)
     reading = anyio.CancelScope()
     async with anyio.create_task_group() as connection:
@@ -260,13 +268,22 @@ async def serve_connection(
         connection.cancel_scope.cancel()
 
 
-async def run_stdio(settings: Settings, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
-    """Run the stdio agent; returns the process exit code (0 on EOF or SIGTERM)."""
+async def run_stdio(
+    settings: Settings,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    gate: ConfigurationGate | None = None,
+) -> int:
+    """Run the stdio agent; returns the process exit code (0 on EOF or SIGTERM). With ``gate``, sessions wait for a
+    usable model endpoint (ACP's ``auth_required`` until then, see ``acp/_auth.py``)."""
+    options = settings.agent_options()
+    if gate is not None:
+        options = replace(options, command=agent_command(), endpoint=gate)
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)
         discovery = ModelDiscovery()
-        async with open_bridge(settings, discovery) as bridge, open_stdio(stdin, stdout) as io:
-            await serve_connection(bridge, io.receive, io.send, settings, tg, stop, discovery)
+        async with open_bridge(settings, discovery, gate=gate) as bridge, open_stdio(stdin, stdout) as io:
+            await serve_connection(bridge, io.receive, io.send, settings, tg, stop, discovery, options)
         tg.cancel_scope.cancel()
     return 0

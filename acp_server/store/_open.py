@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +25,21 @@ def check_store_url(url: str) -> str:
     url = url.strip()
     if not url.lower().startswith(STORE_URL_SCHEMES):
         raise ValueError("must be a postgresql:// URL (without --store, sessions are kept in SQLite)")
+    if not postgres_available():
+        raise ValueError(POSTGRES_EXTRA_MISSING)
     return url
+
+
+POSTGRES_EXTRA_MISSING = (
+    "the PostgreSQL store needs the postgres extra, which is not installed: pip install 'acp-server[postgres]' "
+    "(uv tool install 'acp-server[postgres]')"
+)
+"""Why a ``--store`` is refused when psycopg, an optional dependency (the ``postgres`` extra), is missing."""
+
+
+def postgres_available() -> bool:
+    """psycopg (the ``postgres`` extra) can be imported; it is not imported here (found, not loaded)."""
+    return importlib.util.find_spec("psycopg") is not None
 
 
 def default_state_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -89,6 +89,10 @@ class ModelCatalog:
     """
 
     def __init__(self, default: str, configured: Sequence[str] = (), *, context_window: int | None = None) -> None:
+        self.reset(default, configured, context_window=context_window)
+
+    def reset(self, default: str, configured: Sequence[str] = (), *, context_window: int | None = None) -> None:
+        """Start over, as if made anew with these arguments (in place: the session bridge shares the catalog)."""
         self.default = default
         self._context_window = context_window
         self._reported: dict[str, int] = {}

@@ -241,6 +241,15 @@ class ModelTurn:
             await anyio.to_thread.run_sync(import_client_modules, abandon_on_cancel=True)
         return self._get_client()
 
+    async def reconfigure(self, settings: ModelSettings) -> None:
+        """Point this runner, which no turn uses yet, at another endpoint (the stdio agent's ``authenticate``): new
+        settings, the catalog reset in place (the bridge shares it), the old client closed, the model list asked."""
+        await self.aclose()
+        self.settings = settings
+        self.models.reset(settings.model, settings.models, context_window=settings.context_window)
+        self._ask_usage = True
+        await self.discover_models()
+
     async def discover_models(self) -> None:
         """Fill the catalog from the endpoint's ``GET /v1/models``, once, within ``model_list_timeout_s``; any
         failure (none configured, an error, a timeout) leaves the default model alone, logged. Never raises but

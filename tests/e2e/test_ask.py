@@ -57,7 +57,7 @@ def test_a_failed_ask_writes_nothing_to_stdout() -> None:
     result = _ask("hello")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.strip().startswith("acp-server ask: No model is configured")
+    assert result.stderr.strip().startswith("acp-server ask: Authentication required: no model endpoint")
 
 
 async def _sessions_of(cwd: Path, state: Path) -> list[str]:

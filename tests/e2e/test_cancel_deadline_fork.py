@@ -90,7 +90,7 @@ async def test_prompt_deadline_cancels_the_running_prompt_and_expires_the_waitin
 
 
 async def test_invalid_deadline_meta_is_invalid_params() -> None:
-    async with spawn_agent() as agent:
+    async with spawn_agent("--base-url", "http://127.0.0.1:9/v1") as agent:  # an endpoint (never reached)
         await agent.initialize()
         session_id = await agent.new_session()
         reply = await agent.request("session/prompt", _prompt(session_id, "x", {"acpServer": {"promptDeadlineMs": -5}}))

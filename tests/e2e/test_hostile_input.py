@@ -19,6 +19,9 @@ CAP = 1 << 20  # --max-message-bytes for this suite
 
 SID = "<sid>"  # replaced by a real session id
 
+UNREACHED_ENDPOINT = ("--base-url", "http://127.0.0.1:9/v1")
+"""An endpoint, so sessions open (no prompt here reaches a model)."""
+
 
 def _req(method: str, params: Any = None, msg_id: Any = 7) -> bytes:
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
@@ -124,7 +127,7 @@ CASES: list[tuple[str, bytes, int | None, Any]] = [
 
 async def test_hostile_lines_get_exact_errors_and_the_process_survives() -> None:
     assert len(CASES) >= 30
-    async with spawn_agent("--max-message-bytes", str(CAP)) as agent:
+    async with spawn_agent("--max-message-bytes", str(CAP), *UNREACHED_ENDPOINT) as agent:
         assert "result" in await agent.initialize()
         session_id = await agent.new_session()
         failures: list[str] = []
@@ -158,7 +161,7 @@ async def test_hostile_lines_get_exact_errors_and_the_process_survives() -> None
 
 async def test_a_lone_surrogate_is_refused_at_the_door_and_every_request_is_answered_once() -> None:
     """Valid JSON that UTF-8 cannot carry: an id is echoed escaped, params are refused, nothing is stored."""
-    async with spawn_agent("--no-persist") as agent:
+    async with spawn_agent("--no-persist", *UNREACHED_ENDPOINT) as agent:
         assert "result" in await agent.initialize()
         await agent.send_raw(b'{"jsonrpc":"2.0","id":"\\ud800","method":"session/list"}\n')
         reply = await agent.receive()

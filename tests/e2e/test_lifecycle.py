@@ -1,5 +1,5 @@
 """Process lifecycle over real pipes: EOF and SIGTERM answer in-flight prompts and exit 0; usage errors exit 2;
-no model configured still starts; ``acp-server ask`` works as a shell command."""
+no model configured still starts (a session asks for setup); ``acp-server ask`` works as a shell command."""
 
 from __future__ import annotations
 
@@ -39,15 +39,15 @@ async def test_shutdown_answers_the_running_prompt_and_exits_zero(how: str) -> N
             await model.wait_for_disconnects(1)
 
 
-async def test_without_a_model_it_starts_and_a_prompt_says_how_to_configure() -> None:
+async def test_without_a_model_it_starts_and_a_session_says_how_to_configure() -> None:
     async with spawn_agent() as agent:
         init = await agent.initialize()
         assert init["result"]["protocolVersion"] == 1
-        session_id = await agent.new_session()
-        reply = await agent.request("session/prompt", {"sessionId": session_id, "prompt": PROMPT})
+        reply = await agent.request("session/new", {"cwd": "/tmp", "mcpServers": []})
         error = reply["error"]
-        assert error["code"] == -32603
-        assert error["data"]["errorKind"] == "model_not_configured"
+        assert error["code"] == -32000
+        assert error["data"]["errorKind"] == "auth_required"
+        assert "setup" in error["message"]
         assert "--base-url" in error["message"] and "--offline" in error["message"]
 
 
@@ -119,7 +119,7 @@ def test_ask_reads_the_prompt_from_stdin() -> None:
 def test_ask_fails_with_the_error_message() -> None:
     result = _run("ask", "hello")
     assert result.returncode == 1
-    assert "No model is configured" in result.stderr
+    assert "no model endpoint is configured" in result.stderr and "acp-server setup" in result.stderr
 
 
 def test_log_level_help_lists_what_it_accepts() -> None:

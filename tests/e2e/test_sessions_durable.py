@@ -207,7 +207,8 @@ async def test_a_database_it_cannot_use_is_reported_and_left_untouched(tmp_path:
     before = path.read_bytes()
     files_before = sorted(p.name for p in state.iterdir())
 
-    async with spawn("--state-dir", str(state), home=tmp_path) as agent:
+    # an endpoint (never reached), so the store is what refuses the sessions
+    async with spawn("--state-dir", str(state), "--base-url", "http://127.0.0.1:9/v1", home=tmp_path) as agent:
         init = await agent.initialize()
         store = init["result"]["agentCapabilities"]["_meta"]["acpServer"]["sessionStore"]
         assert store["available"] is False and store["errorKind"] == "store_unavailable"

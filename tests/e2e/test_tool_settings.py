@@ -21,7 +21,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def _new_session(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    async with spawn_agent("--no-persist", *args, env=env) as agent:
+    """A new session's answer; the agent has an endpoint (never reached: no prompt is sent)."""
+    async with spawn_agent("--no-persist", "--base-url", "http://127.0.0.1:9/v1", *args, env=env) as agent:
         await agent.initialize()
         reply = await agent.request("session/new", {"cwd": "/tmp", "mcpServers": []})
     assert "result" in reply, reply
