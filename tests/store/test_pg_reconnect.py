@@ -7,63 +7,27 @@ A cluster of this module's own (it is stopped and started here)."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
 
 from acp_server.domain import TextPart
 from acp_server.store import SessionBusyError, StoreIOError
 from acp_server.store._postgres import PostgresSessionStore
-from tests._postgres import Cluster, find_bindir, throwaway_cluster
+from tests._postgres import Cluster
+from tests.store._restarts import cluster, dsn, end_backends
+
+__all__ = ["cluster", "dsn"]  # fixtures
 
 pytestmark = pytest.mark.anyio
 
 PARTS = (TextPart("q"),)
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    bindir = find_bindir()
-    if bindir is None:
-        pytest.skip("PostgreSQL not found (no /usr/lib/postgresql/*/bin/initdb); .ci/run installs it")
-    with throwaway_cluster(bindir) as made:
-        yield made
-
-
-@pytest.fixture
-def dsn(cluster: Cluster) -> str:
-    """A new, empty database in the module's cluster."""
-    name = f"r{next(_databases)}"
-    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return cluster.dsn.replace("/postgres?", f"/{name}?")
 
 
 @pytest.fixture
 async def store(dsn: str) -> AsyncIterator[PostgresSessionStore]:
     async with PostgresSessionStore(dsn) as opened:
         yield opened
-
-
-def end_backends(cluster: Cluster, condition: str, *params: object) -> None:
-    """End the backends ``condition`` selects in ``pg_stat_activity`` and wait until they are gone (a real server
-    process ends them: bounded by the server, not by a clock here)."""
-    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-        ended = conn.execute(
-            f"SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND {condition}", params
-        ).fetchall()
-        assert ended, "no backend matched"
-        pids = [pid for (pid,) in ended]
-        conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
-        for _ in range(10_000):
-            left = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchone()
-            if left == (0,):
-                return
-            conn.execute("SELECT pg_sleep(0.01)")  # the server's own wait, bounded by the loop (100 s in all)
-        raise AssertionError(f"backends {pids} did not end")
 
 
 def data_backend(store: PostgresSessionStore) -> int:
