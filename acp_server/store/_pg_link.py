@@ -10,6 +10,9 @@ Invariants:
   :data:`MAX_BACKOFF_S`): a caller waits out what is left of it (:meth:`Link.backoff`, cancellable) and then tries
   once, so a call fails only when its own attempt failed — while the server really is unreachable — and its error
   says so (:attr:`Link.unreachable`).
+- Over TCP, a silent cut (a firewall dropping an idle connection) is found by keepalives and a dead server by
+  ``tcp_user_timeout`` (:data:`TCP_DEFAULTS`, where the URL sets none of its own): a lost socket then reads as lost
+  above, and a call to a vanished server fails within half a minute instead of the kernel's quarter of an hour.
 - Every method but :meth:`backoff` runs in the caller's worker thread, behind the caller's ``CapacityLimiter(1)``.
 """
 
@@ -24,11 +27,15 @@ import anyio
 import psycopg
 from psycopg import pq
 
-__all__ = ["FIRST_BACKOFF_S", "MAX_BACKOFF_S", "Link", "is_connection_loss"]
+__all__ = ["FIRST_BACKOFF_S", "MAX_BACKOFF_S", "TCP_DEFAULTS", "Link", "is_connection_loss"]
 
 FIRST_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 CONNECT_TIMEOUT_S = 10
+TCP_DEFAULTS: dict[str, Any] = {
+    "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3, "tcp_user_timeout": 30_000
+}
+"""libpq's TCP settings, each one used unless the URL gives its own (a Unix socket ignores them)."""
 
 
 def is_connection_loss(conn: psycopg.Connection[Any], exc: psycopg.Error) -> bool:
@@ -44,7 +51,13 @@ class Link:
     ) -> None:
         self._dsn = dsn
         self._on_connect = on_connect
-        self._extra: dict[str, Any] = {"application_name": application_name} if application_name else {}
+        try:
+            given = psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.Error:
+            given = {}  # connect() says what is wrong with it
+        self._extra: dict[str, Any] = {k: v for k, v in TCP_DEFAULTS.items() if k not in given}
+        if application_name:
+            self._extra["application_name"] = application_name
         self._conn: psycopg.Connection[Any] | None = None
         self._failures = 0
         self._retry_at = 0.0

@@ -151,3 +151,15 @@ async def test_a_turn_cut_by_the_outage_is_stored_interrupted_never_half_written
     assert snapshot is not None and [m.outcome for m in snapshot.messages] == [
         "complete", "interrupted", "complete", "complete"
     ]
+
+
+async def test_both_connections_find_a_silent_cut_by_tcp_keepalives_unless_the_url_sets_its_own(dsn: str) -> None:
+    async with PostgresSessionStore(f"{dsn}&keepalives_idle=5") as store:
+        await store.health()
+        lock = store._owners._link.current
+        assert store._pg is not None and lock is not None
+        for conn in (store._pg, lock):
+            given = conn.info.get_parameters()
+            assert (given["keepalives_idle"], given["keepalives_count"], given["tcp_user_timeout"]) == (
+                "5", "3", "30000"
+            )
