@@ -1,59 +1,111 @@
-"""Session modes: which tools the model is offered and which calls need the user's permission (ground floor: the
-bridge stores a session's mode, the turn applies it, every face offers it).
+"""Session modes: which tools the model is offered and which calls wait for the user's permission (ground floor: the
+bridge stores a session's mode, the tools' registry and the turn apply it, every face offers it).
 
-=====================  =========================================  ==================================
-mode                   offered tools                              asks before
-=====================  =========================================  ==================================
-``default``            all                                        every edit and every command
-``accept-edits``       all                                        every command (edits run at once)
-``read-only``          read_file, list_directory, glob, grep      nothing (nothing can change)
-``bypass-permissions`` all                                        nothing (only when the server allows it)
-=====================  =========================================  ==================================
+A :class:`Mode` owns both rules: :meth:`Mode.offers` (every tool, or only the read-only ones: the tools whose kind
+changes nothing, whatever their source) and :meth:`Mode.asks` (which calls that change something wait for the
+user). Help texts and the ``/mode`` command format from :data:`MODES` and the defaults here; no list of tool names
+is kept here, so none can drift from the tools. A mode id that is no mode is treated as ``read-only`` (fail safe:
+:func:`mode_named`).
 
 A session's "always" answers (``allow_always`` / ``reject_always``, per tool kind; per tool for an MCP server's)
-apply on top of the mode. An MCP server's tool counts as a read tool when annotated ``readOnlyHint``, else as a
-command (``acp_server.tools.registry`` holds the offer rule).
+apply on top of the mode. An MCP server's tool is read-only when annotated ``readOnlyHint``, else a command.
+
+Where anyone on the host may send prompts (a daemon without a token), only ``read-only`` is offered — the one
+place that rule lives is :func:`available_modes` (``token=False``) and :func:`tokenless_problem`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
-__all__ = ["BYPASS_MODE", "DEFAULT_MODE", "MODES", "READ_ONLY_MODE", "Mode", "available_modes", "needs_asking"]
+__all__ = [
+    "ASK_MODE",
+    "BYPASS_MODE",
+    "DEFAULT_MODE",
+    "MODES",
+    "READ_ONLY_MODE",
+    "Mode",
+    "available_modes",
+    "mode_named",
+    "needs_asking",
+    "tokenless_problem",
+]
+
+DEFAULT_MODE = "default"
+"""A new session's mode unless the server is told otherwise."""
+READ_ONLY_MODE = "read-only"
+BYPASS_MODE = "bypass-permissions"
+ASK_MODE = READ_ONLY_MODE
+"""``acp-server ask``'s mode unless ``--mode`` says otherwise: a question from the shell reads and searches."""
 
 
 @dataclass(frozen=True, slots=True)
 class Mode:
+    """One mode. ``changes``: tools that change something (edits, commands, an MCP server's other tools) are
+    offered; ``asks_edits``/``asks_commands``: such a call of kind ``edit``/any other kind waits for the user."""
+
     id: str
     name: str
     description: str
+    changes: bool
+    asks_edits: bool
+    asks_commands: bool
+
+    def offers(self, read_only: bool) -> bool:
+        """Whether a tool (``read_only``: it changes nothing) is offered to the model in this mode."""
+        return read_only or self.changes
+
+    def asks(self, kind: str) -> bool:
+        """Whether a call of ``kind`` that changes something waits for the user's permission in this mode."""
+        return self.asks_edits if kind == "edit" else self.asks_commands
 
 
-DEFAULT_MODE = "default"
-READ_ONLY_MODE = "read-only"
-BYPASS_MODE = "bypass-permissions"
+MODES: Mapping[str, Mode] = MappingProxyType(
+    {
+        mode.id: mode
+        for mode in (
+            Mode(DEFAULT_MODE, "Default", "Ask before every edit and every command", True, True, True),
+            Mode(
+                "accept-edits", "Accept edits", "Edit files without asking; ask before every command", True, False, True
+            ),
+            Mode(READ_ONLY_MODE, "Read only", "Read and search only: no edits, no commands", False, True, True),
+            Mode(BYPASS_MODE, "Bypass permissions", "Edit files and run commands without asking", True, False, False),
+        )
+    }
+)
+"""Every mode by id, in the order they are offered."""
 
-MODES: Mapping[str, Mode] = {
-    mode.id: mode
-    for mode in (
-        Mode("default", "Default", "Ask before every edit and every command"),
-        Mode("accept-edits", "Accept edits", "Edit files without asking; ask before every command"),
-        Mode(READ_ONLY_MODE, "Read only", "Read and search only: no edits, no commands"),
-        Mode(BYPASS_MODE, "Bypass permissions", "Edit files and run commands without asking"),
+
+def mode_named(mode_id: str) -> Mode:
+    """The mode ``mode_id`` names; ``read-only`` for an id that is no mode (fail safe)."""
+    return MODES.get(mode_id) or MODES[READ_ONLY_MODE]
+
+
+def needs_asking(mode_id: str, kind: str) -> bool:
+    """Whether a call of ``kind`` that changes something waits for the user's permission in ``mode_id``."""
+    return mode_named(mode_id).asks(kind)
+
+
+def available_modes(*, allow_bypass: bool, token: bool = True) -> tuple[Mode, ...]:
+    """The modes a session may switch to: ``bypass-permissions`` only when the server was started allowing it;
+    without a token (anyone on the host may call a loopback daemon) only the modes that change nothing."""
+    return tuple(
+        mode for mode in MODES.values() if (allow_bypass or mode.id != BYPASS_MODE) and (token or not mode.changes)
     )
-}
 
 
-def available_modes(*, allow_bypass: bool) -> tuple[Mode, ...]:
-    """The modes a session may switch to; ``bypass-permissions`` only when the server was started allowing it."""
-    return tuple(mode for mode in MODES.values() if allow_bypass or mode.id != BYPASS_MODE)
-
-
-def needs_asking(mode: str, kind: str) -> bool:
-    """Whether a call of ``kind`` that changes something waits for the user's permission in ``mode``."""
-    if mode == BYPASS_MODE:
-        return False
-    if mode == "accept-edits":
-        return kind != "edit"
-    return True
+def tokenless_problem(*, default_mode: str | None, allow_bypass: bool) -> str | None:
+    """Why a server without a token cannot start with these settings (None: it can): a ``default_mode`` asked for
+    (None: not asked) that changes something, or bypass allowed."""
+    if default_mode is not None and mode_named(default_mode).changes:
+        return (
+            f"--default-mode {default_mode} needs --token: a daemon without a token offers only the "
+            f"{READ_ONLY_MODE} mode"
+        )
+    if allow_bypass:
+        return (
+            f"--allow-bypass-permissions needs --token: a daemon without a token offers only the {READ_ONLY_MODE} mode"
+        )
+    return None

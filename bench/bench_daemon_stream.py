@@ -9,12 +9,12 @@ loop's longest stall), and this script (the subscribers, raw sockets: far cheape
 Figures: chunks delivered per second against the offered rate, the daemon's CPU seconds per 1,000 chunks, the delay
 from the endpoint's write to the subscriber's read (p50 / p99 / max), and the loop's longest stall during the run.
 
-``--http2``: the subscribers' streams share HTTP/2 connections (prior knowledge, up to the daemon's limit of
-streams per connection each) instead of one HTTP/1.1 connection each.
+The subscribers speak HTTP/1.1, a connection each: the daemon serves nothing else (HTTP/2 is the proxy's in front,
+README "HTTP/2"; ``bench_daemon_scale.py`` measures the daemons behind HAProxy).
 
 Targets (2-core box): every offered chunk delivered (10,000 chunks/s at 200 × 50), p99 ≤ 50 ms, stall ≤ 10 ms.
 
-Run: ``python bench/bench_daemon_stream.py [--sessions 200] [--rate 50] [--seconds 10] [--repeat 2] [--http2]``.
+Run: ``python bench/bench_daemon_stream.py [--sessions 200] [--rate 50] [--seconds 10] [--repeat 2]``.
 """
 
 from __future__ import annotations
@@ -28,15 +28,10 @@ import tempfile
 import time
 
 import anyio
-import h2.config
-import h2.connection
-import h2.events
-import h2.settings
 from _endpoint import STAMP_SERVER, model_process
 from bench_daemon import cpu_s, percentile, raw_post
 
 from acp_server.daemon import ANNOUNCE_PREFIX
-from acp_server.daemon._http2 import MAX_STREAMS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STAMP = re.compile(rb"(\d+\.\d{6})")
@@ -78,36 +73,6 @@ class Subscriber:
                 self.last_read = now
             elif b"event: turn_complete" in frame or b"event: turn_error" in frame:
                 self.ended.set()
-
-
-H2_STREAMS_PER_CONNECTION = MAX_STREAMS  # the daemon's limit of concurrent streams per HTTP/2 connection
-
-
-async def run_http2(subscribers: list[Subscriber], host: str, port: int, connected: anyio.Event) -> None:
-    """These subscribers' event streams on one HTTP/2 connection (raw h2: as cheap as the raw HTTP/1.1 readers)."""
-    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
-    conn.initiate_connection()
-    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
-    conn.increment_flow_control_window(1 << 30)
-    by_stream: dict[int, Subscriber] = {}
-    for subscriber in subscribers:
-        stream_id = conn.get_next_available_stream_id()
-        path = f"/session/{subscriber.session_id}/events".encode()
-        headers = [(b":method", b"GET"), (b":path", path), (b":scheme", b"http"), (b":authority", host.encode())]
-        conn.send_headers(stream_id, headers, end_stream=True)
-        by_stream[stream_id] = subscriber
-    async with await anyio.connect_tcp(host, port) as stream:
-        await stream.send(conn.data_to_send())
-        connected.set()
-        while not all(s.ended.is_set() for s in subscribers):
-            data = await stream.receive()
-            now = time.monotonic()
-            for event in conn.receive_data(data):
-                if isinstance(event, h2.events.DataReceived):
-                    by_stream[event.stream_id].feed(event.data, now)
-                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            if out := conn.data_to_send():
-                await stream.send(out)
 
 
 async def start_daemon(
@@ -169,7 +134,7 @@ def delivery(subscribers: list[Subscriber]) -> tuple[float, float, float, float]
     return offered, delivered, window_s, spread_s
 
 
-async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> None:
+async def one_round(sessions: int, rate: float, seconds: float) -> None:
     words = int(rate * seconds)
     probe_file = tempfile.mktemp(prefix="acp-bench-probe-")
     async with model_process("--words", str(words), "--rate", str(rate), server=STAMP_SERVER) as model:
@@ -195,13 +160,7 @@ async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> 
                 ids.append(body["sessionId"])
             subscribers = [Subscriber(sid) for sid in ids]
             async with anyio.create_task_group() as tg:
-                if http2:
-                    for first in range(0, len(subscribers), H2_STREAMS_PER_CONNECTION):
-                        connected = anyio.Event()
-                        group = subscribers[first : first + H2_STREAMS_PER_CONNECTION]
-                        tg.start_soon(run_http2, group, host, port, connected)
-                        await connected.wait()
-                for subscriber in [] if http2 else subscribers:
+                for subscriber in subscribers:
                     connected = anyio.Event()
                     tg.start_soon(subscriber.run, host, port, connected)
                     await connected.wait()
@@ -254,18 +213,17 @@ async def one_round(sessions: int, rate: float, seconds: float, http2: bool) -> 
     )
 
 
-async def main(sessions: int, rate: float, seconds: float, repeat: int, http2: bool) -> None:
+async def main(sessions: int, rate: float, seconds: float, repeat: int) -> None:
     print(
         f"command: python bench/bench_daemon_stream.py --sessions {sessions} --rate {rate:g} "
-        f"--seconds {seconds:g} --repeat {repeat}{' --http2' if http2 else ''}"
+        f"--seconds {seconds:g} --repeat {repeat}"
     )
-    h2 = f"HTTP/2, up to {H2_STREAMS_PER_CONNECTION} streams per connection"
-    print(f"subscribers: {h2 if http2 else 'HTTP/1.1, a connection each'}")
+    print("subscribers: HTTP/1.1, a connection each")
     print("targets: all chunks delivered, p99 write → read <= 50 ms, event loop stall <= 10 ms")
     print(f"machine: {os.cpu_count()} CPUs (shared), Python {sys.version.split()[0]}")
     for round_ in range(1, repeat + 1):
         print(f"round {round_}:")
-        await one_round(sessions, rate, seconds, http2)
+        await one_round(sessions, rate, seconds)
 
 
 if __name__ == "__main__":
@@ -274,6 +232,5 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=50)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--http2", action="store_true", help="subscribers over HTTP/2 (prior knowledge)")
     args = parser.parse_args()
-    anyio.run(main, args.sessions, args.rate, args.seconds, args.repeat, args.http2)
+    anyio.run(main, args.sessions, args.rate, args.seconds, args.repeat)

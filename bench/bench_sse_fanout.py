@@ -1,4 +1,4 @@
-"""The daemon's own cost per streamed chunk, in one process: a prompt's event stream → the session's pump → its
+"""The daemon's own cost per streamed chunk, in one process: a prompt's event stream → the session's channel → its
 event log → ``--subscribers`` SSE writers (``EventStreamResponse``) whose ``send`` only counts the bytes.
 
 No sockets and no model: what is left is what the daemon adds per chunk (building the update, encoding the frame,
@@ -23,8 +23,7 @@ import anyio.lowlevel
 
 from acp_server.bridge import PromptStream
 from acp_server.daemon import EventLog
-from acp_server.daemon._channel import SessionChannel
-from acp_server.daemon._sse import EventStreamResponse
+from acp_server.daemon.rest import EventStreamResponse, SessionChannel
 from acp_server.domain import PromptEnded, TextChunk
 
 
@@ -54,8 +53,7 @@ async def one_run(chunks: int, subscribers: int, slow: bool) -> tuple[float, int
             tg.start_soon(response._write, send)
         await anyio.wait_all_tasks_blocked()
         started = time.process_time()
-        channel.pending[handle.prompt_id] = cast(Any, handle)
-        tg.start_soon(channel.pump)
+        channel.accept(cast(Any, handle))  # its stream delivers to the log in the sending task: no pump
         for i in range(chunks):
             await stream.send(TextChunk(f" w{i}"))
             await anyio.lowlevel.checkpoint()  # one chunk at a time, as they come from the model

@@ -4,15 +4,27 @@ and no layer reaches into another's ``_private`` module. With them, the house ru
 
 Layers, lowest first (a module may import its own layer's modules and any lower layer's public names)::
 
-    ground     the package root (``__version__``; it imports nothing), errors, domain, tasks
+    ground     the package root (``__version__``; it imports nothing), errors, domain, tasks, modes, grammar_bounds
     provider   the openai client factory and the offline model
-    pipeline   watchdog, retries, streaming
-    turn       one model turn            store   durable sessions (beside each other: neither imports the other)
+    pipeline   watchdog, retries, streaming  tools   the built-in tools, the registry (beside each other)
+    mcp        the MCP client: servers' connections, their tools (into tools' registry) and prompts
+    turn       one model turn    store   durable sessions    commands   slash commands, MCP prompts as commands
+               (the three beside each other: none imports another; the commands reach the turn by a protocol)
     bridge     sessions, FIFOs, prompt event streams
     acp        ACP handlers (transport-neutral)
     rpc        JSON-RPC framing, dispatcher, transports
     faces      daemon, client            then config (which hands each component its part, the daemon's too),
                then cli (which starts the daemon)
+
+The daemon is three parts, one job each, over a common ground, put together by its package's own modules::
+
+    daemon._exceptions, _errors, _options, _sse_frames      the ground every part may use
+    daemon.server                                           the HTTP server runtime (uvicorn, connection defences)
+    daemon.rest     daemon.remote                           the REST + SSE API; ACP over HTTP and WebSocket (/acp):
+                                                            each may use server, neither the other
+    daemon (the package and its other modules)              puts them together (the app, serving)
+
+and a part is used through its package (``from ..server import X``), never through its private modules.
 """
 
 from __future__ import annotations
@@ -32,20 +44,23 @@ RANKS: dict[str, int] = {
     "limits": 0,
     "retry_after": 0,
     "modes": 0,
+    "grammar_bounds": 0,
     "provider": 1,
     "pipeline": 2,
     "tools": 2,
-    "turn": 3,
-    "store": 3,
-    "bridge": 4,
-    "acp": 5,
-    "rpc": 6,
-    "daemon": 7,
-    "client": 7,
-    "config": 8,
-    "cli": 9,
+    "mcp": 3,
+    "turn": 4,
+    "store": 4,
+    "commands": 4,
+    "bridge": 5,
+    "acp": 6,
+    "rpc": 7,
+    "daemon": 8,
+    "client": 8,
+    "config": 9,
+    "cli": 10,
     "__init__": 0,
-    "__main__": 10,
+    "__main__": 11,
 }
 
 
@@ -156,6 +171,54 @@ def test_no_import_cycle() -> None:
     for module in sorted(graph):
         if state[module] == 0:
             visit(module)
+
+
+DAEMON_GROUND = frozenset({"daemon._exceptions", "daemon._errors", "daemon._options", "daemon._sse_frames"})
+DAEMON_PARTS: dict[str, int] = {"server": 1, "rest": 2, "remote": 2}
+"""The daemon's parts and their ranks (the ground is 0, the package's composition 3): equal ranks are siblings."""
+
+
+def _daemon_part(module: str) -> tuple[str, int]:
+    """The daemon part a ``daemon.*`` module belongs to, and its rank."""
+    if module in DAEMON_GROUND:
+        return "ground", 0
+    part = module.split(".")[1] if module.count(".") >= 1 else ""
+    if part in DAEMON_PARTS:
+        return part, DAEMON_PARTS[part]
+    return "composition", 3
+
+
+def test_the_daemon_parts_import_down_only_and_each_other_through_their_packages() -> None:
+    wrong: list[str] = []
+    for module, targets in _graph().items():
+        if _layer(module) != "daemon":
+            continue
+        part, rank = _daemon_part(module)
+        for target, line in targets:
+            if _layer(target) != "daemon":
+                continue
+            other, other_rank = _daemon_part(target)
+            if other == part:
+                continue
+            if other_rank >= rank:
+                wrong.append(f"acp_server.{module}:{line} imports acp_server.{target} ({part} → {other})")
+            elif other in DAEMON_PARTS and target != f"daemon.{other}":
+                wrong.append(f"acp_server.{module}:{line} imports the private acp_server.{target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_daemon_has_its_three_parts() -> None:
+    modules = _modules()
+    assert {part for part in DAEMON_PARTS if f"daemon.{part}" in modules} == set(DAEMON_PARTS)
+    assert set(modules) >= DAEMON_GROUND
+
+
+def test_the_daemon_part_checker_sees_its_parts() -> None:
+    assert _daemon_part("daemon.rest._sse") == ("rest", 2)
+    assert _daemon_part("daemon.remote") == ("remote", 2)
+    assert _daemon_part("daemon._errors") == ("ground", 0)
+    assert _daemon_part("daemon._app") == ("composition", 3)
+    assert _daemon_part("daemon") == ("composition", 3)
 
 
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..bridge import Choice, Command, PromptHandle, SessionBridge, SessionEntry, SettingsChange
+from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
+from ..commands import Command
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..errors import InvalidInputError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ._client import AcpEditor, ClientCapabilities
 from ._commands import after_queued, commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
+from ._editor import AcpEditor, ClientCapabilities
 from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
     MAX_TITLE_CHARS,
@@ -151,6 +152,7 @@ class AcpAgent:
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
         self._announce_commands(entry, peer)
+        await self._tell_window_problem(entry, peer)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -294,6 +296,19 @@ class AcpAgent:
         """The session's slash commands, to follow the answer that makes it known to the client (just attached)."""
         commands = self._told[entry.session_id].commands = self._bridge.commands_of(entry)
         peer.after_reply("session/update", commands_update(entry.session_id, commands))
+
+    async def _tell_window_problem(self, entry: SessionEntry, peer: Peer) -> None:
+        """A new session whose model's window cannot hold a prompt beside its instructions and tools is told so
+        once, as an agent message following the answer (what takes the room, what would help); each prompt then
+        fails with ``context_window_too_small``."""
+        try:
+            problem = await self._bridge.window_problem(entry)
+        except Exception:  # the check is advice: it never fails session/new
+            logger.exception("session %s: could not check its model's context window", entry.session_id)
+            return
+        if problem is not None:
+            message = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{problem}\n\n"}}
+            peer.after_reply("session/update", {"sessionId": entry.session_id, "update": message})
 
     def _tell_commands(self, entry: SessionEntry) -> None:
         """(bridge listener, run after what was queued: the answer announcing them first) The session's commands

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..bridge import Command
+from ..commands import Command
 
 __all__ = ["after_queued", "commands_update"]
 

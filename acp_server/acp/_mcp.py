@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..bridge import SessionEntry
-from ..tools.mcp_servers import McpServerConfig, parse_mcp_servers
+from ..mcp import McpServerConfig, parse_mcp_servers
 
 __all__ = ["mcp_meta", "mcp_servers_of"]
 

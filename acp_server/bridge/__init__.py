@@ -6,7 +6,6 @@ The ids Q1–Q14 cited in its comments are the queue requirements written out in
 """
 
 from ._bridge import SessionBridge, TurnRunner
-from ._commands import COMMANDS, Command
 from ._exceptions import (
     BridgeClosedError,
     BridgeError,
@@ -25,14 +24,12 @@ from ._settings import Choice, SettingsRules
 from ._stream import DEFAULT_COALESCE_BYTES, DEFAULT_STREAM_CAPACITY, PromptStream
 
 __all__ = [
-    "COMMANDS",
     "DEFAULT_COALESCE_BYTES",
     "DEFAULT_STREAM_CAPACITY",
     "MAX_ADDITIONAL_DIRECTORIES",
     "BridgeClosedError",
     "BridgeError",
     "Choice",
-    "Command",
     "InvalidCwdError",
     "PromptDeadlineExceededError",
     "PromptHandle",

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
+from ..commands import Command, SlashCommands
 from ..domain import Conversation, Prompt
 from ..limits import DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
+from ..mcp import McpServerConfig, McpServers, McpSettings, check_mcp_servers
 from ..modes import DEFAULT_MODE
 from ..store import (
     DEFAULT_PAGE_SIZE,
@@ -41,15 +43,12 @@ from ..store import (
     StoredSessionNotFoundError,
 )
 from ..tasks import Lifecycle, OwnedTaskGroup
-from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._claims import Claims
-from ._commands import Command, SlashCommands
 from ._deadlines import DeadlineWatch
 from ._exceptions import BridgeClosedError, PromptQueueFullError, SessionNotFoundError
 from ._fifo import Fifo
 from ._fork import Forks
 from ._limits import validate_deadline_ms, validate_max_pending
-from ._mcp import check_mcp_servers
 from ._prompt import Cause, PromptHandle, PromptJob
 from ._registry import SessionRegistry, SettingsListener
 from ._roots import Directories, active_directories, check_additional_directories
@@ -97,6 +96,7 @@ class SessionBridge:
         is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
         runner has no model choice to offer). ``mcp``: the sessions' MCP connect and call timeouts."""
         self._runner = SlashCommands(runner, self)  # a prompt naming a slash command runs it instead of the model
+        self._model_runner = runner
         self._mcp = McpSettings() if mcp is None else mcp
         self._closing_mcp: list[McpServers] = []
         self._own_store = store is None
@@ -163,7 +163,7 @@ class SessionBridge:
         return checked
 
     def check_mcp_servers(self, servers: Sequence[McpServerConfig] | None) -> None:
-        """Refuse what this bridge may not start (see ``_mcp.check_mcp_servers``) before anything is done."""
+        """Refuse what this bridge may not start (see :func:`acp_server.mcp.check_mcp_servers`) first."""
         check_mcp_servers(servers, self.allows_mode)
 
     async def _connect(self, entry: SessionEntry, servers: Sequence[McpServerConfig] | None) -> None:
@@ -177,6 +177,10 @@ class SessionBridge:
     def commands_of(self, entry: SessionEntry) -> tuple[Command, ...]:
         """The slash commands a prompt of ``entry`` may run now: the built-ins, then its MCP servers' prompts."""
         return self._runner.commands_of(entry)
+
+    async def window_problem(self, entry: SessionEntry) -> Exception | None:
+        """Why no prompt of ``entry`` can work with its model's window, when the model runner tells; else None."""
+        return None if (check := getattr(self._model_runner, "window_problem", None)) is None else await check(entry)
 
     def add_commands_listener(self, listener: Callable[[SessionEntry], None]) -> Callable[[], None]:
         """Call ``listener(session)`` when a session's commands change; returns the remover (see ``_registry``)."""

@@ -17,10 +17,10 @@ from anyio.abc import TaskGroup
 
 from ..domain import Compaction, Conversation, Message, ModelStep, Prompt
 from ..errors import ServerError
+from ..mcp import McpServerConfig, McpServers, McpSettings
 from ..modes import DEFAULT_MODE
 from ..store import SessionStore, TurnTicket
 from ..tools.builtin import builtin_tool_set
-from ..tools.mcp_servers import McpServerConfig, McpServers, McpSettings
 from ._exceptions import BridgeClosedError, SessionClosedError
 from ._fifo import Fifo
 from ._prompt import Cause, PromptHandle, PromptJob

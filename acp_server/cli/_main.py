@@ -25,7 +25,7 @@ from ..config import (
     store_password,
     was_given,
 )
-from ..modes import BYPASS_MODE, MODES, READ_ONLY_MODE
+from ..modes import ASK_MODE, BYPASS_MODE, MODES, READ_ONLY_MODE, tokenless_problem
 from ._logging import configure_logging
 from ._secrets import hide_secrets
 
@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--mode",
         choices=list(MODES),
-        default=READ_ONLY_MODE,
-        help="the session's mode: read-only (default: the model may read and search only), default (asks y/N "
+        default=ASK_MODE,
+        help=f"the session's mode: {ASK_MODE} (default: the model may read and search only), default (asks y/N "
         "before each edit or command on a terminal; declines when stdin is not one), accept-edits, "
         "bypass-permissions",
     )
@@ -109,7 +109,7 @@ def _mcp_config(parser: argparse.ArgumentParser, path: str | None) -> list[dict[
     if path is None:
         return []
     from ..errors import InvalidInputError
-    from ..tools.mcp_servers import editor_config_servers
+    from ..mcp import editor_config_servers
 
     try:
         with open(path, encoding="utf-8") as file:
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     if args.command == "serve":
         return _serve(args.serve_parser, args, settings)
-    from ._agent import run_stdio
+    from ._stdio import run_stdio
 
     if sys.stdin.isatty():
         sys.stderr.write(TTY_HINT)
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _store_start_error(exc: BaseException) -> BaseException | None:
     """The :class:`StoreStartError` that ended a run (task groups wrap it), or None."""
-    from ._agent import StoreStartError
+    from ._stdio import StoreStartError
 
     if isinstance(exc, StoreStartError):
         return exc
@@ -202,21 +202,15 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     starts; an address that cannot be bound exits 1. The sessions' modes are :func:`daemon_modes`: without a token
     only ``read-only`` (asking for another default mode, or for bypass, is a usage error)."""
     from ..daemon import ListenError, bind_socket, daemon_modes, run_daemon
-    from ._agent import open_bridge
+    from ._stdio import open_bridge
 
     serve: ServeSettings = serve_settings_from_args(parser, args)
     modes = daemon_modes(token=serve.token, allow_bypass_permissions=settings.allow_bypass_permissions)
     if not serve.token:  # the safe default: a tokenless (loopback) daemon only reads and searches
-        if was_given(args, "default_mode") and settings.default_mode != READ_ONLY_MODE:
-            parser.error(
-                f"--default-mode {settings.default_mode} needs --token: a daemon without a token offers only the "
-                f"{READ_ONLY_MODE} mode"
-            )
-        if settings.allow_bypass_permissions:
-            parser.error(
-                "--allow-bypass-permissions needs --token: a daemon without a token offers only the "
-                f"{READ_ONLY_MODE} mode"
-            )
+        asked = settings.default_mode if was_given(args, "default_mode") else None
+        problem = tokenless_problem(default_mode=asked, allow_bypass=settings.allow_bypass_permissions)
+        if problem is not None:
+            parser.error(problem)
         settings = replace(settings, default_mode=READ_ONLY_MODE)
     try:
         options = settings.daemon_options(serve)

@@ -1,6 +1,6 @@
-"""The table of every setting: its flag, its environment variable, its parser and the help the README shows.
+"""The table of every setting: its flag, its environment variable, its parser and the help the manual shows.
 
-Invariant: each setting is declared here once; the argparse flags, the environment lookup and the README's
+Invariant: each setting is declared here once; the argparse flags, the environment lookup and the manual's
 configuration table are all generated from these rows. A default a help states is its component's: its constant,
 where config imports the component at start (``limits``, ``modes``), else written out and checked against what the
 component is handed (``tests/cli/test_config_defaults.py``: config does not import the model stack or the daemon at
@@ -23,7 +23,7 @@ __all__ = ["OPTIONS", "SERVE_OPTIONS", "Option", "option_table"]
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: its flag, its environment variable, how to parse it, and what the README says of it."""
+    """One setting: its flag, its environment variable, how to parse it, and what the manual says of it."""
 
     dest: str
     flag: str
@@ -71,6 +71,16 @@ OPTIONS: tuple[Option, ...] = (
         "compact the conversation before a request that would fill more than this percentage of the context "
         "window; 0 = only when the endpoint refuses a request as too long (default 80)",
         "PERCENT",
+    ),
+    Option(
+        "max_answer_tokens",
+        "--max-answer-tokens",
+        "ACP_SERVER_MAX_ANSWER_TOKENS",
+        parse.non_negative_int,
+        "the bound on each answer a request carries (max_tokens, or max_completion_tokens where the endpoint takes "
+        "only that): by default, when the window is known, the tenth of it kept for the answer (at most 32768), so a "
+        "looping model stops instead of filling the window; 0 = send none",
+        "TOKENS",
     ),
     Option("offline", "--offline", None, None, "use the built-in deterministic offline model on 127.0.0.1"),
     Option(
@@ -300,11 +310,11 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "MS",
     ),
 )
-"""The options of ``acp-server serve`` only (their own README table)."""
+"""The options of ``acp-server serve`` only (their own table, on the manual's daemon page)."""
 
 
 def option_table(options: Sequence[Option] = OPTIONS) -> str:
-    """The configuration table as Markdown (kept in the README)."""
+    """The configuration table as Markdown (filled into the manual at build time: docs/hooks/generated.py)."""
     rows = ["| flag | environment | meaning |", "| --- | --- | --- |"]
     rows += [f"| `{o.flag}` | {f'`{o.env}`' if o.env else '—'} | {o.help} |" for o in options]
     return "\n".join(rows)

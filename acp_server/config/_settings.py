@@ -22,8 +22,8 @@ from ._parsers import DEFAULT_LOG_LEVEL
 if TYPE_CHECKING:
     from ..acp import AgentOptions
     from ..daemon import DaemonOptions
+    from ..mcp import McpSettings
     from ..pipeline import StreamPolicy
-    from ..tools.mcp_servers import McpSettings
     from ..turn import ModelSettings
 
 __all__ = ["BridgeArguments", "ServeSettings", "Settings"]
@@ -54,6 +54,7 @@ class Settings:
     models: tuple[str, ...] = ()
     context_window: int | None = None
     compact_threshold: int | None = None
+    max_answer_tokens: int | None = None
     offline: bool = False
     max_pending_prompts_per_session: int | None = DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
     prompt_deadline_ms: int | None = None
@@ -101,6 +102,7 @@ class Settings:
             models=self.models,
             context_window=self.context_window,
             compact_threshold=_or(self.compact_threshold, DEFAULT_COMPACT_THRESHOLD),
+            max_answer_tokens=self.max_answer_tokens,
             policy=self.stream_policy(),
             max_turn_requests=_or(self.max_turn_requests, DEFAULT_MAX_TURN_REQUESTS),
             system_prompt=self.system_prompt or DEFAULT_SYSTEM_PROMPT,
@@ -110,7 +112,7 @@ class Settings:
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:
         """The session bridge's part: admission limit, deadline, modes (``modes`` None: every mode these settings
         allow) and the MCP servers' timeouts."""
-        from ..tools.mcp_servers import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
+        from ..mcp import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
 
         return BridgeArguments(
             max_pending_prompts_per_session=self.max_pending_prompts_per_session,

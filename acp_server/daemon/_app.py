@@ -41,39 +41,21 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.routing import BaseRoute
 
 from ..errors import ServerError
-from . import _routes_prompts as prompts
-from . import _routes_service as service
-from . import _routes_sessions as sessions
-from ._acp_http import CONNECTION_HEADER, SESSION_HEADER
-from ._daemon import Daemon
+from . import remote, rest
 from ._errors import error_response
 from ._exceptions import InvalidRequestError, MethodNotAllowedError, RouteNotFoundError
 from ._security import BodyLimit, RequestGuard
+from .remote import CONNECTION_HEADER, SESSION_HEADER, AcpOverHttp
+from .rest import Daemon
 
 __all__ = ["ROUTES", "create_app"]
 
 ACP_HEADERS = (CONNECTION_HEADER, SESSION_HEADER)
 
-ROUTES: tuple[BaseRoute, ...] = (
-    Route("/health", service.health, methods=["GET"]),
-    Route("/capabilities", service.capabilities, methods=["GET"]),
-    Route("/session", sessions.create_session, methods=["POST"]),
-    Route("/session/{session_id}", sessions.delete_session, methods=["DELETE"]),
-    Route("/session/{session_id}/resume", sessions.resume_session, methods=["POST"]),
-    Route("/session/{session_id}/delete", sessions.remove_session, methods=["POST"]),
-    Route("/session/{session_id}/mode", sessions.set_mode, methods=["POST"]),
-    Route("/session/{session_id}/config", sessions.set_config, methods=["POST"]),
-    Route("/session/{session_id}/permission/{requestId}", prompts.answer_permission, methods=["POST"]),
-    Route("/session/{session_id}/prompt", prompts.prompt, methods=["POST"]),
-    Route("/session/{session_id}/cancel", prompts.cancel, methods=["POST"]),
-    Route("/session/{session_id}/prompt/{promptId}/cancel", prompts.cancel_prompt, methods=["POST"]),
-    Route("/session/{session_id}/events", prompts.events, methods=["GET"]),
-    Route("/acp", service.acp, methods=["GET", "POST", "DELETE"]),
-    WebSocketRoute("/acp", service.acp_websocket),
-)
+ROUTES: tuple[BaseRoute, ...] = (*rest.ROUTES, *remote.ROUTES)
 """Every route of the daemon, one per path (``/acp``'s WebSocket beside its HTTP route: a different scope type)."""
 
 
@@ -101,8 +83,9 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     return error_response(InvalidRequestError(f"{exc.status_code}: {exc.detail}"))
 
 
-def create_app(daemon: Daemon) -> Starlette:
-    """The ASGI app of one daemon: its routes, guards (CORS only with allowed origins) and error mapping."""
+def create_app(daemon: Daemon, acp: AcpOverHttp | None = None) -> Starlette:
+    """The ASGI app of one daemon: the REST face over ``daemon``, ``/acp`` over ``acp`` (None: ``/acp`` answers 503),
+    guards (CORS only with allowed origins) and error mapping."""
     options = daemon.options
     middleware: list[Middleware] = []
     if options.allow_origins:
@@ -129,5 +112,6 @@ def create_app(daemon: Daemon) -> Starlette:
         middleware=middleware,
         exception_handlers={HTTPException: _on_http_exception, ServerError: _on_error, Exception: _on_internal},
     )
-    app.state.daemon = daemon  # the endpoints' one way to their daemon (_request.daemon_of)
+    app.state.daemon = daemon  # the REST endpoints' one way to their state (rest/_request.daemon_of)
+    app.state.acp = acp  # /acp's (remote/_routes.py)
     return app

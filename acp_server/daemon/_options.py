@@ -7,9 +7,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
-from ..modes import READ_ONLY_MODE, available_modes
+from ..modes import available_modes
 from ..pipeline import DEFAULT_IDLE_TIMEOUT_MS
-from ._events import DEFAULT_QUEUE_BYTES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_EVENT_ID", "DaemonOptions", "daemon_modes", "is_loopback_host"]
 
@@ -21,6 +20,8 @@ DEFAULT_EVENT_RING_TOTAL_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 60.0
+DEFAULT_QUEUE_BYTES = 1024 * 1024
+"""The bytes an event stream's subscriber may have waiting unsent (its queue) before it is dropped."""
 MAX_EVENT_ID = 2**53 - 1
 """The largest event id (and ``Last-Event-ID``) there is: exact as a JSON number in every client (JavaScript too)."""
 
@@ -42,9 +43,7 @@ def daemon_modes(*, token: str | None, allow_bypass_permissions: bool = False) -
     """The modes a daemon's sessions may have — the safe default: without a token only ``read-only`` (anyone on the
     host may call a loopback daemon: it must not edit or run anything); with one ``default``, ``accept-edits`` and
     ``read-only``, and ``bypass-permissions`` only when allowed. Its bridge is built with these (``/acp`` too)."""
-    if not token:
-        return (READ_ONLY_MODE,)
-    return tuple(mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions))
+    return tuple(mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions, token=bool(token)))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The eight tools (a contract: names and parameters are fixed) are ``read_file``, ``list_directory``, ``glob``,
 ``grep``, ``update_plan`` (:data:`READ_ONLY_TOOLS`: they change nothing), ``write_file``, ``edit_file`` and
-``run_command``; :func:`openai_tools` gives their OpenAI function-calling entries. ``update_plan`` (``_plan``)
+``run_command``; :func:`openai_tools` gives their OpenAI function-calling entries. ``update_plan``
 touches no file: its result carries the model's whole plan for the turn to report. A call is made in two steps:
 
 - ``await prepare_call(name, arguments, cwd=..., client=..., offered=...)`` validates the call (tool known and
@@ -20,16 +20,20 @@ first 8 KiB, or not UTF-8) are refused; so are files over 10 MiB (grep skips the
 unbounded: globs match without backtracking, grep's regular expressions release the GIL and have a time budget,
 the blocking work runs in worker threads that a cancel abandons at once. The details of each part are in its
 module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs ``_globs``, searches
-``_search``, commands ``_command``.
+``_search``, commands ``_command`` (and its watchdog ``_command_watchdog``).
 
-Each tool is one :class:`~acp_server.tools.registry.Tool` (spec, nature and preparer); a session's tools are a
-:class:`~acp_server.tools.registry.ToolSet`: the built-ins (:mod:`acp_server.tools.builtin`) plus its MCP
-servers' tools (:mod:`acp_server.tools.mcp_servers`).
+Each built-in tool is one module of :mod:`acp_server.tools.builtin`, one class (arguments model, name, kind,
+title, description, ``prepare``); every tool is one :class:`~acp_server.tools.registry.Tool` to the registry, and
+a session's tools are a :class:`~acp_server.tools.registry.ToolSet`: the built-ins plus its MCP servers' tools
+(:mod:`acp_server.mcp`, which builds its tools with
+:func:`guarded_run`, :func:`failure` and :func:`schema_check`).
 
 ``schemas/tools/<name>.json`` hold the parameters schemas the model is sent; regenerate them with
 ``python -m acp_server.tools`` after changing an argument model (a test pins the files to the code).
 """
 
+from ._call import _guarded as guarded_run
+from ._call import failure
 from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
 from ._output import OUTPUT_LIMIT_BYTES
@@ -50,7 +54,7 @@ from ._types import (
     ToolResult,
     permission_choice,
 )
-from ._validate import arguments_json
+from ._validate import arguments_json, schema_check
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
@@ -78,8 +82,11 @@ __all__ = [
     "ToolResult",
     "Workspace",
     "arguments_json",
+    "failure",
+    "guarded_run",
     "openai_tools",
     "permission_choice",
     "prepare_call",
     "read_project_text",
+    "schema_check",
 ]

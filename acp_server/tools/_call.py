@@ -1,4 +1,4 @@
-"""How every tool builds its :class:`PreparedCall`, and the one rule of how a call's ``run`` ends.
+"""The one rule of how a tool call's ``run`` ends.
 
 ``run`` never raises for a tool failure: a :class:`ToolCallError` (or a :class:`RemoteError` from the client, or
 an ``OSError`` no tool explained) raised while running becomes ``ToolResult(failed=True)`` whose ``output`` is
@@ -12,14 +12,13 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..domain import TextContent, ToolContent, ToolLocation
+from ..domain import TextContent
 from ..errors import RemoteError
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES, cap_text, utf8_len
-from ._specs import SPECS
-from ._types import ContentSink, PreparedCall, ToolResult
+from ._types import ContentSink, ToolResult
 
-__all__ = ["Run", "failure", "prepared"]
+__all__ = ["Run", "failure"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,15 +48,3 @@ def _guarded(run: Run) -> Run:
         return result
 
     return guarded
-
-
-def prepared(
-    name: str,
-    title: str,
-    locations: tuple[ToolLocation, ...],
-    preview: tuple[ToolContent, ...],
-    run: Run,
-) -> PreparedCall:
-    """The :class:`PreparedCall` of tool ``name`` (its kind and permission from its spec), ``run`` guarded."""
-    spec = SPECS[name]
-    return PreparedCall(name, title, spec.kind, locations, preview, spec.needs_permission, _guarded(run))

@@ -1,4 +1,5 @@
-"""run_command: a shell command line, in the client's terminal when it has one, else a local subprocess.
+"""How ``builtin/run_command`` runs a shell command line: in the client's terminal when it has one, else a local
+subprocess.
 
 Terminal (``terminal/*``): create → show it in the call (``content_sink``) → wait for the exit → output → release.
 Every request is bounded, so an editor that never answers ends the call ``failed`` within the command's timeout plus
@@ -8,9 +9,9 @@ the output then has 3 s (an output not sent in time is a note); release always h
 cancelled or failed run kills the terminal first. A late answer to any of them is ignored.
 
 Local: ``/bin/sh -c <command>`` in the project directory, in its own process group (``start_new_session``), stdin
-``/dev/null``, stdout and stderr merged into one pipe. A watchdog (:mod:`._guard`) kills that group if the agent
-dies, however it dies, and the command starts only once the watchdog does (:data:`_GATE`); the agent stops the
-watchdog once the group is gone. The output is read with a bound (the
+``/dev/null``, stdout and stderr merged into one pipe. A watchdog (:mod:`._command_watchdog`) kills that group if
+the agent dies, however it dies, and the command starts only once the watchdog does (:data:`_GATE`); the agent
+stops the watchdog once the group is gone. The output is read with a bound (the
 first and the last 30 KiB are kept). When the shell exits, what it left in its group is killed (so no background
 process outlives the call, and the pipe closes). At the timeout the group gets SIGTERM, then SIGKILL after a short
 grace; on cancellation it gets SIGKILL at once; in every case the shell is reaped before ``run`` returns or raises.
@@ -36,18 +37,25 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..domain import TerminalContent, TextContent
 from ..errors import RemoteError
-from . import _guard, _unprivileged
-from ._call import prepared
+from . import _command_watchdog, _unprivileged
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
-from ._specs import DEFAULT_COMMAND_TIMEOUT_MS, RunCommandArgs
-from ._types import ContentSink, EditorTerminal, PreparedCall, TerminalExit, TerminalOutput, ToolClient, ToolResult
+from ._types import ContentSink, EditorTerminal, TerminalExit, TerminalOutput, ToolResult
 from ._workspace import Workspace
 
-__all__ = ["KEEP_HEAD_BYTES", "KEEP_TAIL_BYTES", "prepare_run_command"]
+__all__ = [
+    "DEFAULT_COMMAND_TIMEOUT_MS",
+    "KEEP_HEAD_BYTES",
+    "KEEP_TAIL_BYTES",
+    "MAX_COMMAND_TIMEOUT_MS",
+    "run_local",
+    "run_terminal",
+]
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_COMMAND_TIMEOUT_MS = 120_000
+MAX_COMMAND_TIMEOUT_MS = 600_000
 KEEP_HEAD_BYTES = 30 * 1024
 KEEP_TAIL_BYTES = 30 * 1024
 _TERM_GRACE_S = 2.0  # SIGTERM → SIGKILL at a timeout
@@ -180,7 +188,7 @@ async def _watch(pgid: int, cwd: str) -> tuple[Process | None, int]:
             return None, death_w
         with anyio.CancelScope(shield=True):
             watchdog = await anyio.open_process(
-                [sys.executable, "-I", "-S", _guard.__file__, str(pgid)],
+                [sys.executable, "-I", "-S", _command_watchdog.__file__, str(pgid)],
                 env=_command_env(cwd),  # not the agent's own: its environment shows in /proc
                 stdin=death_r,
                 stdout=subprocess.DEVNULL,
@@ -208,7 +216,7 @@ async def _unwatch(watchdog: Process | None, death_w: int) -> None:
         os.close(death_w)
 
 
-async def _run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
+async def run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
     go_r, go_w = os.pipe()  # the gate: the command starts only once its watchdog does
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
@@ -290,7 +298,7 @@ async def _quietly(call: Awaitable[None], what: str) -> None:
         logger.debug("terminal/%s failed: %s", what, exc)
 
 
-async def _run_terminal(
+async def run_terminal(
     terminal: EditorTerminal, command: str, workspace: Workspace, timeout_ms: int, sink: ContentSink
 ) -> ToolResult:
     deadline = anyio.current_time() + timeout_ms / 1000
@@ -338,26 +346,3 @@ async def _run_terminal(
     lines.append(result.output or "(no output)")
     raw = {"exitCode": exit_code, "signal": signal_name, "timedOut": timed_out, "terminalId": terminal_id}
     return ToolResult("\n".join(lines), content, raw, failed=timed_out)
-
-
-def _title(command: str) -> str:
-    first, _, rest = command.strip().partition("\n")
-    short = first if len(first) <= 80 else first[:79] + "…"
-    return f"Run `{short}{' …' if rest.strip() and len(first) <= 80 else ''}`"
-
-
-async def prepare_run_command(args: RunCommandArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
-    command = args.command
-    if not command.strip():
-        raise ToolCallError("command is empty")
-    if "\0" in command:
-        raise ToolCallError("command contains a NUL byte")
-    timeout_ms = args.timeout_ms or DEFAULT_COMMAND_TIMEOUT_MS
-    terminal = None if client is None else client.terminal
-
-    async def run(sink: ContentSink) -> ToolResult:
-        if terminal is not None:
-            return await _run_terminal(terminal, command, workspace, timeout_ms, sink)
-        return await _run_local(command, workspace, timeout_ms)
-
-    return prepared("run_command", _title(command), (), (), run)

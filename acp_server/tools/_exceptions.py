@@ -2,8 +2,7 @@
 
     ServerError
      └── ToolError              root of this layer
-          ├── ToolCallError     one tool call failed; its message is what the model is told, verbatim
-          └── McpPromptError    an MCP server's prompt cannot be run as a command; its message is what the user is told
+          └── ToolCallError     one tool call failed; its message is what the model is told, verbatim
 
 A :class:`ToolCallError` never ends a prompt: the call ends ``failed`` and the loop goes on. Its message says what
 was wrong and what to do instead (``old_text occurs 3 times in src/app.py; give more context or set
@@ -16,7 +15,7 @@ from typing import ClassVar
 
 from ..errors import ServerError
 
-__all__ = ["McpPromptError", "ToolCallError", "ToolError"]
+__all__ = ["ToolCallError", "ToolError"]
 
 
 class ToolError(ServerError):
@@ -26,11 +25,12 @@ class ToolError(ServerError):
 
 
 class ToolCallError(ToolError):
-    """A tool call that cannot be prepared or run; ``str(exc)`` is the message given to the model."""
+    """A tool call that cannot be prepared or run; ``str(exc)`` is the message given to the model. ``what``: what
+    went wrong in a few plain words for a call's title (``no such path``), and ``subject`` what it went wrong with
+    (a path as given); None when the message alone says it."""
 
+    def __init__(self, message: str, *, what: str | None = None, subject: str | None = None) -> None:
+        super().__init__(message)
+        self.what = what
+        self.subject = subject
 
-class McpPromptError(ToolError):
-    """An MCP prompt command that cannot run (bad arguments, the server's refusal, no answer, too large); ``str(exc)``
-    is the sentence the user is told (the model is not called)."""
-
-    error_kind: ClassVar[str] = "mcp_prompt_error"

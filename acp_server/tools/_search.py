@@ -1,4 +1,5 @@
-"""The search tools: glob (paths matching a pattern) and grep (lines matching a regular expression).
+"""What the search tools (``builtin/glob``: paths matching a pattern; ``builtin/grep``: lines matching a regular
+expression) do.
 
 Both walk the project with :class:`~._walk.Walk` (``.git`` and what ``.gitignore`` hides skipped, symbolic links
 never entered) in a worker thread, so a big project does not stall the event loop; cancelling the call stops the
@@ -23,17 +24,14 @@ from collections.abc import Callable
 
 import regex
 
-from ..domain import TextContent, ToolLocation
-from ._call import prepared
+from ..domain import TextContent
 from ._exceptions import ToolCallError
 from ._globs import GlobSet, expand_braces, has_magic
 from ._output import OUTPUT_LIMIT_BYTES, clip_line, join_lines, plural, utf8_len
 from ._regex_size import unrolled_size
-from ._specs import GlobArgs, GrepArgs
 from ._textfile import MAX_TEXT_FILE_BYTES, read_searchable
-from ._types import ContentSink, PreparedCall, ToolClient, ToolResult
+from ._types import ToolResult
 from ._walk import MAX_WALK_ENTRIES, Walk
-from ._worker import in_thread
 from ._workspace import Target, Workspace
 
 __all__ = [
@@ -44,8 +42,11 @@ __all__ = [
     "MAX_GREP_PATTERN_CHARS",
     "MAX_GREP_PATTERN_ITEMS",
     "MAX_GREP_SCAN_CHARS",
-    "prepare_glob",
-    "prepare_grep",
+    "clip_title",
+    "compile_pattern",
+    "glob_plan",
+    "glob_work",
+    "grep_work",
 ]
 
 MAX_GLOB_PATHS = 1000
@@ -64,7 +65,7 @@ def _walk_note(walk: Walk) -> str:
     return f"[the search stopped after {MAX_WALK_ENTRIES} entries; narrow it to a directory]" if walk.truncated else ""
 
 
-def _clip_title(text: str, size: int = 60) -> str:
+def clip_title(text: str, size: int = 60) -> str:
     text = text.replace("\n", " ")
     return text if len(text) <= size else text[: size - 1] + "…"
 
@@ -94,7 +95,7 @@ def _relative_pattern(workspace: Workspace, pattern: str) -> tuple[str, str]:
     )
 
 
-def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet, int | None, str]:
+def glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet, int | None, str]:
     """Where to walk (the literal directories the pattern starts with), the label of the walked paths (relative to
     the root the pattern is in), the regex of the whole pattern, and how deep to walk (None: ``**`` goes all the way
     down), and what prefixes the paths found. A relative pattern is in the project directory (paths found are
@@ -130,7 +131,7 @@ def _glob_plan(workspace: Workspace, pattern: str) -> tuple[Target, str, GlobSet
     return target, "".join(part + "/" for part in base), globs, depth, spelled
 
 
-def _glob(
+def glob_work(
     workspace: Workspace, pattern: str, base: Target, label: str, globs: GlobSet, depth: int | None, spelled: str
 ) -> Callable[[threading.Event], ToolResult]:
     def work(stop: threading.Event) -> ToolResult:
@@ -159,16 +160,6 @@ def _glob(
         return ToolResult(output, (TextContent(summary),), {"paths": len(found), "truncated": shown < len(found)})
 
     return work
-
-
-async def prepare_glob(args: GlobArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
-    base, label, globs, depth, spelled = _glob_plan(workspace, args.pattern)
-    work = _glob(workspace, args.pattern, base, label, globs, depth, spelled)
-
-    async def run(sink: ContentSink) -> ToolResult:
-        return await in_thread(work)
-
-    return prepared("glob", f"Glob {_clip_title(args.pattern)}", (), (), run)
 
 
 # --- grep ---------------------------------------------------------------------------------------------------
@@ -247,7 +238,7 @@ class _Matches:
         return True
 
 
-def _grep(
+def grep_work(
     workspace: Workspace,
     target: Target,
     is_dir: bool,
@@ -321,7 +312,7 @@ _WHY = {
 }
 
 
-def _compile(pattern: str) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
+def compile_pattern(pattern: str) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
     """The pattern for one line and the one for a whole text (``MULTILINE``); refused when invalid or when it
     would take long to compile (compiling holds the GIL: the event loop would stall)."""
     if len(pattern) > MAX_GREP_PATTERN_CHARS:
@@ -339,31 +330,3 @@ def _compile(pattern: str) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
         return regex.compile(pattern), regex.compile(pattern, regex.MULTILINE)
     except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         raise ToolCallError(f"invalid regular expression {pattern!r}: {exc}") from None
-
-
-async def prepare_grep(args: GrepArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
-    line_regex, text_regex = _compile(args.pattern)
-    target, is_dir = workspace.existing(args.path or ".")
-    include: tuple[GlobSet, bool] | None = None
-    if args.include:
-        if "\0" in args.include:
-            raise ToolCallError(f"include {args.include!r} contains a NUL byte")
-        try:
-            include = (GlobSet(expand_braces(args.include.removeprefix("./"))), "/" in args.include)
-        except ValueError as exc:
-            raise ToolCallError(f"include '{args.include}': {exc}") from None
-    title = f"Grep '{_clip_title(args.pattern)}'"
-    where = f" for '{args.pattern}'"
-    if args.path is not None and target.rel != ".":
-        title += f" in {target.rel}"
-        where += f" in {target.rel}"
-    if args.include:
-        title += f" ({_clip_title(args.include, 40)})"
-        where += f" (files matching '{args.include}')"
-    work = _grep(workspace, target, is_dir, line_regex, text_regex, include, where)
-
-    async def run(sink: ContentSink) -> ToolResult:
-        return await in_thread(work)
-
-    locations = (ToolLocation(target.path),) if args.path is not None else ()
-    return prepared("grep", title, locations, (), run)

@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 import jsonschema
 from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import ValidationError as SchemaViolation
 from pydantic import BaseModel, ValidationError
 
 from ._exceptions import ToolCallError
@@ -31,12 +32,32 @@ def arguments_json(text: str) -> Any:
     """A call's arguments parsed as JSON proper: ``NaN`` and ``Infinity``, which Python's parser takes, raise
     :class:`ValueError` like any other text that is not JSON (no face could send them on as valid JSON)."""
     return json.loads(text, parse_constant=_not_json)
+
+
 _MAX_ISSUES = 5
 
 SchemaCheck: TypeAlias = Callable[[dict[str, Any]], list[str]]
 """The problems of an arguments object against a tool's JSON Schema (none: it matches)."""
 
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
+_BOUNDS = {
+    "maxLength": ("is {size} characters long", "at most"),
+    "minLength": ("is {size} characters long", "at least"),
+    "maxItems": ("has {size} items", "at most"),
+    "minItems": ("has {size} items", "at least"),
+}
+
+
+def _bound_message(error: SchemaViolation) -> str | None:
+    """A value over (or under) a length or count bound, said with both numbers (a long value is never quoted, and
+    the model may not have been sent the bound: see ``acp_server.grammar_bounds``); None for other errors."""
+    bound = _BOUNDS.get(str(error.validator))
+    if bound is None or not isinstance(error.instance, str | list):
+        return None
+    what, side = bound
+    return f"{what.format(size=len(error.instance))}; {side} {error.validator_value} allowed"
 
 
 def schema_check(schema: Mapping[str, Any]) -> SchemaCheck:
@@ -53,7 +74,7 @@ def schema_check(schema: Mapping[str, Any]) -> SchemaCheck:
         problems: list[str] = []
         for error in validator.iter_errors(value):
             where = ".".join(str(part) for part in error.absolute_path) or "arguments"
-            problems.append(f"{where}: {error.message[:500]}")
+            problems.append(f"{where}: {_bound_message(error) or error.message[:500]}")
             if len(problems) >= _MAX_ISSUES:
                 break
         return problems
@@ -79,6 +100,19 @@ def _issues(error: ValidationError) -> str:
         else:
             issues.append(f"{where}: {item['msg']}")
     return "; ".join(issues)
+
+
+def _first_issue(error: ValidationError) -> str:
+    """The main problem of ``error`` in a few words for a title: ``unknown argument paht``, ``missing path``,
+    ``bad argument limit``."""
+    order = {"extra_forbidden": 0, "missing": 1}  # a misspelt name is both: its spelling says more
+    item = min(error.errors(include_url=False), key=lambda issue: order.get(issue["type"], 2))
+    where = (".".join(str(part) for part in item["loc"]) or "arguments")[:40]
+    if item["type"] == "extra_forbidden":
+        return f"unknown argument {where}"
+    if item["type"] == "missing":
+        return f"missing {where}"
+    return f"bad argument {where}"
 
 
 def _check_strings(value: object, where: str, depth: int = 0) -> None:
@@ -107,28 +141,35 @@ def parse_arguments(
     (no model) the JSON object, checked by ``check`` when given."""
     size = len(arguments) if arguments.isascii() else len(arguments.encode("utf-8", "surrogatepass"))
     if size > MAX_ARGUMENTS_BYTES:
-        raise ToolCallError(f"arguments are too large ({size} bytes; at most {MAX_ARGUMENTS_BYTES} bytes)")
+        raise ToolCallError(
+            f"arguments are too large ({size} bytes; at most {MAX_ARGUMENTS_BYTES} bytes)", what="arguments too large"
+        )
     if not arguments.strip():
         value: object = {}  # some models send "" for "no arguments"
     else:
         try:
             value = arguments_json(arguments)
         except (ValueError, RecursionError) as exc:
-            raise ToolCallError(f"arguments are not valid JSON: {exc}") from None
+            raise ToolCallError(f"arguments are not valid JSON: {exc}", what="arguments not JSON") from None
     if not isinstance(value, dict):
         kind = "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
-        raise ToolCallError(f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(parameters)}")
+        raise ToolCallError(
+            f"arguments must be a JSON object, not {kind}; {name} takes: {_signature(parameters)}",
+            what="arguments not an object",
+        )
     _check_strings(value, "arguments")
     if args is not None:
         try:
             return args.model_validate(value)
         except ValidationError as exc:
             raise ToolCallError(
-                f"arguments do not match the schema: {_issues(exc)} ({name} takes: {_signature(parameters)})"
+                f"arguments do not match the schema: {_issues(exc)} ({name} takes: {_signature(parameters)})",
+                what=_first_issue(exc),
             ) from None
     problems = check(value) if check is not None else []
     if problems:
         raise ToolCallError(
-            f"arguments do not match the schema: {'; '.join(problems)} ({name} takes: {_signature(parameters)})"
+            f"arguments do not match the schema: {'; '.join(problems)} ({name} takes: {_signature(parameters)})",
+            what=f"bad argument {problems[0].split(':', 1)[0][:40]}",
         )
     return value

@@ -149,7 +149,9 @@ class Workspace:
     def resolve(self, path: str, what: str = "path") -> Target:
         """``path`` resolved and confined (it need not exist); ``what`` names the parameter in messages."""
         if not path:
-            raise ToolCallError(f"{what} is empty; give a path relative to the project directory {self.cwd}")
+            raise ToolCallError(
+                f"{what} is empty; give a path relative to the project directory {self.cwd}", what=f"empty {what}"
+            )
         if "\0" in path:
             raise ToolCallError(f"{what} {path!r} contains a NUL byte")
         check_unicode(path, what)
@@ -162,9 +164,13 @@ class Workspace:
                 if lexical == shown or lexical.startswith(shown.rstrip(os.sep) + os.sep):
                     raise ToolCallError(
                         f"{what} '{path}' resolves to {real} through a symbolic link, outside {self._outside()}; "
-                        f"only files inside {'them' if self.extra else 'it'} can be used"
+                        f"only files inside {'them' if self.extra else 'it'} can be used",
+                        what="links outside the project",
+                        subject=path,
                     )
-            raise ToolCallError(f"{what} '{path}' is outside {self._outside()}")
+            raise ToolCallError(
+                f"{what} '{path}' is outside {self._outside()}", what="outside the project", subject=path
+            )
         return root.target(real)
 
     def _stat(self, target: Target) -> os.stat_result:
@@ -172,7 +178,9 @@ class Workspace:
             return os.stat(target.real)
         except FileNotFoundError:
             raise ToolCallError(
-                f"{target.rel} does not exist (use list_directory or glob to find the right path)"
+                f"{target.rel} does not exist (use list_directory or glob to find the right path)",
+                what="no such path",
+                subject=target.rel,
             ) from None
         except OSError as exc:
             raise ToolCallError(f"cannot access {target.rel}: {exc.strerror}") from None
@@ -182,7 +190,11 @@ class Workspace:
         target = self.resolve(path)
         mode = self._stat(target).st_mode
         if stat.S_ISDIR(mode):
-            raise ToolCallError(f"{target.rel} is a directory, not a file (use list_directory to see what it holds)")
+            raise ToolCallError(
+                f"{target.rel} is a directory, not a file (use list_directory to see what it holds)",
+                what="a directory, not a file",
+                subject=target.rel,
+            )
         if not stat.S_ISREG(mode):
             raise ToolCallError(f"{target.rel} is {describe_mode(mode)}, not a regular file; it cannot be used")
         return target
@@ -194,7 +206,9 @@ class Workspace:
         if not stat.S_ISDIR(mode):
             kind = "a file" if stat.S_ISREG(mode) else describe_mode(mode)
             hint = " (use read_file to read it)" if stat.S_ISREG(mode) else ""
-            raise ToolCallError(f"{target.rel} is {kind}, not a directory{hint}")
+            raise ToolCallError(
+                f"{target.rel} is {kind}, not a directory{hint}", what="not a directory", subject=target.rel
+            )
         return target
 
     def existing(self, path: str, what: str = "path") -> tuple[Target, bool]:

@@ -3,9 +3,9 @@
 A :class:`Tool` is everything about one tool in one place: what the model is told (name, description, JSON Schema
 of its arguments), its nature (ACP kind, read-only, needs permission) and how a call is prepared. A
 :class:`ToolSet` is the tools of one session: the built-in ones, then those of other sources (an MCP server's
-tools, keyed by the server), replaced whole when a source re-lists. Its offer rule is the one place that says
-which tools a mode offers: every tool in a known mode but ``read-only``, which (like an unknown mode: fail safe)
-offers the read-only tools only.
+tools, keyed by the server), replaced whole when a source re-lists. Its offer rule applies the
+mode's (:meth:`acp_server.modes.Mode.offers`): every tool, or (``read-only``, and an unknown mode: fail safe) the
+read-only tools only.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..domain import ToolKind
-from ..modes import MODES, READ_ONLY_MODE
+from ..grammar_bounds import grammar_safe
+from ..modes import mode_named
 from ._exceptions import ToolCallError
 from ._output import cap_text, utf8_len
 from ._types import PreparedCall, ToolClient
@@ -36,10 +37,13 @@ _MAX_MESSAGE = 8 * 1024  # a refusal quotes what the model sent: never all of a 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Tool:
-    """One tool. ``parameters`` is the JSON Schema the model is sent; arguments are validated by ``args`` (a
-    pydantic model) when it has one, else by ``check`` (``parameters`` compiled by ``schema_check``).
-    ``read_only``: it changes nothing (offered in ``read-only`` mode); ``needs_permission``: the mode decides
-    whether a call waits for the user. ``source``: where it comes from (None: built in; else the MCP server).
+    """One tool. ``parameters`` is the JSON Schema of its arguments, which are validated by ``args`` (a pydantic
+    model) when it has one, else by ``check`` (``parameters`` compiled by ``schema_check``); the model is sent
+    ``parameters`` without any bound a grammar-constrained server refuses (:func:`~acp_server.grammar_bounds.
+    grammar_safe`: for built-in and MCP tools alike), in ``entry``.
+    ``read_only``: it changes nothing (offered in ``read-only`` mode, never asks); else it needs permission: the
+    mode decides whether a call waits for the user.
+    ``source``: where it comes from (None: built in; else the MCP server).
     ``title``: what a call is shown as before its arguments are known (None: its name)."""
 
     name: str
@@ -47,7 +51,6 @@ class Tool:
     parameters: Mapping[str, Any]
     kind: ToolKind
     read_only: bool
-    needs_permission: bool
     prepare: Preparer
     args: type[BaseModel] | None = None
     check: SchemaCheck | None = None
@@ -56,8 +59,13 @@ class Tool:
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        function = {"name": self.name, "description": self.description, "parameters": grammar_safe(self.parameters)}
         object.__setattr__(self, "entry", {"type": "function", "function": function})
+
+    @property
+    def needs_permission(self) -> bool:
+        """A call may wait for the user (the mode decides): it changes something."""
+        return not self.read_only
 
 
 class ToolSet:
@@ -122,8 +130,8 @@ class ToolSet:
     def offered(self, mode: str) -> tuple[str, ...]:
         """The tools the model is offered in ``mode``: all in a known mode but ``read-only``; the read-only ones in
         ``read-only`` and in an unknown mode (fail safe)."""
-        everything = mode in MODES and mode != READ_ONLY_MODE
-        return tuple(name for name, tool in self._tools.items() if everything or tool.read_only)
+        offers = mode_named(mode).offers
+        return tuple(name for name, tool in self._tools.items() if offers(tool.read_only))
 
     def still_offered(self, offered: tuple[str, ...], mode: str) -> tuple[str, ...]:
         """The tools a call may use: offered in its request and still offered in the session's mode now (a switch
@@ -172,7 +180,10 @@ class ToolSet:
         if name not in offered or tool is None:
             available = ", ".join(known for known in self._tools if known in offered) or "none"
             if tool is not None:
-                raise ToolCallError(f"tool '{name}' is not available in this session; available: {available}")
+                raise ToolCallError(
+                    f"tool '{name}' is not available in this session; available: {available}",
+                    what="not offered in this mode",
+                )
             raise ToolCallError(f"unknown tool '{name}'; available: {available}")
         try:
             args = parse_arguments(name, arguments, tool.parameters, tool.args, tool.check)
@@ -181,10 +192,12 @@ class ToolSet:
         except ToolCallError as exc:
             message = str(exc)
             if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:
-                raise ToolCallError(cap_text(message, "the message was cut", _MAX_MESSAGE)) from None
+                cut = cap_text(message, "the message was cut", _MAX_MESSAGE)
+                raise ToolCallError(cut, what=exc.what, subject=exc.subject) from None
             raise
 
 
 def schema_json(tool: Tool) -> str:
-    """A tool's parameters schema as ``schemas/tools/<name>.json`` holds it: indented, newline-ended."""
-    return json.dumps(tool.parameters, indent=2, ensure_ascii=False) + "\n"
+    """The parameters schema a tool's model is sent, as ``schemas/tools/<name>.json`` holds it: indented,
+    newline-ended."""
+    return json.dumps(tool.entry["function"]["parameters"], indent=2, ensure_ascii=False) + "\n"

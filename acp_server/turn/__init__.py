@@ -2,11 +2,17 @@
 system prompt it sends (environment, project instructions) and the linked files it reads; and the catalog of models
 a session may pick."""
 
-from ._compaction import COMPACT_COMMAND, is_compact_command
-from ._exceptions import CompactionFailedError, ContextWindowExceededError, ModelNotConfiguredError, TurnError
+from ._compaction import CompactOutcome
+from ._exceptions import (
+    CompactionFailedError,
+    ContextWindowExceededError,
+    ContextWindowTooSmallError,
+    ModelNotConfiguredError,
+    TurnError,
+)
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
-from ._models import FAMILY_CONTEXT_WINDOWS, ModelCatalog, family_context_window
+from ._models import FAMILY_CONTEXT_WINDOWS, MIN_LEARNED_WINDOW, ModelCatalog, family_context_window
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
@@ -21,7 +27,6 @@ from ._turn import (
 from .context import DEFAULT_COMPACT_THRESHOLD, step_messages, to_chat_messages, user_content
 
 __all__ = [
-    "COMPACT_COMMAND",
     "DEFAULT_COMPACT_THRESHOLD",
     "DEFAULT_MAX_TURN_REQUESTS",
     "DEFAULT_MODEL",
@@ -32,9 +37,12 @@ __all__ = [
     "MAX_INSTRUCTIONS_BYTES",
     "MAX_LINKED_BYTES",
     "MAX_LINKED_FILE_BYTES",
+    "MIN_LEARNED_WINDOW",
     "MODEL_LIST_TIMEOUT_S",
+    "CompactOutcome",
     "CompactionFailedError",
     "ContextWindowExceededError",
+    "ContextWindowTooSmallError",
     "ModelCatalog",
     "ModelNotConfiguredError",
     "ModelSettings",
@@ -45,7 +53,6 @@ __all__ = [
     "environment_block",
     "family_context_window",
     "git_state",
-    "is_compact_command",
     "offered_tools",
     "project_instructions",
     "repository_root",

@@ -286,7 +286,7 @@ async def run_call(
         message = (TextContent(text),)
         stored_name = name or "unknown_tool"
         known = BUILTIN if tools is None else tools
-        title, kind = failed_title(name, offered, known), known.kind(name)  # the tool's own kind, a human title
+        title, kind = failed_title(name, known, exc), known.kind(name)  # the tool's own kind, what went wrong
         final = ToolCallUpdated(call_id, "failed", content=message)
         if announced:
             final = dataclasses.replace(final, title=title, kind=kind, raw_input=raw_input)

@@ -11,31 +11,50 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep, Prompt, TextPart
+from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
 from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
-from .context import Budget, Compactor, ContextView, context_refusal, messages_tokens, text_tokens
+from .context import (
+    CHARS_PER_TOKEN,
+    Budget,
+    Compactor,
+    ContextView,
+    context_refusal,
+    messages_tokens,
+    text_tokens,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["COMPACT_COMMAND", "KeepsCompactions", "TurnContext", "is_compact_command", "summary_text"]
+__all__ = ["CompactOutcome", "KeepsCompactions", "TurnContext", "summary_text"]
 
 logger = logging.getLogger("acp_server.turn")
 
-COMPACT_COMMAND = "/compact"
 
+@dataclass(frozen=True, slots=True)
+class CompactOutcome:
+    """What a compaction on demand (``/compact``) did: ``done`` is ``compacted`` (its notes were emitted),
+    ``nothing`` (nothing to compact yet) or ``not_smaller`` (the summary was thrown away); ``estimate`` the tokens
+    the next request holds, ``window`` the context window when known."""
 
-def is_compact_command(prompt: Prompt) -> bool:
-    """A prompt that is exactly ``/compact`` (one text part; surrounding blanks aside) asks for a compaction, not an
-    answer."""
-    if len(prompt.parts) != 1:
-        return False
-    part = prompt.parts[0]
-    return isinstance(part, TextPart) and part.text.strip() == COMPACT_COMMAND
+    done: Literal["compacted", "nothing", "not_smaller"]
+    estimate: int
+    window: int | None
+
+    @property
+    def text(self) -> str | None:
+        """What the user is answered; None when the compaction's own notes said it."""
+        size = f"about {self.estimate} tokens" + (f" of a {self.window}-token window" if self.window else "")
+        if self.done == "nothing":
+            return f"Nothing to compact yet: the conversation is {size}."
+        if self.done == "not_smaller":
+            return f"Nothing compacted: a summary would not be smaller than the conversation ({size})."
+        return None
 
 
 @runtime_checkable
@@ -101,6 +120,10 @@ class TurnContext:
             self.view.oversize = oversize
             messages = self.view.messages(steps)
         budget = self.budget(model)
+        summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
+        if summary_chars != self.view.summary_chars:  # a stored summary larger than the bound is sent cut
+            self.view.summary_chars = summary_chars
+            messages = self.view.messages(steps)
         messages = await self._compactor.fit(messages, steps, budget, tool_tokens=tool_tokens)
         try:
             finished = await request(messages)
@@ -114,6 +137,7 @@ class TurnContext:
                 self._catalog.learn_window(model, refusal.window)
             budget = self.budget(model)
             self.view.oversize = self.oversize(model)
+            self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
             messages = self.view.messages(steps)
             messages = await self._compactor.fit(messages, steps, budget, tool_tokens=tool_tokens, reason="refused")
             try:
@@ -122,28 +146,36 @@ class TurnContext:
                 if context_refusal(again) is None:
                     raise
                 estimate = self._compactor.estimate(messages, budget, tool_tokens)
-                raise ContextWindowExceededError(estimate, budget.window) from again
-        self._note_usage(finished, messages, tool_tokens)
+                prompt = budget.estimate(self.view.content_tokens())
+                raise ContextWindowExceededError(estimate, budget.window, prompt=prompt) from again
+        self._note_usage(model, finished, messages, tool_tokens)
         return messages, finished
 
-    def _note_usage(self, finished: Finished, messages: list[dict[str, Any]], tool_tokens: int) -> None:
+    def _note_usage(self, model: str, finished: Finished, messages: list[dict[str, Any]], tool_tokens: int) -> None:
+        """Keep the reported usage (the estimate's correction), and tell the catalog how large a request ``model``
+        accepted: the reported prompt tokens, else the estimate."""
         usage = finished.usage
         prompt = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+        estimate = messages_tokens(messages) + tool_tokens
         if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
-            self.usage = ContextUsage(prompt, messages_tokens(messages) + tool_tokens)
+            self.usage = ContextUsage(prompt, estimate)
+            self._catalog.note_accepted(model, prompt)
+        else:
+            self._catalog.note_accepted(model, estimate)
 
-    async def compact(
-        self, model: str, tool_tokens: int, reason: Literal["refused", "requested"] = "requested"
-    ) -> list[dict[str, Any]]:
-        """Compact now, whatever the estimate (``/compact``): every stored turn is summarised."""
+    async def compact(self, model: str, tool_tokens: int) -> CompactOutcome:
+        """Compact now, whatever the estimate (``/compact``): every stored turn is summarised, when there is enough
+        to summarise and the summary is smaller."""
         self._model = model
+        budget = self.budget(model)
+        self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
         messages = self.view.messages()
-        return await self._compactor.fit(messages, (), self.budget(model), tool_tokens=tool_tokens, reason=reason)
+        messages = await self._compactor.fit(messages, (), budget, tool_tokens=tool_tokens, reason="requested")
+        estimate = self._compactor.estimate(messages, budget, tool_tokens)
+        return CompactOutcome(self._compactor.outcome, estimate, budget.window)
 
 
-async def summary_text(
-    client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy
-) -> str:
+async def summary_text(client: AsyncOpenAI, model: str, messages: list[dict[str, Any]], *, policy: StreamPolicy) -> str:
     """The text of one plain, tool-less request (a compaction's summary), guarded like any request (watchdog,
     retries); its failure is a :class:`CompactionFailedError`, the model's error chained."""
     text: list[str] = []

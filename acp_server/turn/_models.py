@@ -5,19 +5,32 @@ alone to the final list (``--models``, else what the endpoint's ``GET /v1/models
 when that failed); a session's stored choice that is not offered reads as the default (:meth:`ModelCatalog.resolve`)
 and is kept, so a list that arrives later can make it apply again. A context window is never guessed: it is
 configured, reported by the endpoint's model list, or the documented limit of a well-known model family.
+
+A window an endpoint states when it refuses a request as too long is learned per model, and only where it is
+plausible: never below :data:`MIN_LEARNED_WINDOW`, nor below the largest request the endpoint already accepted for
+that model from this process; a later request accepted above it forgets it. So one lying refusal (a gateway's
+"maximum context length is 10 tokens") costs at most the prompt it answered, never every later session's.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
     "FAMILY_CONTEXT_WINDOWS",
+    "MIN_LEARNED_WINDOW",
     "REPORTED_WINDOW_FIELDS",
     "ModelCatalog",
     "family_context_window",
     "reported_window",
 ]
+
+logger = logging.getLogger("acp_server.turn")
+
+MIN_LEARNED_WINDOW = 1_024
+"""The smallest window a refusal is believed to state (below it, the refusal still fails its own prompt, but teaches
+nothing)."""
 
 FAMILY_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("gpt-5-chat", 128_000),
@@ -80,6 +93,8 @@ class ModelCatalog:
         self._context_window = context_window
         self._reported: dict[str, int] = {}
         self._learned: dict[str, int] = {}  # windows the endpoint stated when it refused a request as too long
+        self._accepted: dict[str, int] = {}  # the largest request (tokens) the endpoint accepted, per model
+        self._sole: tuple[str, int] | None = None  # the one model a one-model listing named, and its window
         self._available: tuple[str, ...] = (default,)
         self._final = False
         self.configured = bool(configured)
@@ -105,10 +120,14 @@ class ModelCatalog:
 
     def context_window(self, model: str) -> int | None:
         """``--context-window``, else the window the endpoint stated when it refused a request, else the one its
-        model list reported, else the family's; None when unknown."""
+        model list reported — for any name when the list held exactly one model (llama.cpp's servers serve their
+        one model whatever name a request asks for) —, else the family's; None when unknown."""
         if self._context_window is not None:
             return self._context_window
-        return self._learned.get(model) or self._reported.get(model) or family_context_window(model)
+        known = self._learned.get(model) or self._reported.get(model)
+        if known is None and self._sole is not None:
+            return self._sole[1]  # a server listing one model serves it whatever name is asked
+        return known or family_context_window(model)
 
     def budget_window(self, model: str) -> int | None:
         """The window requests to ``model`` are fitted into: :meth:`context_window`, or the window the endpoint
@@ -116,10 +135,36 @@ class ModelCatalog:
         known, learned = self.context_window(model), self._learned.get(model)
         return learned if known is None or (learned is not None and learned < known) else known
 
-    def learn_window(self, model: str, window: int) -> None:
-        """The endpoint refused a request to ``model`` stating its window (kept for this process)."""
-        if window > 0:
-            self._learned[model] = window
+    def learn_window(self, model: str, window: int) -> bool:
+        """The endpoint refused a request to ``model`` stating ``window``: kept for this process when plausible (at
+        least :data:`MIN_LEARNED_WINDOW` and the largest request it accepted for ``model``). Whether it was kept."""
+        floor = max(MIN_LEARNED_WINDOW, self._accepted.get(model, 0))
+        if window < floor:
+            logger.warning(
+                "the endpoint stated a context window of %d tokens for %r: not believed (it is below %d tokens%s)",
+                window,
+                model,
+                floor,
+                ", a request it accepted" if floor > MIN_LEARNED_WINDOW else "",
+            )
+            return False
+        self._learned[model] = window
+        return True
+
+    def note_accepted(self, model: str, tokens: int) -> None:
+        """The endpoint accepted a request of ``tokens`` to ``model``: no later refusal states a window below it, and
+        a learned window below it is forgotten (the refusal that stated it was wrong, or the server changed)."""
+        if tokens > self._accepted.get(model, 0):
+            self._accepted[model] = tokens
+        learned = self._learned.get(model)
+        if learned is not None and tokens > learned:
+            del self._learned[model]
+            logger.info(
+                "the endpoint accepted %d tokens for %r: the %d-token window a refusal stated is forgotten",
+                tokens,
+                model,
+                learned,
+            )
 
     def _settle(self, names: Iterable[str]) -> None:
         seen = {self.default}
@@ -143,6 +188,16 @@ class ModelCatalog:
                 window = reported_window(entry)
                 if window is not None:
                     self._reported[name] = window
+        if len(names) == 1 and names[0] in self._reported:
+            self._sole = (names[0], self._reported[names[0]])
+            if names[0] != self.default:
+                logger.info(
+                    "models: the endpoint lists one model, %r, with a %d-token window: that window applies to any "
+                    "model name asked (%r by default), as such a server serves its one model whatever the name",
+                    names[0],
+                    self._sole[1],
+                    self.default,
+                )
         self._settle(names)
 
     def give_up(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,15 +40,18 @@ from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
 from ._calls import CallAssembler, run_call
-from ._compaction import TurnContext, is_compact_command, summary_text
-from ._exceptions import ModelNotConfiguredError
+from ._compaction import CompactOutcome, TurnContext, summary_text
+from ._exceptions import ContextWindowTooSmallError, ModelNotConfiguredError
 from ._in_flight import InFlight
 from ._links import with_linked_files
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 from ._notices import retry_notice
+from ._request_fields import RequestFields, answer_bound
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
-from .context import DEFAULT_COMPACT_THRESHOLD, ContextView, json_tokens, step_messages, user_content
+from ._usage import usage_of
+from ._window_fit import window_problem
+from .context import DEFAULT_COMPACT_THRESHOLD, Budget, ContextView, json_tokens, step_messages, user_content
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -83,8 +86,6 @@ _STOP_REASONS: dict[str | None, StopReason] = {
 
 MODEL_LIST_TIMEOUT_S = 3.0
 """How long the one ``GET /v1/models`` of :meth:`ModelTurn.discover_models` may take in all."""
-
-_INCLUDE_USAGE = {"include_usage": True}
 
 
 class SessionLike(Protocol):
@@ -132,7 +133,8 @@ class ModelSettings:
     reported with (None: the endpoint's or the family's, else unknown). ``system_prompt``: how the model is asked
     to work, followed in each turn by the environment and (``project_instructions``) the project's instruction files;
     ``compact_threshold`` the percent of the window a request may fill before the conversation is compacted (0:
-    only when the endpoint refuses one).
+    only when the endpoint refuses one); ``max_answer_tokens`` the answer's bound each request carries (None: the
+    window's answer room when the window is known, see :func:`answer_bound`; 0: none).
     """
 
     base_url: str | None = None
@@ -146,6 +148,7 @@ class ModelSettings:
     project_instructions: bool = True
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
     compact_threshold: int = DEFAULT_COMPACT_THRESHOLD
+    max_answer_tokens: int | None = None
 
     @property
     def configured(self) -> bool:
@@ -202,27 +205,6 @@ class _Answer:
         return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
 
 
-def usage_of(finished: Finished) -> tuple[int, int] | None:
-    """``(prompt, completion)`` tokens of a finished request as its stream reported them; None when it did not."""
-    usage = finished.usage
-    if not isinstance(usage, Mapping):
-        return None
-
-    def count(key: str) -> int | None:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-    prompt, completion, total = count("prompt_tokens"), count("completion_tokens"), count("total_tokens")
-    if prompt is None and completion is None:
-        return None if total is None else (total, 0)
-    return prompt or 0, completion or 0
-
-
-def _refuses_stream_options(exc: ModelHTTPError) -> bool:
-    """The endpoint refused the request because of ``stream_options`` (servers that reject unknown fields)."""
-    return exc.status in (400, 422) and exc.chunks_received == 0 and "stream_options" in str(exc)
-
-
 class ModelTurn:
     """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused.
 
@@ -237,7 +219,7 @@ class ModelTurn:
         self.settings = settings
         self.models = ModelCatalog(settings.model, settings.models, context_window=settings.context_window)
         self._client: AsyncOpenAI | None = None
-        self._ask_usage = True
+        self._fields = RequestFields()
         self._in_flight = InFlight()
 
     def _get_client(self) -> AsyncOpenAI:
@@ -299,51 +281,68 @@ class ModelTurn:
         encoder: RequestEncoder | None = None,
         tools: ToolSet = BUILTIN,
         emit: Emit | None = None,
+        bound: int | None = None,
     ) -> Finished:
-        """One streamed request; one refusal of ``stream_options`` retries it without (and stops asking). ``encoder``:
-        the turn's, so each request encodes only the messages added since the previous one; ``emit``: where each
-        retry wait is announced (:func:`retry_notice`)."""
-        extra: dict[str, Any] = {"tools": tools.entries(offered)}
-        if self._ask_usage:
-            extra["stream_options"] = _INCLUDE_USAGE
+        """One streamed request; a refusal of an optional field (usage, the answer's ``bound``) retries it without
+        (:class:`RequestFields`). ``encoder``: the turn's, so each request encodes only the messages added since the
+        previous one; ``emit``: where each retry wait is announced (:func:`retry_notice`)."""
+        extra = self._fields.extra(tools.entries(offered), bound)
         policy = self.settings.policy
 
         async def on_retry(event: RetryEvent) -> None:
             if emit is not None:
                 await emit(retry_notice(event))
 
-        try:
-            return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
-        except ModelHTTPError as exc:
-            if "stream_options" not in extra or not _refuses_stream_options(exc):
-                raise
-            self._ask_usage = False
-            logger.warning("the endpoint refused stream_options (%s): no more usage is asked for or reported", exc)
-        del extra["stream_options"]
-        return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
+        while True:
+            try:
+                return await run_chat(client, ChatRequest(model, messages, extra, encoder), policy, on_delta, on_retry)
+            except ModelHTTPError as exc:
+                if not self._fields.without_refused(exc, extra):
+                    raise
 
     async def _context(self, session: SessionLike, history: Conversation, content: Any, emit: Emit) -> TurnContext:
         """The turn's view of ``history`` (under this turn's system prompt) and its budget keeper."""
         settings = self.settings
-        system = await build_system_prompt(
-            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
-        )
-        view = ContextView(system, history, content)
+        view = ContextView(await self._system(session), history, content)
         ask = partial(summary_text, self._get_client(), policy=settings.policy)
         threshold = settings.compact_threshold
         return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
 
-    async def compact(self, session: SessionLike, emit: Emit) -> StopReason:
+    async def _system(self, session: SessionLike) -> str:
+        settings = self.settings
+        return await build_system_prompt(
+            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
+        )
+
+    def _window_problem(self, session: SessionLike, system: str, budget: Budget) -> ContextWindowTooSmallError | None:
+        return window_problem(system, self.settings.system_prompt, tools_of(session), session.mode, budget)
+
+    async def window_problem(self, session: SessionLike) -> ContextWindowTooSmallError | None:
+        """Why no prompt of ``session`` can work with its model's window (what takes the room, what would help),
+        None when one can or the window is unknown: what a new session is told at once."""
+        model = self.models.resolve(session.model)
+        budget = Budget(self.models.budget_window(model), self.settings.compact_threshold)
+        return None if budget.window is None else self._window_problem(session, await self._system(session), budget)
+
+    async def compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
         """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
-        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (a
-        prompt's turn does: send ``/compact`` as a prompt, or call this from one)."""
+        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (the slash
+        commands' ``/compact`` does). In flight throughout: the model list is never asked for meanwhile. The outcome's
+        ``text`` is what the user is answered when nothing was compacted ("Nothing to compact yet: …"). Raises
+        :class:`ContextWindowTooSmallError` when the window cannot hold any prompt (no compaction can help)."""
+        with self._in_flight:
+            return await self._compact(session, emit)
+
+    async def _compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
         await self._client_ready()  # the summary request's client, its modules imported off the event loop
         history = session.conversation
         context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
         model = self.models.resolve(session.model)
+        problem = self._window_problem(session, context.view.system, context.budget(model))
+        if problem is not None:
+            raise problem
         tools = tools_of(session)
-        await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
-        return "end_turn"
+        return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -380,8 +379,6 @@ class ModelTurn:
     ) -> StopReason:
         """:meth:`__call__`'s turn; ``started`` is called once its first request has its answer."""
         model_client = await self._client_ready()
-        if is_compact_command(prompt):
-            return await self.compact(session, emit)
         # Once per turn: the prompt with its linked files read; what the model gets, and its text, what is stored.
         read = await with_linked_files(prompt, session.cwd, additional_of(session))
         content = user_content(read)
@@ -408,6 +405,10 @@ class ModelTurn:
         try:
             await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
             context = answer.context = await self._context(session, history, content, emit)
+            model = self.models.resolve(session.model)
+            problem = self._window_problem(session, context.view.system, context.budget(model))
+            if problem is not None:  # no prompt can work: said at once, nothing sent, no compaction tried
+                raise problem
             messages = context.view.messages()
             encoder = RequestEncoder()  # the loop appends to ``messages`` (a compaction rebuilds them)
             requests = 0
@@ -426,6 +427,7 @@ class ModelTurn:
                     encoder=encoder,
                     tools=tools,
                     emit=emit,
+                    bound=answer_bound(settings.max_answer_tokens, context.budget(model)),
                 )
                 tool_tokens = json_tokens(tools.entries(offered))
                 with self._in_flight:  # a summary request of the context's too

@@ -14,9 +14,10 @@ from acp.schema import SessionNotification
 
 from acp_server.acp import AcpAgent, AgentOptions, bind
 from acp_server.acp._commands import after_queued
-from acp_server.bridge import COMMANDS, SessionNotFoundError
-from tests.tools.test_mcp_servers import SERVER as PY_SERVER
-from tests.tools.test_mcp_servers import call, eventually
+from acp_server.bridge import SessionNotFoundError
+from acp_server.commands import COMMANDS
+from tests.mcp.test_servers import SERVER as PY_SERVER
+from tests.mcp.test_servers import call, eventually
 
 from ._support import FakePeer, bound
 

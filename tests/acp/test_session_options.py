@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from acp_server.bridge import SessionBridge, SessionEntry
 from acp_server.domain import Emit, Message, Prompt, StopReason, TextChunk, UsageReported
 from acp_server.errors import InvalidInputError
 from acp_server.turn import ModelCatalog
+from tests.docs_pages import page
 
 from ._support import FakePeer, InProcessAgent
 
@@ -237,9 +237,9 @@ async def test_set_title_params_are_checked(params: Any, field: str) -> None:
 
 
 def _readme_prompt_queue() -> Any:
-    """The JSON block the README shows under "Prompt queue" as what ``initialize`` advertises."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("_meta.acpServer.promptQueue`") :]
+    """The JSON block docs/protocol.md shows under "Prompt queue" as what ``initialize`` advertises."""
+    text = page("protocol.md")
+    section = text[text.index("_meta.acpServer.promptQueue`") :]
     block = section[section.index("```json") + len("```json") : section.index("```", section.index("```json") + 7)]
     return json.loads(block)
 
@@ -249,7 +249,7 @@ async def test_initialize_advertises_what_a_client_may_rely_on_of_the_queue() ->
         reply = await a.call("initialize", {"protocolVersion": 1})
     InitializeResponse.model_validate(reply)
     advertised = reply["agentCapabilities"]["_meta"]["acpServer"]["promptQueue"]
-    assert advertised == _readme_prompt_queue()  # the README documents exactly what is advertised
+    assert advertised == _readme_prompt_queue()  # the manual documents exactly what is advertised
     assert advertised == {
         "maxPendingPromptsPerSession": 5,
         "queuesWhileRunning": True,

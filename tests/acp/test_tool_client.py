@@ -12,7 +12,7 @@ import pytest
 from acp import schema
 
 from acp_server.acp import update_from_event
-from acp_server.acp._client import PERMISSION_OPTIONS, AcpEditor
+from acp_server.acp._editor import PERMISSION_OPTIONS, AcpEditor
 from acp_server.bridge import PromptStream
 from acp_server.domain import DiffContent, PromptEnded, ToolCallStarted, ToolLocation
 from acp_server.errors import RemoteError

@@ -12,7 +12,7 @@ import anyio
 import pytest
 import trio.testing
 
-from acp_server.acp._client import AcpEditor, ClientCapabilities
+from acp_server.acp._editor import AcpEditor, ClientCapabilities
 from acp_server.errors import RemoteError
 from acp_server.limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from acp_server.tools import TOOL_NAMES, ToolCallError, prepare_call

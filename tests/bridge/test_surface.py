@@ -34,14 +34,12 @@ def _isort_style(name: str) -> tuple[int, str]:
 
 def test_exported_members() -> None:
     assert bridge_pkg.__all__ == [
-        "COMMANDS",
         "DEFAULT_COALESCE_BYTES",
         "DEFAULT_STREAM_CAPACITY",
         "MAX_ADDITIONAL_DIRECTORIES",
         "BridgeClosedError",
         "BridgeError",
         "Choice",
-        "Command",
         "InvalidCwdError",
         "PromptDeadlineExceededError",
         "PromptHandle",

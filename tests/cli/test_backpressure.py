@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from acp_server.bridge import SessionBridge
-from acp_server.cli._agent import serve_connection
+from acp_server.cli._stdio import serve_connection
 from acp_server.config import Settings
 from acp_server.domain import Emit, Prompt, StopReason
 

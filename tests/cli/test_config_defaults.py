@@ -1,4 +1,4 @@
-"""Each setting's default is its component's: the default a flag's help (and so the README's table) states is the one
+"""Each setting's default is its component's: the default a flag's help (and so the manual's table) states is the one
 the component is handed when nothing is asked for; what is asked for reaches the component unchanged; the settings
 write no default of their own; and reading the command line never imports the model stack or the daemon."""
 
@@ -77,6 +77,7 @@ def test_what_is_asked_for_reaches_the_component_unchanged() -> None:
         models=("a", "b"),
         context_window=1000,
         compact_threshold=0,  # falsy, and still asked for
+        max_answer_tokens=0,
         stream_idle_timeout_ms=0,
         stream_max_lifetime_ms=7,
         max_message_bytes=9,
@@ -94,6 +95,7 @@ def test_what_is_asked_for_reaches_the_component_unchanged() -> None:
     model = settings.model_settings()
     assert (model.base_url, model.api_key, model.model, model.models) == ("http://127.0.0.1:9/v1", "k", "a", ("a", "b"))
     assert (model.context_window, model.compact_threshold, model.max_turn_requests) == (1000, 0, 3)
+    assert model.max_answer_tokens == 0
     assert (model.system_prompt, model.project_instructions) == ("Be brief.", False)
     assert (model.policy.idle_timeout_ms, model.policy.max_lifetime_ms) == (0, 7)
     bridge = settings.bridge_arguments()

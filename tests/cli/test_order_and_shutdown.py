@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from acp_server.bridge import SessionBridge, SessionEntry
-from acp_server.cli import _agent
-from acp_server.cli._agent import serve_connection
+from acp_server.cli import _stdio
+from acp_server.cli._stdio import serve_connection
 from acp_server.config import Settings
 from acp_server.domain import Emit, Prompt, StopReason, TextChunk
 
@@ -162,7 +162,7 @@ async def test_session_close_is_answered_after_the_prompt_it_ended() -> None:
 async def test_input_that_ends_while_the_client_does_not_read_ends_the_connection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_agent, "SHUTDOWN_GRACE_S", 0.2)
+    monkeypatch.setattr(_stdio, "SHUTDOWN_GRACE_S", 0.2)
     client, stop = Client(), anyio.Event()
     client.reading.set()
     async with SessionBridge(scripted) as bridge, anyio.create_task_group() as tg:

@@ -20,7 +20,7 @@ import pytest
 from anyio.lowlevel import checkpoint
 
 from acp_server.bridge import SessionBridge
-from acp_server.cli._agent import open_bridge
+from acp_server.cli._stdio import open_bridge
 from acp_server.client import DaemonPendingPromptLimitError
 from acp_server.config import Settings
 from acp_server.daemon import Daemon, DaemonOptions, daemon_modes, open_daemon

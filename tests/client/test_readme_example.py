@@ -1,23 +1,20 @@
-"""The README's client example runs as written against a real daemon (URL and path swapped in).
-
-Until the README carries the section, the copy below is the example; once it does, the README's is checked.
-"""
+"""The manual's client example (docs/sdk.md) runs as written against a real daemon (URL and path swapped in); the copy
+below is the example as the page shows it, so a change to either is seen."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from acp_server.provider.offline import Answer, LoopbackModel
+from tests.docs_pages import page
 
 from ._support import running_daemon
 
 pytestmark = pytest.mark.anyio
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 EXAMPLE = """\
 import anyio
@@ -41,15 +38,15 @@ anyio.run(main)
 
 
 def readme_example() -> str:
-    section = README.read_text().partition("## Python client SDK")[2]
-    found = re.search(r"```python\n(.*?)```", section, re.S)
-    return found.group(1) if found else EXAMPLE
+    found = re.search(r"```python\n(.*?)```", page("sdk.md"), re.S)
+    assert found is not None, "docs/sdk.md lost its example"
+    return found.group(1)
 
 
 def test_the_example_is_fifteen_lines() -> None:
     code = readme_example()
     assert len([line for line in code.splitlines() if line.strip()]) == 15
-    assert code == EXAMPLE  # this copy and the README's stay the same
+    assert code == EXAMPLE  # this copy and the page's stay the same
 
 
 async def test_the_example_streams_a_prompt(capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,6 +55,6 @@ async def test_the_example_streams_a_prompt(capsys: pytest.CaptureFixture[str]) 
         code = readme_example().replace("http://127.0.0.1:4170", served.url).replace("/path/to/project", "/tmp")
         code = code.replace("anyio.run(main)", "")
         namespace: dict[str, Any] = {}
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, "docs/sdk.md", "exec"), namespace)
         await namespace["main"]()
     assert capsys.readouterr().out == "It is an ACP agent.\n[end_turn]\n"

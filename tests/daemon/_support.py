@@ -18,9 +18,9 @@ import httpx2
 import jsonschema
 
 from acp_server.bridge import SessionBridge
-from acp_server.cli._agent import open_bridge
+from acp_server.cli._stdio import open_bridge
 from acp_server.config import Settings
-from acp_server.daemon import Daemon, DaemonOptions, daemon_modes, open_daemon
+from acp_server.daemon import AcpOverHttp, Daemon, DaemonOptions, daemon_modes, open_daemon
 from acp_server.modes import READ_ONLY_MODE
 from acp_server.provider.offline import LoopbackModel
 
@@ -103,6 +103,7 @@ class Served:
     daemon: Daemon
     bridge: SessionBridge
     client: httpx2.AsyncClient
+    acp: AcpOverHttp  # /acp's connections
 
     async def new_session(self, cwd: str = "/tmp") -> str:
         response = await self.client.post("/session", json={"cwd": cwd})
@@ -147,4 +148,4 @@ async def running_daemon(
     async with serve_bridge(base, token) as bridge, open_daemon(bridge, daemon_options) as running:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with httpx2.AsyncClient(base_url=running.url, headers=headers, timeout=10) as client:
-            yield Served(running.url, running.daemon, bridge, client)
+            yield Served(running.url, running.daemon, bridge, client, running.acp)

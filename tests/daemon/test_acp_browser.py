@@ -153,8 +153,7 @@ async def test_a_page_on_another_origin_completes_a_prompt_and_a_foreign_origin_
                             await results.wait()
                     except TimeoutError:
                         pytest.fail(f"pages reported {results.by_origin}; chromium said:\n{log.read_text()[-3000:]}")
-                assert served.daemon.acp is not None
-                live = served.daemon.acp.connection_count()
+                live = served.acp.connection_count()
     good = results.by_origin["allowed"]
     assert good["ok"] is True, good
     assert good["connectionId"] == good["bodyConnectionId"]  # the header is readable: exposed by CORS

@@ -30,8 +30,7 @@ SELECTED = {"outcome": {"outcome": "selected", "optionId": "allow"}}
 
 
 def dispatcher_of(served: Served, connection_id: str) -> Dispatcher:
-    assert served.daemon.acp is not None
-    return served.daemon.acp._connections[connection_id].rpc.dispatcher
+    return served.acp._connections[connection_id].rpc.dispatcher
 
 
 async def next_request(stream: Stream) -> dict[str, Any]:

@@ -154,8 +154,7 @@ async def test_an_unread_stream_drops_the_connection_after_its_bound_and_cancels
     async with LoopbackModel() as model:
         model.enqueue(SlowDrip(interval_s=0.02, text="long " * 500))
         async with running_daemon(model) as served:
-            assert served.daemon.acp is not None
-            served.daemon.acp.stream_timeout_s = 0.5
+            served.acp.stream_timeout_s = 0.5
             acp = RawAcp(served)
             await acp.initialize()
             async with acp.stream() as conn_stream:
@@ -237,8 +236,7 @@ async def test_a_slow_reader_gets_backpressure_never_a_dropped_update() -> None:
     async with LoopbackModel() as model:
         model.enqueue(SlowDrip(interval_s=0.001, text=text))
         async with running_daemon(model, settings=Settings()) as served:
-            assert served.daemon.acp is not None
-            served.daemon.acp.capacity = 3
+            served.acp.capacity = 3
             acp = RawAcp(served)
             await acp.initialize()
             async with acp.stream() as conn_stream:

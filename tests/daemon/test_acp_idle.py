@@ -13,7 +13,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from acp_server.daemon._acp_http import AcpOverHttp
+from acp_server.daemon import AcpOverHttp
 from acp_server.provider.offline import Answer, LoopbackModel
 
 from ._support import Served, assert_documented, running_daemon
@@ -26,8 +26,7 @@ SHORT_S = 0.3
 
 
 def _acp(served: Served) -> AcpOverHttp:
-    assert served.daemon.acp is not None
-    return served.daemon.acp
+    return served.acp
 
 
 async def _until_live(served: Served, count: int, timeout: float = 5.0) -> None:

@@ -1,6 +1,6 @@
-"""The official ACP Python SDK's remote clients (``acp.http`` Streamable HTTP over HTTP/1.1 and over HTTP/2 with
-prior knowledge, ``acp.ws`` WebSocket) against ``/acp`` of a real daemon (127.0.0.1): initialize → session/new →
-streamed prompt → cancel → load, and the sessions they make are the REST face's sessions (one bridge, one queue)."""
+"""The official ACP Python SDK's remote clients (``acp.http`` Streamable HTTP, ``acp.ws`` WebSocket) against ``/acp``
+of a real daemon (127.0.0.1): initialize → session/new → streamed prompt → cancel → load, and the sessions they make
+are the REST face's sessions (one bridge, one queue). Over HTTP/2: through HAProxy, ``tests/e2e/test_haproxy.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from acp import connect_to_agent
 from acp.http import create_http_stream
@@ -45,18 +44,8 @@ class RecordingClient:
 
 @asynccontextmanager
 async def sdk_connection(served: Served, kind: str, client: RecordingClient) -> AsyncIterator[Any]:
-    versions: set[str] = set()
-
-    async def record_version(response: httpx.Response) -> None:
-        versions.add(response.http_version)
-
-    http2 = httpx.AsyncClient(
-        http1=False, http2=True, timeout=httpx.Timeout(None), event_hooks={"response": [record_version]}
-    )
     if kind == "http":
         transport = create_http_stream(f"{served.url}/acp")
-    elif kind == "http2":
-        transport = create_http_stream(f"{served.url}/acp", client=http2)
     else:
         transport = await create_websocket_stream(f"ws{served.url.removeprefix('http')}/acp")
     conn = connect_to_agent(client, transport)
@@ -64,11 +53,9 @@ async def sdk_connection(served: Served, kind: str, client: RecordingClient) -> 
         yield conn
     finally:
         await conn.close()
-        await http2.aclose()
-    assert versions == ({"HTTP/2"} if kind == "http2" else set())
 
 
-@pytest.mark.parametrize("kind", ["http", "http2", "ws"])
+@pytest.mark.parametrize("kind", ["http", "ws"])
 async def test_sdk_initialize_new_prompt_cancel_load(kind: str) -> None:
     async with LoopbackModel() as model:
         model.enqueue(

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from acp_server.daemon import ANNOUNCE_PREFIX
-from acp_server.daemon._connections import LISTEN_BACKLOG
+from acp_server.daemon.server import LISTEN_BACKLOG
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -9,7 +9,7 @@ import pytest
 
 from acp_server.bridge import SessionBridge, SessionEntry
 from acp_server.daemon import EventLog
-from acp_server.daemon._channel import SessionChannel
+from acp_server.daemon.rest import SessionChannel
 from acp_server.domain import Emit, Prompt, StopReason, TextChunk, TextPart
 
 pytestmark = pytest.mark.anyio

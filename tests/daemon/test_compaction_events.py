@@ -28,7 +28,8 @@ async def test_the_event_stream_tells_of_a_compaction() -> None:
         async with running_daemon(model, settings=Settings(context_window=100_000)) as served:
             session_id = await served.new_session()
             async with served.events(session_id) as events:
-                for text in ("one", "two"):
+                for text in ("one", "two"):  # turns large enough that a summary is worth asking for
+                    text = f"{text} " + " ".join(["word"] * 150)
                     assert (await served.prompt(session_id, text, wait="true")).status_code == 200
                 assert (await served.prompt(session_id, "/compact")).status_code == 202
                 ended: list[str] = []

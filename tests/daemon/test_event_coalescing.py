@@ -12,8 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_server.daemon import EventLog
-from acp_server.daemon._daemon import Accepted
+from acp_server.daemon import Accepted, EventLog
 from acp_server.domain import Prompt
 from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
 

@@ -23,7 +23,7 @@ import pytest
 from anyio.abc import SocketStream
 
 from acp_server.daemon import ANNOUNCE_PREFIX
-from acp_server.daemon._connections import AcceptErrorLog
+from acp_server.daemon.server import AcceptErrorLog
 from acp_server.provider import make_openai_client
 
 from ._support import running_daemon, schema_validator
@@ -255,7 +255,7 @@ def test_the_cap_is_lowered_to_fit_the_open_file_limit(
 ) -> None:
     import resource
 
-    from acp_server.daemon._connections import fd_limited_connections
+    from acp_server.daemon.server import fd_limited_connections
 
     monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 4096))
     with caplog.at_level(logging.WARNING):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from types import ModuleType
 
 import jsonschema
 import pytest
@@ -12,8 +13,9 @@ import acp_server.daemon as daemon_pkg
 from acp_server.config import SERVE_OPTIONS, option_table
 from acp_server.daemon import DaemonOptions, create_app, is_loopback_host
 from acp_server.provider.offline import LoopbackModel
+from tests.docs_pages import page, rendered
 
-from ._support import OPENAPI, ROOT, TEXT, assert_documented, running_daemon
+from ._support import OPENAPI, TEXT, assert_documented, running_daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -105,6 +107,11 @@ async def test_every_event_a_turn_produces_matches_its_schema() -> None:
     assert kinds == {"agent_thought_chunk", "agent_message_chunk", "usage_update"}
 
 
+def _daemon_parts() -> dict[str, ModuleType]:
+    """The daemon's three parts (one job each), by name."""
+    return {"rest": daemon_pkg.rest, "remote": daemon_pkg.remote, "server": daemon_pkg.server}
+
+
 def test_public_surface_is_pinned() -> None:
     assert daemon_pkg.__all__ == sorted(daemon_pkg.__all__, key=lambda n: (not n.isupper(), n))
     assert set(daemon_pkg.__all__) == {
@@ -115,6 +122,7 @@ def test_public_surface_is_pinned() -> None:
         "PERMISSION_OPTIONS",
         "RETRY_AFTER_S",
         "Accepted",
+        "AcpOverHttp",
         "Daemon",
         "DaemonError",
         "DaemonOptions",
@@ -146,6 +154,33 @@ def test_public_surface_is_pinned() -> None:
         "run_daemon",
         "turn_error_payload",
         "url_of",
+    }
+    assert {part: set(module.__all__) for part, module in _daemon_parts().items()} == {
+        "remote": {"ROUTES", "AcpOverHttp", "CONNECTION_HEADER", "SESSION_HEADER", "acp", "acp_websocket"},
+        "rest": {
+            "FEATURES",
+            "ROUTES",
+            "SEND_BUFFER_BYTES",
+            "Accepted",
+            "Daemon",
+            "EventLog",
+            "EventStreamResponse",
+            "RingBudget",
+            "SessionChannel",
+            "Subscription",
+        },
+        "server": {
+            "ABORT_EXTENSION",
+            "EMFILE_LOG_INTERVAL_S",
+            "LISTEN_BACKLOG",
+            "AcceptErrorLog",
+            "bind_socket",
+            "fd_limited_connections",
+            "guarded_protocol",
+            "raise_fd_limit",
+            "serve_app",
+            "url_of",
+        },
     }
     for name in daemon_pkg.__all__:
         assert hasattr(daemon_pkg, name)
@@ -180,8 +215,6 @@ def test_options_refuse_a_public_address_without_a_token_and_bad_values() -> Non
             DaemonOptions(**bad)  # type: ignore[arg-type]
 
 
-def test_readme_lists_the_serve_options() -> None:
-    readme = (ROOT / "README.md").read_text()
-    table = re.search(r"<!-- serve-options:begin -->\n(.*?)\n<!-- serve-options:end -->", readme, re.S)
-    assert table is not None, "README.md lacks the serve options table (<!-- serve-options:begin/end -->)"
-    assert table.group(1) == option_table(SERVE_OPTIONS)
+def test_the_daemon_page_lists_the_serve_options() -> None:
+    assert page("daemon.md").count("<!-- generated: serve-options -->") == 1, "docs/daemon.md lacks its options table"
+    assert option_table(SERVE_OPTIONS) in rendered("daemon.md")

@@ -1,5 +1,5 @@
-"""The README's permission round trip with curl, run by bash as printed — against a daemon in this process (a token,
-the loopback model scripted to write the file) instead of the two lines that start a real one."""
+"""The manual's permission round trip with curl (docs/daemon.md), run by bash as printed — against a daemon in this
+process (a token, the loopback model scripted to write the file) instead of the two lines that start a real one."""
 
 from __future__ import annotations
 
@@ -15,20 +15,19 @@ import anyio
 import pytest
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from tests.docs_pages import page
 
 from ._support import running_daemon
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 TOKEN = "readme-token-0123456789"
 STARTS_THE_DAEMON = ("export ACP_SERVER_TOKEN=", "acp-server serve ")
 
 
 def _example() -> str:
-    section = README.read_text().split("## HTTP daemon", 1)[1].split("### ACP over HTTP", 1)[0]
-    blocks = [b for b in re.findall(r"```sh\n(.*?)\n```", section, re.S) if "/permission/" in b]
-    assert len(blocks) == 1, "the daemon section lost its permission round trip"
+    blocks = [b for b in re.findall(r"```sh\n(.*?)\n```", page("daemon.md"), re.S) if "/permission/" in b]
+    assert len(blocks) == 1, "the daemon page lost its permission round trip"
     return blocks[0]
 
 

@@ -1,4 +1,4 @@
-"""The README's ``acp-server serve`` shell example, extracted from README.md and run by bash exactly as printed
+"""The manual's ``acp-server serve`` shell example, extracted from docs/daemon.md and run by bash exactly as printed
 (against ``--offline``, on a free port through ``ACP_SERVER_PORT``, which the example honours)."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.docs_pages import page
 
 
 def _example() -> str:
-    section = README.read_text().split("## HTTP daemon", 1)[1].split("<!-- serve-options:end -->", 1)[1]
+    section = page("daemon.md").split("\n## Try it\n", 1)[1]
     block = re.search(r"```sh\n(.*?)\n```", section, re.S)
-    assert block is not None, "the daemon section lost its shell example"
+    assert block is not None, "the daemon page lost its shell example"
     return block.group(1)
 
 

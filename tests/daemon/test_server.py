@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -70,3 +71,26 @@ async def test_an_idle_daemon_sleeps_between_ticks_and_still_dates_its_responses
         for _ in range(20):
             with anyio.fail_after(5):
                 await anyio.wait_all_tasks_blocked()
+
+
+async def test_a_prior_knowledge_http2_connection_is_refused_as_http11() -> None:
+    """The daemon serves HTTP/1.1 and WebSocket only (HTTP/2 is the proxy's in front): a client that opens with the
+    HTTP/2 preface — here split across two writes — gets one 400 saying so and the connection closes (h11 alone took
+    ``PRI * HTTP/2.0`` for a request and answered it and the rest of the preface mixed on one connection)."""
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    async with running_daemon(None) as served:
+        host, port = served.url.removeprefix("http://").rsplit(":", 1)
+        async with await anyio.connect_tcp(host, int(port)) as stream:
+            await stream.send(preface[:5])
+            await anyio.wait_all_tasks_blocked()
+            await stream.send(preface[5:])
+            answer = b""
+            with anyio.fail_after(10):
+                try:
+                    while True:
+                        answer += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    pass
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"connection: close" in head.lower(), answer
+    assert json.loads(body)["code"] == "invalid_request" and b"HTTP/2 is not served here" in body, answer

@@ -17,7 +17,7 @@ import httpx2
 import pytest
 
 from acp_server.bridge import DEFAULT_STREAM_CAPACITY, PromptHandle
-from acp_server.daemon._daemon import Accepted
+from acp_server.daemon import Accepted
 from acp_server.domain import Prompt
 from acp_server.provider.offline import Answer, LoopbackModel
 from acp_server.provider.offline._exchange import Exchange

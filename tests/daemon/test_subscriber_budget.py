@@ -15,9 +15,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from acp_server.daemon import EventLog
-from acp_server.daemon._daemon import Accepted
-from acp_server.daemon._sse import SEND_BUFFER_BYTES
+from acp_server.daemon import Accepted, EventLog
+from acp_server.daemon.rest import SEND_BUFFER_BYTES
 from acp_server.domain import Prompt
 from acp_server.provider.offline import Answer, LoopbackModel
 

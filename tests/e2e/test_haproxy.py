@@ -1,8 +1,10 @@
 """Three real ``acp-server serve`` processes on one store (a shared SQLite state directory, or PostgreSQL) behind a
 real HAProxy running ``deploy/haproxy.cfg``: new sessions and ``/acp`` connections spread, every later request
 reaches the process that holds what it names, and a process killed with SIGKILL mid-stream leaves its sessions to
-the others (resumed from the store, the finished turn kept, the event stream's reader told ``resync_required``).
-Skips when ``haproxy`` is not installed (and the PostgreSQL runs when PostgreSQL is not)."""
+the others (resumed from the store, the finished turn kept, the event stream's reader told ``resync_required``);
+HTTP/2 is HAProxy's (TLS with ``alpn h2,http/1.1``, a throwaway self-signed certificate): the REST face, an event
+stream and ``/acp`` over h2 through it, the daemons speaking HTTP/1.1 only. Skips when ``haproxy`` is not installed
+(and the PostgreSQL runs when PostgreSQL is not)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import re
 import shutil
 import signal
 import socket
+import ssl
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,8 +38,11 @@ from acp_server.provider.offline import Answer, LoopbackModel, SlowDrip
 from acp_server.store import open_store
 
 HAPROXY = shutil.which("haproxy")
+OPENSSL = shutil.which("openssl")  # the throwaway certificate of HAProxy's TLS bind
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "haproxy.cfg"
 DAEMONS = 3
+OPENSSL_SELF_SIGNED = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+OPENSSL_SELF_SIGNED += ["-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
 
 pytestmark = [
     pytest.mark.anyio,
@@ -71,6 +78,8 @@ class Cluster:
     daemons: list[Daemon]
     admin: Path  # HAProxy's runtime API socket
     state: Path
+    tls_url: str  # HAProxy's TLS bind (h2 or HTTP/1.1 by ALPN); "" without openssl
+    tls: ssl.SSLContext | None  # a client's, trusting the cluster's throwaway certificate
 
     async def admin_command(self, command: str) -> str:
         async with await anyio.connect_unix(str(self.admin)) as stream:
@@ -128,6 +137,20 @@ async def _status(cluster: Cluster) -> dict[str, str]:
     return {c[name]: c[status] for c in cells if c[name] not in ("BACKEND", "FRONTEND")}
 
 
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    """A throwaway certificate for 127.0.0.1 (openssl, as on any Debian host): HAProxy's PEM (certificate and key in
+    one file), and the certificate alone for the client to trust."""
+    key, cert, both = directory / "key.pem", directory / "cert.pem", directory / "cert-and-key.pem"
+    subprocess.run(
+        [*OPENSSL_SELF_SIGNED, "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    both.write_bytes(cert.read_bytes() + key.read_bytes())
+    return both, cert
+
+
 @asynccontextmanager
 async def cluster(tmp_path: Path, model: LoopbackModel, store_args: list[str]) -> AsyncIterator[Cluster]:
     """HAProxy in front of :data:`DAEMONS` serve processes sharing one store; every process is killed at the end."""
@@ -151,15 +174,21 @@ async def cluster(tmp_path: Path, model: LoopbackModel, store_args: list[str]) -
                     await announced.wait()
             (tmp_path / "admin.cfg").write_text(f"global\n    stats socket {admin} level admin\n")
             listen = f"127.0.0.1:{_free_port()}"
+            tls_env: dict[str, str] = {}
+            tls_url, tls = "", None
+            if OPENSSL is not None:
+                pem, cert = _self_signed(tmp_path)
+                tls_env = {"ACP_LISTEN_TLS": f"127.0.0.1:{_free_port()}", "ACP_TLS_CERT": str(pem)}
+                tls_url, tls = f"https://{tls_env['ACP_LISTEN_TLS']}", ssl.create_default_context(cafile=str(cert))
             addresses = {f"ACP_DAEMON_{i}": d.url.removeprefix("http://") for i, d in enumerate(daemons, 1)}
             haproxy = await anyio.open_process(
                 [str(HAPROXY), "-db", "-f", str(CONFIG), "-f", str(tmp_path / "admin.cfg")],
-                env={**env, "ACP_LISTEN": listen, **addresses},
+                env={**env, "ACP_LISTEN": listen, **tls_env, **addresses},
                 stdin=None,
                 stdout=None,
             )
             tg.start_soon(_keep, haproxy, output)
-            served = Cluster(f"http://{listen}", daemons, admin, state)
+            served = Cluster(f"http://{listen}", daemons, admin, state, tls_url, tls)
 
             async def all_up() -> bool:
                 assert haproxy is not None and haproxy.returncode is None, output.decode()
@@ -346,3 +375,60 @@ async def test_a_killed_process_leaves_its_sessions_to_the_others_with_the_finis
     assert contents[:2] == [("user", "first"), ("assistant", "kept answer")]
     assert contents[-2:] == [("user", "second"), ("assistant", "again")]
     assert json.dumps(contents).count("kept answer") == 1
+
+
+@pytest.mark.skipif(OPENSSL is None, reason="openssl is not installed (it makes the TLS bind's certificate)")
+async def test_http2_is_the_proxys_rest_an_event_stream_and_acp_over_h2_through_haproxy(tmp_path: Path) -> None:
+    """The daemons serve HTTP/1.1 only; a client that offers h2 by ALPN to HAProxy's TLS bind gets HTTP/2 for every
+    route: the REST face, a session's event stream (one connection carrying it and the prompt beside it) and the
+    official SDK's Streamable HTTP ``/acp``."""
+    async with LoopbackModel() as model:
+        model.enqueue(Answer(text="over h2"), Answer(text="acp over h2"))
+        async with (
+            cluster(tmp_path, model, []) as served,
+            httpx.AsyncClient(http2=True, verify=served.tls or True, base_url=served.tls_url, timeout=20) as client,
+        ):
+            assert served.tls is not None
+            health = await client.get("/health")
+            assert (health.http_version, health.status_code) == ("HTTP/2", 200)
+            created = await client.post("/session", json={"cwd": str(tmp_path)})
+            assert (created.http_version, created.status_code) == ("HTTP/2", 201)
+            session_id = created.json()["sessionId"]
+            text = ""
+            with anyio.fail_after(20):
+                async with client.stream("GET", f"/session/{session_id}/events") as events:
+                    assert events.http_version == "HTTP/2"
+                    body = {"prompt": [{"type": "text", "text": "hi"}]}
+                    accepted = await client.post(f"/session/{session_id}/prompt", json=body)
+                    assert accepted.status_code == 202, accepted.text
+                    event = ""
+                    async for line in events.aiter_lines():
+                        if line.startswith("event: "):
+                            event = line.removeprefix("event: ")
+                        elif line.startswith("data: ") and event == "session_update":
+                            update = json.loads(line.removeprefix("data: "))["update"]
+                            if update["sessionUpdate"] == "agent_message_chunk":
+                                text += update["content"]["text"]
+                        elif event == "turn_complete":
+                            break
+            assert text == "over h2"
+
+            versions: set[str] = set()
+
+            async def note(response: httpx.Response) -> None:
+                versions.add(response.http_version)
+
+            http = httpx.AsyncClient(http2=True, verify=served.tls, timeout=httpx.Timeout(20))
+            http.event_hooks["response"].append(note)
+            recorder = _Recorder()
+            conn = connect_to_agent(recorder, create_http_stream(f"{served.tls_url}/acp", client=http))
+            try:
+                with anyio.fail_after(20):
+                    await conn.initialize(protocol_version=1)
+                    session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                    answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+            finally:
+                await conn.close()
+                await http.aclose()
+            assert (answer.stop_reason, recorder.text) == ("end_turn", "acp over h2")
+            assert versions == {"HTTP/2"}

@@ -93,3 +93,22 @@ async def test_compaction_is_seen_durable_and_used_by_a_new_process(tmp_path: Pa
             assert SUMMARY in first[0]["content"] and first[-1]["content"] == "after the load"
             assert len(first) < 2 * 14
         assert model.refusals == []
+
+
+async def test_a_window_too_small_is_said_at_session_new_and_at_each_prompt_precisely(tmp_path: Path) -> None:
+    async with LoopbackModel() as model:
+        args = ("--base-url", model.base_url, "--model", "m", "--context-window", "2048", "--no-persist")
+        async with spawn_agent(*args, env={"HOME": str(tmp_path)}) as agent:
+            await agent.initialize()
+            session_id = await agent.new_session(str(tmp_path))  # its commands first, then the notice
+            told = await agent.receive()
+            assert told["params"]["update"]["sessionUpdate"] == "agent_message_chunk", told
+            assert "(2048 tokens) is too small" in told["params"]["update"]["content"]["text"]
+            for text in ("hello there", "and again"):
+                reply, _ = await _ask(agent, session_id, text)
+                data = reply["error"]["data"]
+                assert data["errorKind"] == "context_window_too_small", reply
+                assert data["contextWindow"] == 2048 and data["neededTokens"] > 2048
+                assert {part["what"] for part in data["parts"]} >= {"instructions", "built-in tools"}
+                assert "shorter prompt" not in reply["error"]["message"]
+        assert model.requests == []  # nothing sent, no summary asked

@@ -19,9 +19,9 @@ import anyio
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
+from acp_server.mcp import McpServers, McpSettings, parse_mcp_servers
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 from acp_server.tools.builtin import builtin_tool_set
-from acp_server.tools.mcp_servers import McpServers, McpSettings, parse_mcp_servers
 
 from ._agent import spawn_agent
 from .test_mcp import agent, new_session

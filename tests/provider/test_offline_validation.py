@@ -55,3 +55,26 @@ async def test_an_assistant_tool_call_message_with_empty_content_is_accepted(raw
     parts = [{"type": "text", "text": "look"}, image]
     response = await raw_request("POST", "/v1/chat/completions", body({"role": "user", "content": parts}))
     assert response.status == 200
+
+
+def _with_tool(parameters: dict[str, Any]) -> bytes:
+    tool = {"type": "function", "function": {"name": "t", "description": "d", "parameters": parameters}}
+    messages = [{"role": "user", "content": "hi"}]
+    return json.dumps({"model": "m", "stream": True, "messages": messages, "tools": [tool]}).encode()
+
+
+async def test_a_tool_schema_llama_cpp_cannot_make_a_grammar_of_is_a_400_as_llama_server_answers(
+    model: LoopbackModel, raw_request: RawRequest
+) -> None:
+    model.enqueue(Answer(text="never sent"))
+    entries = {"type": "array", "items": {"type": "object", "properties": {"c": {"type": "string", "maxLength": 2000}}}}
+    response = await raw_request(
+        "POST", "/v1/chat/completions", _with_tool({"type": "object", "properties": {"e": entries}})
+    )
+    assert response.status == 400
+    message = json.loads(response.body)["error"]["message"]
+    assert "failed to parse grammar" in message and "exceeds sane defaults" in message
+    assert "/0/function/parameters/properties/e/items/properties/c/maxLength: 2000" in message
+    just_under = {"type": "object", "properties": {"c": {"type": "string", "maxLength": 1999}}}
+    response = await raw_request("POST", "/v1/chat/completions", _with_tool(just_under))
+    assert response.status == 200 and b'"content":"never"' in response.body

@@ -20,6 +20,7 @@ import acp_server.tools._command as command_module
 import acp_server.tools._files as files_module
 import acp_server.tools._search as search_module
 import acp_server.tools._textfile as textfile_module
+import acp_server.tools.builtin.list_directory as list_module
 from acp_server.domain import ToolContent
 from acp_server.tools import TOOL_NAMES, PreparedCall, TerminalOutput, ToolCallError, prepare_call
 from acp_server.tools._globs import Glob
@@ -178,7 +179,7 @@ async def test_list_directory_runs_in_a_worker_thread_and_is_cancelled_at_once(
 ) -> None:
     entered, release = threading.Event(), threading.Event()
     listed_in: list[threading.Thread] = []
-    real = files_module.sorted_entries
+    real = list_module.sorted_entries
 
     def slow_sorted_entries(directory: str) -> Any:
         listed_in.append(threading.current_thread())
@@ -186,7 +187,7 @@ async def test_list_directory_runs_in_a_worker_thread_and_is_cancelled_at_once(
         release.wait(1)  # a huge directory; on the event loop this stalls everything for the whole second
         return real(directory)
 
-    monkeypatch.setattr(files_module, "sorted_entries", slow_sorted_entries)
+    monkeypatch.setattr(list_module, "sorted_entries", slow_sorted_entries)
     (tmp_path / "a.txt").write_text("")
     prepared = await prepare(tmp_path, "list_directory", path=".")
     try:

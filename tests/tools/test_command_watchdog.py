@@ -1,5 +1,6 @@
-"""The watchdog of a local command (``acp_server.tools._guard``): it kills the command's group when the agent's end
-of its pipe closes, ignores the signals a terminal or a timeout sends, and is stopped and reaped after each call."""
+"""The watchdog of a local command (``acp_server.tools._command_watchdog``): it kills the command's group when the
+agent's end of its pipe closes, ignores the signals a terminal or a timeout sends, and is stopped and reaped after
+each call."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_server.tools import _command, _guard
+from acp_server.tools import _command, _command_watchdog
 
 from ._support import call
 
@@ -32,7 +33,7 @@ def _watchdogs() -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        if _guard.__file__.encode() in cmdline and int(stat.rpartition(")")[2].split()[1]) == os.getpid():
+        if _command_watchdog.__file__.encode() in cmdline and int(stat.rpartition(")")[2].split()[1]) == os.getpid():
             found.append(int(entry))
     return found
 
@@ -76,7 +77,7 @@ def test_closing_the_pipe_kills_the_whole_group_even_what_ignores_sigterm(tmp_pa
     sleeper = int(group.stdout.readline())
     death_r, death_w = os.pipe()
     watchdog = subprocess.Popen(
-        [sys.executable, "-I", "-S", _guard.__file__, str(group.pid)], stdin=death_r, start_new_session=True
+        [sys.executable, "-I", "-S", _command_watchdog.__file__, str(group.pid)], stdin=death_r, start_new_session=True
     )
     os.close(death_r)
     try:

@@ -46,6 +46,11 @@ async def test_read_file_offset_and_limit(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("".join(f"line {n}\n" for n in range(1, 51)))
     prepared = await prepare(tmp_path, "read_file", path="f.txt", offset=10, limit=21)
     assert prepared.title == "Read f.txt (lines 10–30)"
+    absurd = await prepare(tmp_path, "read_file", path="f.txt", limit=1_000_000_000_000_000)
+    assert absurd.title == "Read f.txt"  # as the call reads it: to the output cap, not to line 10^15
+    assert (
+        await prepare(tmp_path, "read_file", path="f.txt", offset=5, limit=10**15)
+    ).title == "Read f.txt (from line 5)"
     assert prepared.locations[0].line == 10
     result = await prepared.run(_noop)
     assert result.output.startswith(numbered((10, "line 10")))

@@ -24,7 +24,7 @@ async def _never(args: Any, workspace: Any, client: Any) -> Any:
 def tool(name: str, *, read_only: bool, source: str = "srv") -> Tool:
     kind: Any = "read" if read_only else "other"
     return Tool(
-        name, f"{name} tool", SCHEMA, kind, read_only, not read_only, _never, check=schema_check(SCHEMA), source=source
+        name, f"{name} tool", SCHEMA, kind, read_only, _never, check=schema_check(SCHEMA), source=source
     )
 
 

@@ -15,12 +15,14 @@ from acp_server.errors import ServerError
 from acp_server.tools import READ_ONLY_TOOLS, TOOL_NAMES, ToolCallError, ToolError, openai_tools
 from acp_server.tools.__main__ import main as write_schemas
 from acp_server.tools._prepare import MAX_ARGUMENTS_BYTES
-from acp_server.tools._specs import SPECS, schema_text
-from acp_server.tools.builtin import BUILTIN
+from acp_server.tools.builtin import BUILTIN, BUILTIN_TOOLS
+from acp_server.tools.registry import schema_json
 
 from ._support import prepare
 
 pytestmark = pytest.mark.anyio
+
+SPECS = {tool.name: tool for tool in BUILTIN_TOOLS}
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "tools"
 
@@ -63,9 +65,12 @@ def test_exported_members() -> None:
         "ToolResult",
         "Workspace",
         "arguments_json",
+        "failure",
+        "guarded_run",
         "openai_tools",
         "permission_choice",
         "prepare_call",
+        "schema_check",
     }
     for name in tools.__all__:
         assert getattr(tools, name) is not None
@@ -116,7 +121,7 @@ def test_openai_entries_in_canonical_order_whatever_the_order_asked() -> None:
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_schema_files_are_what_the_code_sends(name: str) -> None:
     path = SCHEMAS / f"{name}.json"
-    assert path.read_text() == schema_text(name), "regenerate with: python -m acp_server.tools"
+    assert path.read_text() == schema_json(SPECS[name]), "regenerate with: python -m acp_server.tools"
     schema: dict[str, Any] = json.loads(path.read_text())
     assert schema == openai_tools([name])[0]["function"]["parameters"]
     # a plain object schema OpenAI takes: no references, no definitions, closed

@@ -60,8 +60,15 @@ async def ask(bridge: SessionBridge, session_id: str, text: str) -> Outcome:
 
 @asynccontextmanager
 async def long_session_stack(
-    tmp_path: Path, *, known_window: bool = True, threshold: int = 80, model_window: int = WINDOW
+    tmp_path: Path,
+    *,
+    known_window: bool = True,
+    threshold: int = 80,
+    model_window: int = WINDOW,
+    system_prompt: str | None = "You answer the user's numbered words.",
+    **settings_: Any,
 ) -> AsyncIterator[tuple[LoopbackModel, SessionStore, SessionBridge]]:
+    """``system_prompt`` None: the server's own; ``settings_``: further :class:`ModelSettings` fields."""
     async with LoopbackModel() as model, SqliteSessionStore(tmp_path / "state" / "sessions.db") as store:
         model.context_window = model_window
         model.answer_with = summarising()
@@ -69,10 +76,11 @@ async def long_session_stack(
             base_url=model.base_url,
             model="test-model",
             policy=NO_RETRIES,
-            context_window=WINDOW if known_window else None,
+            context_window=model_window if known_window else None,
             compact_threshold=threshold,
-            system_prompt="You answer the user's numbered words.",  # short: the window's room is the turns'
             project_instructions=False,
+            **({} if system_prompt is None else {"system_prompt": system_prompt}),  # short: the room is the turns'
+            **settings_,
         )
         turn = ModelTurn(settings)
         try:

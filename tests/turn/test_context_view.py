@@ -35,6 +35,9 @@ def _http(status: int, text: str) -> ModelHTTPError:
         ("prompt is too long: 210000 tokens > 200000 maximum", 200000),  # Anthropic's wording
         ("Prompt contains 40000 tokens, too large for model with 32768 maximum context length", 32768),  # Mistral
         ("Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048", 2048),  # TGI
+        ("Input validation error: inputs tokens + max_new_tokens must be <= 4096. Given: 5000", 4096),
+        # a bound of another field is no window, though the error is one for length
+        ("too many tokens: max_tokens must be <= 12", None),
         ("Requested too many tokens for this model", None),
         ("{'code': 'context_length_exceeded'}", None),
     ],
@@ -50,6 +53,7 @@ def test_refusals_for_length_are_recognised_with_the_window_they_state(text: str
         _http(400, "Invalid value for 'temperature'"),
         _http(500, "maximum context length is 100"),  # a server error is not a refusal
         _http(401, "Incorrect API key"),
+        _http(400, "Invalid 'n': must be <= 128"),  # a bare bound names no context
         ValueError("maximum context length"),
     ],
 )

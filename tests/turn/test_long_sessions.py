@@ -70,7 +70,7 @@ async def test_the_client_is_told_of_a_compaction_and_of_the_usage_after_it(tmp_
 
 async def test_a_tool_loop_that_outgrows_the_window_compacts_between_its_requests(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
-        (tmp_path / f"{name}.txt").write_text("\n".join(words(12, i) for i in range(45)) + "\n")
+        (tmp_path / f"{name}.txt").write_text("\n".join(words(12, i) for i in range(60)) + "\n")
     async with long_session_stack(tmp_path) as (model, _store, bridge):
         session = await bridge.open_session(str(tmp_path))
         model.enqueue(

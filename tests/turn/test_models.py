@@ -244,7 +244,7 @@ async def test_each_request_uses_the_session_s_model_as_it_is_then(model: Loopba
 async def test_usage_is_asked_for_and_reported_after_each_request(model: LoopbackModel) -> None:
     read = ScriptedCall("read_file", {"path": "missing.txt"}, id="c1")
     model.enqueue(ToolCalls((read,), usage=(100, 20)), Answer(text="done", reasoning="", usage=(150, 5)))
-    turn = _turn(model, context_window=1000)
+    turn = _turn(model, context_window=10_000)
     session = Session(model)
     events = Events(session)
     try:
@@ -253,7 +253,7 @@ async def test_usage_is_asked_for_and_reported_after_each_request(model: Loopbac
         await turn.aclose()
     assert all(r.body["stream_options"] == {"include_usage": True} for r in model.requests)
     usages = [e for e in events.events if isinstance(e, UsageReported)]
-    assert usages == [UsageReported(100, 20, 1000), UsageReported(150, 5, 1000)]
+    assert usages == [UsageReported(100, 20, 10_000), UsageReported(150, 5, 10_000)]
     assert usages[1].used == 155
     kinds = [(type(e).__name__, getattr(e, "status", None)) for e in events.events]
     # after its request (whose call was shown while it streamed), before its calls run
@@ -301,3 +301,29 @@ async def test_any_other_400_is_the_turn_s_error(model: LoopbackModel) -> None:
     finally:
         await turn.aclose()
     assert len(model.requests) == 1
+
+
+def test_the_window_of_a_one_model_listing_applies_to_any_name(caplog: pytest.LogCaptureFixture) -> None:
+    catalog = ModelCatalog("gpt-4o-mini")  # llama-server lists its one model, and serves it whatever name is asked
+    with caplog.at_level("INFO", logger="acp_server.turn"):
+        catalog.learn([{"id": "qwen2.5-coder-7b.gguf", "meta": {"n_ctx": 4096, "n_ctx_train": 32768}}])
+    assert catalog.context_window("gpt-4o-mini") == 4096  # not the family's 128,000
+    assert catalog.context_window("anything") == 4096
+    assert "lists one model, 'qwen2.5-coder-7b.gguf', with a 4096-token window" in caplog.text
+    two = ModelCatalog("m")
+    two.learn([{"id": "a", "max_model_len": 8192}, {"id": "b"}])
+    assert two.context_window("m") is None and two.context_window("b") is None  # two models: no guessing
+
+
+async def test_a_one_model_listing_s_window_sizes_the_usage_reported(model: LoopbackModel) -> None:
+    model.listed_models = [{"id": "served.gguf", "meta": {"n_ctx": 8192}}]
+    turn = _turn(model)
+    try:
+        await turn.discover_models()
+        session = Session(model)
+        events = Events(session)
+        await turn(session, _prompt("hello"), events)
+    finally:
+        await turn.aclose()
+    usage = [e for e in events.events if isinstance(e, UsageReported)]
+    assert usage and usage[-1].size == 8192

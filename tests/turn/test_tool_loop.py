@@ -215,7 +215,7 @@ async def test_steps_are_recorded_as_each_call_ends_and_the_answer_carries_them_
         ("r2", "read_file", "failed", "read"),  # refused as it was prepared: still the tool's own kind
         ("l1", "list_directory", "completed", "read"),
     ]
-    assert r2.output.startswith("Error:") and r2.title == "Read (invalid arguments)"
+    assert r2.output.startswith("Error:") and r2.title == "Read missing.txt — no such path"
     step1, step2 = ModelStep("Two.", "", (r1, r2)), ModelStep("", "", (l1,))
     assert session.recorded_steps == [(ModelStep("Two.", "", (r1,)),), (step1,), (step1, step2)]
     assert session.answer == Message("assistant", "done", "thought", "end_turn", "complete", (step1, step2))

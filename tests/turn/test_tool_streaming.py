@@ -125,9 +125,16 @@ async def test_a_cancel_while_a_call_streams_ends_it_failed_before_the_turn_unwi
 @pytest.mark.parametrize(
     ("name", "arguments", "title", "kind"),
     [
-        ("read_file", {"paht": "a.txt"}, "Read (invalid arguments)", "read"),
-        ("run_command", "{not json", "Run (invalid arguments)", "execute"),
-        ("edit_file", {"path": "../outside", "old_text": "a", "new_text": "b"}, "Edit (invalid arguments)", "edit"),
+        ("read_file", {"paht": "a.txt"}, "Read — unknown argument paht", "read"),
+        ("read_file", {}, "Read — missing path", "read"),
+        ("list_directory", {"path": "src/x"}, "List src/x — no such path", "read"),
+        ("run_command", "{not json", "Run — arguments not JSON", "execute"),
+        (
+            "edit_file",
+            {"path": "../outside", "old_text": "a", "new_text": "b"},
+            "Edit ../outside — outside the project",
+            "edit",
+        ),
         ("fetch_url", {}, "Unknown tool fetch_url", "other"),
     ],
 )
@@ -169,10 +176,10 @@ async def test_a_call_not_shown_while_streaming_that_fails_is_announced_with_its
             done=records.append,
         )
     shown = [(e.title, e.kind) for e in events if isinstance(e, ToolCallStarted)]
-    assert shown == [("Read (invalid arguments)", "read"), ("Run (not available)", "execute")]
+    assert shown == [("Read — unknown argument paht", "read"), ("Run — not offered in this mode", "execute")]
     assert [(r.title, r.kind, r.status) for r in records] == [
-        ("Read (invalid arguments)", "read", "failed"),
-        ("Run (not available)", "execute", "failed"),
+        ("Read — unknown argument paht", "read", "failed"),
+        ("Run — not offered in this mode", "execute", "failed"),
     ]
 
 

@@ -40,6 +40,7 @@ class Exchange:
         wants_usage = isinstance(options, Mapping) and options.get("include_usage") is True
         self._include_usage = self.streaming and wants_usage
         self._prompt_tokens = _wire.count_prompt_words(body)
+        self.max_tokens = _wire.output_bound(body)  # the answer's bound in tokens (words here); None: none
         self._output_chunks = 0
         self.usage: tuple[int, int] | None = None  # (prompt, completion) tokens to report instead of the counted
         self._role_sent = False

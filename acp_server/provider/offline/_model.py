@@ -18,6 +18,7 @@ import anyio
 import h11
 from anyio.abc import Listener, SocketAttribute, SocketStream
 
+from ...grammar_bounds import grammar_problem
 from ...tasks import Lifecycle, OwnedTaskGroup
 from . import _wire
 from ._behaviours import Behaviour
@@ -66,7 +67,10 @@ class LoopbackModel:
     ``context_window`` (None: unlimited) makes it refuse, as OpenAI does (HTTP 400, code
     ``context_length_exceeded``, the window and the count in the message), every chat request whose prompt tokens
     (its words, as reported in usage) exceed it; ``refusals`` lists the indexes of the requests refused so. A
-    refusal takes no scripted behaviour. ``answer_with`` (None: none), asked with each chat request's body when
+    refusal takes no scripted behaviour. ``unsupported_fields``: request fields it refuses as OpenAI's reasoning
+    models refuse ``max_tokens`` (HTTP 400, ``unsupported_parameter``), before any behaviour. An answer is cut at
+    the request's ``max_completion_tokens`` or ``max_tokens`` (a chunk a token), ending ``length``.
+    ``answer_with`` (None: none), asked with each chat request's body when
     no behaviour is scripted, returns the behaviour to play (None: the default answer).
     """
 
@@ -81,6 +85,7 @@ class LoopbackModel:
         self.disconnects: list[Disconnect] = []
         self.context_window: int | None = None
         self.refusals: list[int] = []
+        self.unsupported_fields: set[str] = set()
         self.answer_with: Callable[[dict[str, Any]], Behaviour | None] | None = None
         self._script: deque[Behaviour] = deque()
         self._life = Lifecycle.UNOPENED
@@ -226,6 +231,10 @@ class LoopbackModel:
             await send_json(http, 400, error)
         elif (problem := message_problem(body["messages"])) is not None:
             await send_json(http, INVALID_REQUEST_STATUS, validation_error_body(*problem))
+        elif unsupported := sorted(field for field in self.unsupported_fields if field in body):
+            await send_json(http, 400, _wire.unsupported_parameter(unsupported[0]))
+        elif (refused := grammar_problem(body.get("tools"))) is not None:  # as llama-server --jinja refuses it
+            await send_json(http, 400, _wire.error_body(refused, "invalid_request_error"))
         elif self.context_window is not None and (tokens := _wire.count_prompt_words(body)) > self.context_window:
             self.refusals.append(index)
             await send_json(http, 400, _wire.context_length_exceeded(self.context_window, tokens))
@@ -240,9 +249,7 @@ class LoopbackModel:
         chosen = self.answer_with(body) if self.answer_with is not None else None
         return default_behaviour(body) if chosen is None else chosen
 
-    async def _play_watched(
-        self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int
-    ) -> None:
+    async def _play_watched(self, http: HttpConnection, exchange: Exchange, behaviour: Behaviour, index: int) -> None:
         """Play ``behaviour`` while watching the socket: a disconnect is seen even while it is silent."""
         recorded = False
 

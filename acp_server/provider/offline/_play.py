@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from itertools import chain, cycle, islice, zip_longest
 from typing import Any, assert_never
@@ -46,6 +47,13 @@ async def _answer(answer: Answer, exchange: Exchange) -> None:
     text = _wire.derived_answer(exchange.prompt) if answer.text is None else answer.text
     reasoning = _wire.DEFAULT_REASONING if answer.reasoning is None else answer.reasoning
     thoughts, words = _wire.split_words(reasoning), _wire.split_words(text)
+    finish_reason = answer.finish_reason
+    bound = exchange.max_tokens
+    if bound is not None and len(thoughts) + len(words) > bound:  # each chunk counts as a token; cut at the bound
+        thoughts = thoughts[:bound]
+        words = words[: bound - len(thoughts)]
+        text, reasoning, finish_reason = "".join(words), "".join(thoughts), "length"
+    answer = dataclasses.replace(answer, finish_reason=finish_reason)
     if not exchange.streaming:
         chunks = len(thoughts) + len(words) + (answer.finish_reason is not None)
         await anyio.sleep(answer.chunk_delay_s * chunks)

@@ -142,6 +142,25 @@ def completion(
     }
 
 
+def output_bound(body: Mapping[str, Any]) -> int | None:
+    """The request's bound on the answer's tokens: ``max_completion_tokens``, else ``max_tokens``; None: none."""
+    for field in ("max_completion_tokens", "max_tokens"):
+        value = body.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+def unsupported_parameter(field: str) -> dict[str, Any]:
+    """OpenAI's refusal of a request field the model does not take, word for word (its reasoning models and
+    ``max_tokens``)."""
+    message = f"Unsupported parameter: '{field}' is not supported with this model."
+    if field == "max_tokens":
+        message += " Use 'max_completion_tokens' instead."
+    error = {"message": message, "type": "invalid_request_error", "param": field}
+    return {"error": {**error, "code": "unsupported_parameter"}}
+
+
 def model_list(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The ``GET /v1/models`` body: each entry (an ``id``, maybe more fields) as an OpenAI model object."""
     return {

@@ -8,6 +8,8 @@ from ._budget import (
     ANSWER_SHARE,
     CHARS_PER_TOKEN,
     DEFAULT_COMPACT_THRESHOLD,
+    MESSAGE_TOKENS,
+    SUMMARY_SHARE,
     Budget,
     json_tokens,
     message_tokens,
@@ -17,7 +19,7 @@ from ._budget import (
 from ._compact import SUMMARY_INSTRUCTIONS, Compactor, summary_request
 from ._messages import step_messages, to_chat_messages, user_content
 from ._refusals import CONTEXT_REFUSALS, ContextRefusal, context_refusal
-from ._view import KEEP_WHOLE_TURNS, ContextView, elided_output
+from ._view import KEEP_WHOLE_TURNS, ContextView, cut_summary, elided_output
 
 __all__ = [
     "ANSWER_SHARE",
@@ -25,12 +27,15 @@ __all__ = [
     "CONTEXT_REFUSALS",
     "DEFAULT_COMPACT_THRESHOLD",
     "KEEP_WHOLE_TURNS",
+    "MESSAGE_TOKENS",
     "SUMMARY_INSTRUCTIONS",
+    "SUMMARY_SHARE",
     "Budget",
     "Compactor",
     "ContextRefusal",
     "ContextView",
     "context_refusal",
+    "cut_summary",
     "elided_output",
     "json_tokens",
     "message_tokens",

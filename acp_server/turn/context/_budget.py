@@ -26,6 +26,8 @@ __all__ = [
     "DEFAULT_COMPACT_THRESHOLD",
     "IMAGE_TOKENS",
     "MESSAGE_TOKENS",
+    "SUMMARY_SHARE",
+    "UNKNOWN_WINDOW_SUMMARY_TOKENS",
     "Budget",
     "json_tokens",
     "message_tokens",
@@ -46,7 +48,15 @@ DEFAULT_COMPACT_THRESHOLD = 80
 """Percent of the context window a request may fill before the conversation is compacted (0: never)."""
 
 ANSWER_SHARE = 0.1
-"""The share of the window kept for the answer (the server sends no ``max_tokens``)."""
+"""The share of the window kept for the answer (sent as the answer's bound, ``max_tokens``, unless configured
+otherwise: ``turn/_request_fields.py``)."""
+
+SUMMARY_SHARE = 0.2
+"""The share of the window a compaction's summary may take at most, as stored and as sent (the rest is for the
+instructions, the tools, the newest turns and the answer)."""
+
+UNKNOWN_WINDOW_SUMMARY_TOKENS = 8_000
+"""The most a summary may take when the window is unknown."""
 
 _MAX_RATIO = 4.0
 """The most a reported usage may scale the estimate up (a wild report cannot make every request "too big")."""
@@ -120,6 +130,12 @@ class Budget:
     def hard_limit(self) -> int | None:
         """The most a request may hold at all (the window less the answer's room); None when unknown."""
         return None if self.window is None else self.window - self.reserve
+
+    @property
+    def summary_tokens(self) -> int:
+        """The most a summary may take: :data:`SUMMARY_SHARE` of the window, or
+        :data:`UNKNOWN_WINDOW_SUMMARY_TOKENS` when it is unknown."""
+        return UNKNOWN_WINDOW_SUMMARY_TOKENS if self.window is None else int(self.window * SUMMARY_SHARE)
 
     def estimate(self, raw: int) -> int:
         """``raw`` estimated tokens, corrected by the ratio."""

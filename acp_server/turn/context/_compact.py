@@ -3,7 +3,10 @@ older turns with the same model.
 
 Invariants: the latest turns are sent whole (the summary covers whole turns before them); a summary is kept
 (``keep``) only once its request succeeded, so a failed or cancelled compaction changes nothing stored; a prompt
-that cannot fit alone fails with :class:`ContextWindowExceededError` before anything is sent.
+that cannot fit alone fails with :class:`ContextWindowExceededError` before anything is sent. A summary is bounded:
+what the model returns is cut to :attr:`Budget.summary_tokens` (:data:`SUMMARY_SHARE` of the window), less when the
+room under the limit is smaller, before it is stored; the previous summary takes at most half of a summary request
+(cut, never a reason for the request not to fit).
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
-from ...domain import Compacted, Compacting, Compaction, Emit, Message, ModelStep
+from ...domain import Compacted, Compacting, Compaction, Emit, Message, ModelStep, ThoughtChunk
 from .._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._budget import CHARS_PER_TOKEN, MESSAGE_TOKENS, Budget, messages_tokens, text_tokens
-from ._view import ContextView, elided_output, turn_starts
+from ._view import ContextView, cut_summary, elided_output, turn_starts
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "Compactor", "summary_request"]
 
@@ -38,6 +41,8 @@ _MESSAGE_CHARS = 2_000
 """The most of one message the summary request quotes (its head and its tail)."""
 _UNKNOWN_WINDOW_CHARS = 400_000
 """The most the summary request quotes in all when the window is unknown."""
+_MIN_SUMMARY_TOKENS = 100
+"""The least a summary is allowed, however little room the window leaves."""
 _KEEP_SHARE = 0.5
 """The share of the room under the limit (beside the system prompt, the prompt, this turn's steps and the tools) the
 newest turns kept whole may take; the rest is left for the summary and what comes next."""
@@ -75,10 +80,12 @@ def _rendered(message: Message) -> str:
 def summary_request(
     previous: Compaction | None, messages: Sequence[Message], *, max_chars: int, words: int
 ) -> list[dict[str, Any]]:
-    """The messages of a plain, tool-less request for a summary of ``previous`` (if any) and ``messages``; when they
-    do not fit ``max_chars`` the oldest messages are left out (noted), never the previous summary."""
+    """The messages of a plain, tool-less request for a summary of ``previous`` (if any) and ``messages``, within
+    ``max_chars``: the previous summary cut to half of them at most, then the newest messages that fit (the oldest
+    left out, noted)."""
     rendered = [_rendered(message) for message in messages]
-    budget = max_chars - (len(previous.summary) if previous is not None else 0)
+    earlier = None if previous is None else cut_summary(previous.summary, max_chars // 2)
+    budget = max_chars - (len(earlier) if earlier is not None else 0)
     kept: list[str] = []
     used = 0
     for text in reversed(rendered):
@@ -88,8 +95,8 @@ def summary_request(
         used += len(text) + 2
     kept.reverse()
     parts: list[str] = []
-    if previous is not None:
-        parts.append(f"SUMMARY OF THE CONVERSATION BEFORE THESE MESSAGES:\n{previous.summary}")
+    if earlier is not None:
+        parts.append(f"SUMMARY OF THE CONVERSATION BEFORE THESE MESSAGES:\n{earlier}")
     if len(kept) < len(rendered):
         parts.append(f"[{len(rendered) - len(kept)} earlier messages left out]")
     parts.extend(kept)
@@ -128,6 +135,9 @@ class Compactor:
         self._ask = ask
         self._keep = keep
         self._emit = emit
+        self.outcome: Literal["compacted", "nothing", "not_smaller"] = "nothing"
+        """What the last :meth:`fit` did: compacted (outputs elided or turns summarised), nothing (nothing to
+        compact, or no compaction needed or able to help), or ``not_smaller`` (the summary was thrown away)."""
 
     def estimate(self, messages: Sequence[dict[str, Any]], budget: Budget, tool_tokens: int) -> int:
         return budget.estimate(messages_tokens(messages) + tool_tokens)
@@ -143,12 +153,18 @@ class Compactor:
     ) -> list[dict[str, Any]]:
         """``messages`` when they fit the budget, else the view compacted until they do (elision first, then a
         summary). ``reason`` other than ``threshold`` compacts whatever the estimate (a refusal, ``/compact``).
+        :attr:`outcome` says what was done.
+
+        A summary is asked for only where it can help: the part it replaces holds more than
+        :data:`_MIN_SUMMARY_TOKENS`, and (before a request) the request would fit the limit with it; a summary not
+        smaller than what it replaces is thrown away (never stored, never announced as done).
 
         Raises :class:`ContextWindowExceededError` when the prompt's own text is larger than the window, or when
         the endpoint refused the request and nothing is left to compact. With nothing to compact, a request over
         the threshold is sent as it is (the estimate is no reason to refuse it: the endpoint decides).
         """
         view = self.view
+        self.outcome = "nothing"
         estimate = self.estimate(messages, budget, tool_tokens)
         window, hard = budget.window, budget.hard_limit
         if not steps and hard is not None and budget.estimate(view.content_tokens()) > hard:
@@ -159,24 +175,50 @@ class Compactor:
         through = self._through(budget, alone, everything=reason == "requested")
         if reason == "refused" and through <= view.start:  # the newest turns too, rather than fail
             through = len(view.history.messages)
+        replaced = self._replaced_tokens(through)
+        summarise = through > view.start and budget.estimate(replaced) > _MIN_SUMMARY_TOKENS
+        limit = budget.limit
+        if summarise and reason == "threshold" and limit is not None:
+            projected = max(alone, estimate - budget.estimate(replaced)) + self.summary_bound(budget, alone)
+            summarise = projected <= limit  # else no summary can bring the request under the limit: none is asked
         can_elide = not view.elide and view.has_elidable(steps)
-        if not can_elide and through <= view.start:
+        if not can_elide and not summarise:
             if reason == "refused":
-                raise ContextWindowExceededError(estimate, window)
+                raise ContextWindowExceededError(estimate, window, prompt=budget.estimate(view.content_tokens()))
             return messages
         await self._emit(Compacting(reason, estimate, window))
         if can_elide:
             view.elide = True
             messages = view.messages(steps)
             estimate = self.estimate(messages, budget, tool_tokens)
-        limit = budget.limit
+            self.outcome = "compacted"
         enough = limit is not None and estimate <= limit * _ELIDED_ENOUGH
-        if through > view.start and (reason != "threshold" or not enough):
-            await self._summarise(through, budget)
-            messages = view.messages(steps)
-            estimate = self.estimate(messages, budget, tool_tokens)
+        if summarise and (reason != "threshold" or not enough):
+            if await self._summarise(through, budget, alone, replaced):
+                messages = view.messages(steps)
+                estimate = self.estimate(messages, budget, tool_tokens)
+                self.outcome = "compacted"
+            elif self.outcome == "nothing":
+                self.outcome = "not_smaller"
+                note = (
+                    f"The summary was not smaller than the ~{replaced} tokens it would replace: it was thrown away, "
+                    "the conversation is sent as it was.\n\n"
+                )
+                await self._emit(ThoughtChunk(note))
+                return messages
         await self._emit(Compacted(view.start, estimate, window))
         return messages
+
+    def _replaced_tokens(self, through: int) -> int:
+        """The estimate of what a summary through ``through`` replaces: the previous summary (as sent) and the
+        stored messages from the view's start to ``through``."""
+        view = self.view
+        previous = view.compaction
+        total = sum(_stored_tokens(message) for message in view.history.messages[view.start : through])
+        if previous is not None:
+            sent = previous.summary if view.summary_chars is None else cut_summary(previous.summary, view.summary_chars)
+            total += text_tokens(sent)
+        return total
 
     def _through(self, budget: Budget, alone: int, *, everything: bool) -> int:
         """Where the summary ends: before the newest whole turns that fit :data:`_KEEP_SHARE` of the room left
@@ -194,18 +236,34 @@ class Compactor:
             keep_from = start
         return keep_from
 
-    async def _summarise(self, through: int, budget: Budget) -> None:
+    @staticmethod
+    def summary_bound(budget: Budget, alone: int) -> int:
+        """The most tokens a summary may take: :attr:`Budget.summary_tokens`, at most half the room under the limit
+        beside what every request holds (``alone``), never under :data:`_MIN_SUMMARY_TOKENS`."""
+        bound = budget.summary_tokens
+        limit = budget.limit or budget.hard_limit
+        if limit is not None:
+            bound = min(bound, (limit - alone) // 2)
+        return max(bound, _MIN_SUMMARY_TOKENS)
+
+    async def _summarise(self, through: int, budget: Budget, alone: int, replaced: int) -> bool:
+        """Ask for a summary of the view's messages up to ``through`` and keep it — unless it is not smaller than
+        the ``replaced`` tokens: then nothing is kept (False)."""
         view = self.view
         window = budget.window
         max_chars = _UNKNOWN_WINDOW_CHARS if window is None else max(window // 2, 256) * CHARS_PER_TOKEN
-        words = 600 if window is None else max(100, min(1500, window // 10))
+        bound = self.summary_bound(budget, alone)
+        words = max(50, min(1500, bound // 2))
         request = summary_request(
             view.compaction, view.history.messages[view.start : through], max_chars=max_chars, words=words
         )
-        summary = (await self._ask(request)).strip()
+        summary = cut_summary((await self._ask(request)).strip(), bound * CHARS_PER_TOKEN)
         if not summary:
             raise CompactionFailedError("the model answered the summary request with nothing")
+        if text_tokens(summary) >= replaced:
+            return False
         compaction = Compaction(through, summary)
         if self._keep is not None:
             await self._keep(compaction)
         view.history.compaction = compaction
+        return True

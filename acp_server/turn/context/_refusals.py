@@ -26,7 +26,8 @@ CONTEXT_REFUSALS: tuple[tuple[str, str], ...] = (
     ("exceeds the context window", "generic"),
     ("context window exceeded", "generic"),
     ("input is too long", "text-generation-inference, Bedrock"),
-    ("must be <= ", "text-generation-inference: \"inputs tokens + max_new_tokens must be <= N\""),
+    ("max_new_tokens` must be <=", "text-generation-inference: \"`inputs` tokens + `max_new_tokens` must be <= N\""),
+    ("max_new_tokens must be <=", "text-generation-inference's wording without the backticks"),
     ("reduce the length of the messages", "OpenAI's advice, also Groq"),
     ("exceeds the maximum number of tokens", "Gemini's OpenAI-compatible endpoint"),
     ("too large for model", "Mistral: \"too large for model with N maximum context length\""),
@@ -42,9 +43,10 @@ WINDOW_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"with (\d+) maximum context length", re.IGNORECASE),
     re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),
     re.compile(r"context length of only (\d+)", re.IGNORECASE),
-    re.compile(r"must be <= (\d+)", re.IGNORECASE),
+    re.compile(r"inputs`? tokens \+ `?max_new_tokens`? must be <= (\d+)", re.IGNORECASE),
 )
-"""Where the refusals above state the window; the first match is taken."""
+"""Where the refusals above state the window; the first match is taken. Each names the context (a bare
+``must be <= N`` could be any field's bound: ``max_tokens must be <= 4096`` is no window)."""
 
 _REFUSING_STATUSES = frozenset({400, 413, 422})
 

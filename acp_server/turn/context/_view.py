@@ -16,7 +16,7 @@ from ...domain import Compaction, Conversation, Message, ModelStep
 from ._budget import message_tokens, text_tokens
 from ._messages import step_messages
 
-__all__ = ["KEEP_WHOLE_TURNS", "ContextView", "elided_output", "turn_starts"]
+__all__ = ["KEEP_WHOLE_TURNS", "ContextView", "cut_summary", "elided_output", "turn_starts"]
 
 KEEP_WHOLE_TURNS = 2
 """The latest turns whose tool outputs are never elided."""
@@ -34,6 +34,14 @@ def elided_output(output: str) -> str:
         f"[output elided to save context: {len(output)} characters, {len(lines)} lines; first line: {first!r}. "
         "Call the tool again if you need it.]"
     )
+
+
+def cut_summary(summary: str, max_chars: int) -> str:
+    """``summary`` when it holds at most ``max_chars`` characters, else its head, noted as cut, within them."""
+    if len(summary) <= max_chars:
+        return summary
+    note = f"\n[… the summary was cut: {len(summary) - max_chars} more characters left out …]"
+    return summary[: max(max_chars - len(note), 0)] + note
 
 
 def _elided(step: ModelStep) -> ModelStep:
@@ -63,7 +71,9 @@ class ContextView:
     """The messages of one turn's requests, built from the session's ``history`` (the stored messages before the
     prompt, and its compaction) and the prompt's ``content``.
 
-    ``oversize``: a stored user message estimated above it is sent as a note (None: every message is sent).
+    ``oversize``: a stored user message estimated above it is sent as a note (None: every message is sent);
+    ``summary_chars``: the most of the stored summary sent (a summary stored larger — by a runaway model, before
+    summaries were bounded — is cut, so it never makes the session's requests too large).
     """
 
     def __init__(
@@ -78,6 +88,7 @@ class ContextView:
         self.history = history
         self.content = content
         self.oversize = oversize
+        self.summary_chars: int | None = None
         self.elide = False
         self._prompt = {"role": "user", "content": content}
 
@@ -95,10 +106,11 @@ class ContextView:
         compaction = self.compaction
         if compaction is None:
             return {"role": "system", "content": self.system}
+        text = compaction.summary if self.summary_chars is None else cut_summary(compaction.summary, self.summary_chars)
         summary = (
             f"{self.system}\n\n<conversation_summary messages=\"1-{compaction.through}\">\n"
             "The earlier part of this conversation was compacted into this summary:\n"
-            f"{compaction.summary}\n</conversation_summary>"
+            f"{text}\n</conversation_summary>"
         )
         return {"role": "system", "content": summary}
 
