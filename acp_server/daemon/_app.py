@@ -3,7 +3,8 @@
 Routes (every one but ``/health`` needs the bearer token when one is set):
 
     GET    /health                     {"status": "ok", "instance"}: this process's instance id (the holder named
-                                       by ``session_busy``; never a secret)
+                                       by ``session_busy``; never a secret); 503 {"status": "unavailable",
+                                       "instance", "code", "error"} while the session store cannot be used
     GET    /capabilities               {v, protocolVersions, features, modes, tools, limits}
     POST   /session                    {cwd, modeId?} → 201 {sessionId, modeId, modelId}, Location /session/{id};
                                        the mode (absent or null: the daemon's default) is stored with the session

@@ -15,7 +15,7 @@ from typing import ClassVar, Self
 
 from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
 from ..tasks import Lifecycle
-from ._exceptions import SessionBusyError, StoreClosedError, StoreUnavailableError
+from ._exceptions import SessionBusyError, StoreClosedError, StoreError, StoreUnavailableError
 from ._owner import make_instance, make_owner, owner_alive, owner_pid
 from ._types import (
     DEFAULT_PAGE_SIZE,
@@ -91,6 +91,16 @@ class SessionStore(abc.ABC):
         self._life = Lifecycle.CLOSED
         if was_open:
             await self._close()
+
+    async def health(self) -> StoreError | None:
+        """None while the store can be used (``GET /health`` answers ok); else why not — unavailable, closed, or (a
+        database server) not reachable now. A store with a server asks it (PostgreSQL: a round trip on each
+        connection, a lost one made again), so the answer is the truth of this moment and turns ok again by itself."""
+        try:
+            self._check()
+        except StoreError as exc:
+            return exc
+        return None
 
     def _mark_unavailable(self, problem: StoreUnavailableError) -> None:
         if self._problem is None:

@@ -14,7 +14,10 @@
 
 Unavailable, closed and failed are different things: *unavailable* is the state of the database (it
 could not be opened, or turned out corrupt) and lasts until the server restarts; *closed* is our own doing; *busy*
-and *I/O* errors are about one call, and nothing of that call was written.
+and *I/O* errors are about one call, and nothing of that call was written — but for a PostgreSQL connection lost
+while a write's ``COMMIT`` was under way (its error says the connection was lost): whether it was committed is then
+unknown. A PostgreSQL server that cannot be reached is an *I/O* error of each call while it lasts (the store
+connects again at the next call), never *unavailable*.
 """
 
 from __future__ import annotations

@@ -7,6 +7,13 @@ trips (two to begin it, one to end it), each statement planned once per connecti
 thread behind a ``CapacityLimiter(1)`` as in SQLite (the event loop never waits on the database); a write transaction
 first takes ``pg_advisory_xact_lock`` of the store, so writers are serialised exactly as SQLite's one write lock
 serialises them, and a commit is durable (``synchronous_commit`` stays on) before the call returns.
+
+A lost connection (the server restarted, the backend was ended, a pooler or firewall cut it) is replaced at the next
+call (``_pg_link``: bounded backoff, its prepared statements forgotten). A call that finds its connection lost while
+running is run again once on a new one when nothing of it can have been committed (a read, or a write whose
+``COMMIT`` was not sent yet); one whose ``COMMIT`` was under way fails ``store_io_error`` (whether it was written is
+then unknown: a turn's answer left pending reads as interrupted, see ``_base``). A call fails ``store_io_error`` when
+the server cannot be reached, saying so, and :meth:`PostgresSessionStore.health` tells ``/health``.
 """
 
 from __future__ import annotations
@@ -20,9 +27,13 @@ import anyio.to_thread
 import psycopg
 from psycopg import pq
 
+from ..domain import PromptPart
+from ..tasks import Lifecycle
 from ._exceptions import StoreClosedError, StoreError, StoreIOError, StoreUnavailableError
+from ._pg_link import Link, is_connection_loss
 from ._pg_owners import Owners
 from ._sqlite import SqliteSessionStore
+from ._types import TurnTicket
 
 __all__ = ["PG_SCHEMA_VERSION", "PostgresSessionStore"]
 
@@ -111,20 +122,25 @@ class _Dialect:
         self._queue: list[tuple[str, _Result | None]] = []
         self._prepared = prepared
         self._preparing: list[str] = []  # the statements whose PREPARE is in the queue
+        self._writing = False  # a write transaction (BEGIN IMMEDIATE) is open
+        self.maybe_written = False  # a write's COMMIT was sent: a failure after it may have been committed
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._queue) or self.conn.info.transaction_status != pq.TransactionStatus.IDLE
+        """Statements queued, or a transaction open on the server (a lost connection has none left)."""
+        return bool(self._queue) or self.conn.info.transaction_status in _OPEN
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Result:
         if sql == "ROLLBACK":
             self._queue.clear()  # not sent, or not run after the error: nothing of it to undo
             self._prepared.forget(self._preparing)  # their PREPAREs were in it: prepared again at next use
             self._preparing = []
-            if self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            self._writing = False
+            if self.conn.info.transaction_status in _OPEN:
                 self.conn.execute("ROLLBACK")
             return _Result(self)
         if sql == "BEGIN IMMEDIATE":
+            self._writing = True
             self._queue.append(("BEGIN", None))
             sql = f"SELECT pg_advisory_xact_lock({_WRITE_LOCK})"
         elif sql == "BEGIN":
@@ -163,6 +179,9 @@ class _Dialect:
         preparing, self._preparing = self._preparing, []
         if not queue:
             return
+        if self._writing and queue[-1][0] == "COMMIT":
+            self._writing = False
+            self.maybe_written = True
         try:
             cursor = self.conn.execute(";\n".join(statement for statement, _ in queue))
         except BaseException:
@@ -173,6 +192,9 @@ class _Dialect:
                 result.rows = cursor.fetchall() if cursor.pgresult is not None and cursor.description else []
                 result.count = cursor.rowcount
             cursor.nextset()
+
+
+_OPEN = (pq.TransactionStatus.ACTIVE, pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR)
 
 
 def _no_nul(value: Any) -> Any:
@@ -249,14 +271,20 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
 
 class PostgresSessionStore(SqliteSessionStore):
     """Sessions in a PostgreSQL database (``postgresql://…``); the same contract as the SQLite store, and one owner
-    per live session across processes (:meth:`claim`, see ``_pg_owners``)."""
+    per live session across processes (:meth:`claim`, see ``_pg_owners``). Its two connections (data, locks) are
+    made again when lost (see the module docstring and ``_pg_link``)."""
 
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
         self._dsn = dsn
-        self._pg: psycopg.Connection[Any] | None = None
-        self._owners = Owners(self.instance)
+        self._link = Link(dsn, self._connected)
+        self._owners = Owners(self.instance, dsn)
         self._prepared = _Prepared()
+
+    @property
+    def _pg(self) -> psycopg.Connection[Any] | None:
+        """The data connection in use (None when lost, before it is made again)."""
+        return self._link.current
 
     @property
     def location(self) -> str:
@@ -268,28 +296,44 @@ class PostgresSessionStore(SqliteSessionStore):
         info.pop("password", None)
         return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
 
+    def _connected(self, conn: psycopg.Connection[Any]) -> None:
+        """A new data connection: none of the statements prepared on the one before exists on it."""
+        conn.execute("SET plan_cache_mode = force_generic_plan")  # key lookups: planned once, not each time
+        self._prepared = _Prepared()
+
     async def _open(self) -> StoreUnavailableError | None:
         self._limiter = anyio.CapacityLimiter(1)
 
-        def connect() -> psycopg.Connection[Any]:
-            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
-            try:
-                conn.execute("SET plan_cache_mode = force_generic_plan")  # key lookups: planned once, not each time
-                _migrate(conn)
-                self._owners.open(self._dsn)
-            except BaseException:
-                conn.close()
-                raise
-            return conn
+        def connect() -> None:
+            _migrate(self._link.connection())
+            self._owners.open()
 
         try:
-            self._pg = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+            await anyio.to_thread.run_sync(connect, limiter=self._limiter)
         except ValueError as exc:
+            self._link.drop()
             return StoreUnavailableError(self.location, "schema_too_new", str(exc), hint=_HINT)
         except psycopg.Error as exc:
+            self._link.drop()
             return StoreUnavailableError(
                 self.location, "cannot_open", f"cannot connect ({type(exc).__name__})", hint=_HINT
             )
+        return None
+
+    async def health(self) -> StoreError | None:
+        """None once a round trip on each connection has succeeded (a lost one made again, the locks re-taken);
+        else why the store cannot be used now."""
+        try:
+            self._check()
+            await self._call(_ping)
+        except StoreError as exc:
+            return exc
+        try:
+            await self._owners.check()
+        except psycopg.Error as exc:
+            return self._pg_error(exc, self._owners.unreachable)
+        except StoreError as exc:
+            return exc
         return None
 
     async def claim(self, session_id: str) -> None:
@@ -299,49 +343,91 @@ class PostgresSessionStore(SqliteSessionStore):
         try:
             await self._owners.claim(session_id)
         except psycopg.Error as exc:
-            raise self._pg_error(exc) from exc
+            raise self._pg_error(exc, self._owners.unreachable) from exc
 
     async def release(self, session_id: str) -> None:
-        if self._pg is None:
+        if self._limiter is None or self._life is not Lifecycle.OPEN:
             return  # closed: the connection that held the lock is gone, and the lock with it
         try:
             await self._owners.release(session_id)
         except psycopg.Error as exc:
-            raise self._pg_error(exc) from exc
+            raise self._pg_error(exc, self._owners.unreachable) from exc
+
+    async def begin_turn(
+        self, session_id: str, *, known: int, content: str, parts: tuple[PromptPart, ...], title: str
+    ) -> TurnTicket:
+        """As the SQLite store's, once this store still owns the session if it claimed it: a lock lost with its
+        connection and taken by another process meanwhile is ``session_busy`` (naming that process) here."""
+        self._check()
+        try:
+            await self._owners.ensure(session_id)
+        except psycopg.Error as exc:
+            raise self._pg_error(exc, self._owners.unreachable) from exc
+        return await super().begin_turn(session_id, known=known, content=content, parts=parts, title=title)
 
     async def _close(self) -> None:
         if self._limiter is None:
             return
         await self._owners.close()
-
-        def close() -> None:
-            conn, self._pg = self._pg, None
-            if conn is not None:
-                conn.close()
-
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(close, limiter=self._limiter)
+            await anyio.to_thread.run_sync(self._link.drop, limiter=self._limiter)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(connection, *args)`` in a worker thread, alone on the connection; map psycopg errors once."""
+        """Run ``fn(connection, *args)`` in a worker thread, alone on the connection; map psycopg errors once. A
+        connection found lost is made again first; one lost under ``fn`` runs it again once on a new one, unless a
+        write's ``COMMIT`` was sent (see the module docstring)."""
         self._check()
         assert self._limiter is not None
+        await self._link.backoff()
 
-        def run() -> T:
-            conn = self._pg
-            if conn is None:
+        def attempt() -> T:
+            if self._life is not Lifecycle.OPEN:
                 raise StoreClosedError()
+            conn = self._link.connection()
             dialect = _Dialect(conn, self._prepared)
             try:
                 return fn(dialect, *args)
+            except psycopg.Error as exc:
+                if is_connection_loss(conn, exc):
+                    self._link.drop()
+                    if not dialect.maybe_written:
+                        raise _Again() from exc
+                raise
             finally:
-                if dialect.in_transaction:  # outside _write's rollback: the commit failed, the connection broke
+                if dialect.in_transaction and not conn.closed:  # outside _write's rollback: the commit failed
                     dialect.execute("ROLLBACK")
+
+        def run() -> T:
+            try:
+                return attempt()
+            except _Again as again:
+                try:
+                    return attempt()
+                except _Again as lost:
+                    assert isinstance(lost.__cause__, psycopg.Error)
+                    raise lost.__cause__ from again.__cause__
 
         try:
             return await anyio.to_thread.run_sync(run, limiter=self._limiter)
         except psycopg.Error as exc:
-            raise self._pg_error(exc) from exc
+            raise self._pg_error(exc, self._link.unreachable) from exc
 
-    def _pg_error(self, exc: psycopg.Error) -> StoreError:
-        return StoreIOError(self.location, f"{type(exc).__name__}: {exc.diag.message_primary or 'database error'}")
+    def _pg_error(self, exc: psycopg.Error, unreachable: str | None) -> StoreError:
+        """The one mapping of psycopg's errors after opening: ``store_io_error``, saying so when the database cannot
+        be reached (``unreachable``: why the last attempt to connect failed) or the connection was lost under the
+        call."""
+        if unreachable is not None:
+            detail = f"the database cannot be reached ({unreachable}); the next call tries again"
+            return StoreIOError(self.location, detail)
+        detail = f"{type(exc).__name__}: {exc.diag.message_primary or 'database error'}"
+        if isinstance(exc, psycopg.OperationalError) and (exc.sqlstate or "08").startswith(("08", "57P")):
+            return StoreIOError(self.location, f"the connection to the database was lost under this call ({detail})")
+        return StoreIOError(self.location, detail)
+
+
+class _Again(Exception):
+    """The connection was lost under a call that wrote nothing: run it once more (its cause: the loss)."""
+
+
+def _ping(conn: _Dialect) -> None:
+    conn.execute("SELECT 1").fetchone()
