@@ -40,15 +40,10 @@ from acp_server.provider.offline import (
 from ._loopback import REQUEST, loopback, run_turn
 from ._mocks import FakeClient, MockStream, chunk, guard_stream
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.asyncio_debug]
 
 IDLE_MS = 200
 FAST = StreamPolicy(idle_timeout_ms=IDLE_MS, stream_retry_delays_ms=(100, 200), jitter_source=lambda: 0.5)
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("asyncio", {"debug": True})
 
 
 @contextmanager
