@@ -5,7 +5,7 @@
 - ``e2e``: a test that takes :func:`acp_server_command` is marked ``e2e`` at collection; one that starts
   ``acp_server`` (``-m acp_server``, ``acp-server``) without the marker fails (the fast loop, ``-m "not e2e"``,
   spawns no agent or daemon).
-- ``pg_dsn``: a fresh database in a throwaway PostgreSQL cluster (one per session, per xdist worker).
+- ``pg_dsn``: an empty database in a throwaway PostgreSQL cluster (one per session, so one per xdist worker).
 """
 
 from __future__ import annotations
@@ -109,24 +109,31 @@ def _isolated_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
-_databases = itertools.count()
-
-
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
     bindir = find_bindir()
     if bindir is None:
         pytest.skip("PostgreSQL not found (no /usr/lib/postgresql/*/bin/initdb); .ci/run installs it")
     with throwaway_cluster(bindir) as cluster:
+        import psycopg
+
+        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE tests")
         yield cluster
 
 
 @pytest.fixture
 def pg_dsn(pg_cluster: Cluster) -> str:
-    """A new, empty database in the throwaway cluster."""
+    """An empty database in the throwaway cluster: the tests' one database, emptied (the previous test's connections
+    ended, its schema dropped); a new database per test cost 0.1–0.3 s and 8 MB of disk each."""
     import psycopg
 
-    name = f"t{next(_databases)}"
-    with psycopg.connect(pg_cluster.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return pg_cluster.dsn.replace("/postgres?", f"/{name}?")
+    dsn = pg_cluster.dsn.replace("/postgres?", "/tests?")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    return dsn
