@@ -12,7 +12,7 @@ import subprocess
 import sys
 import termios
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -92,20 +92,26 @@ async def test_asking_questions_needs_a_terminal(tmp_path: Path) -> None:
 
 
 class Terminal:
-    """``acp-server setup`` on a real pseudo-terminal (its controlling terminal: Ctrl-C is a SIGINT)."""
+    """``acp-server setup`` on a real pseudo-terminal (its controlling terminal: Ctrl-C is a SIGINT); ``command``
+    runs the agent another way (e.g. through uvx), ``env`` replaces the environment."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(
+        self,
+        *args: str,
+        command: Sequence[str] = (sys.executable, "-m", "acp_server"),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.master, slave = os.openpty()
 
         def controlling_terminal() -> None:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "acp_server", "setup", *args],
+            [*command, "setup", *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,
-            env=_env(),
+            env=_env() if env is None else env,
             start_new_session=True,
             preexec_fn=controlling_terminal,
         )
