@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from acp_server.provider.offline import Answer, LoopbackModel
+from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 
 from ._agent import AgentProcess, spawn_agent
 
@@ -139,3 +139,38 @@ async def test_what_cannot_be_used_is_refused_precisely_and_nothing_changes() ->
         assert error["code"] == -32602 and "unknown provider 'x'" in error["message"]
         assert (await agent.request("providers/disable", {}))["error"]["code"] == -32602
         assert await _listed(agent) == {"apiType": "openai", "baseUrl": "http://127.0.0.1:9/v1"}
+
+
+async def test_a_turn_running_during_set_ends_on_its_endpoint_and_the_next_goes_to_the_new_one(tmp_path: Path) -> None:
+    async with LoopbackModel() as own, LoopbackModel() as editors:
+        own.enqueue(
+            ToolCalls((ScriptedCall("write_file", {"path": "a.txt", "content": "x"}),)), Answer(text="done on own")
+        )
+        editors.enqueue(Answer(text="editor's"))
+        env = _config(tmp_path / "config", f'base-url = "{own.base_url}"\nmodel = "m"\n')
+        async with spawn_agent("--no-persist", env=env) as agent:
+            await agent.initialize()
+            session_id = await agent.new_session(str(tmp_path))
+            prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "write"}]}
+            prompt_id = await agent.request_nowait("session/prompt", prompt)
+            while (asked := await agent.receive()).get("method") != "session/request_permission":
+                pass  # the turn waits for the permission: its first request is over, its second to come
+            params = {"providerId": "main", "apiType": "openai", "baseUrl": editors.base_url}
+            assert (await agent.request("providers/set", params))["result"] == {}
+            allow = next(o for o in asked["params"]["options"] if o["kind"] == "allow_once")
+            await agent.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}},
+                }
+            )
+            reply, _ = await agent.until_response(prompt_id)
+            assert reply["result"]["stopReason"] == "end_turn", reply
+            assert await _prompt(agent) == "end_turn"
+        chats = {
+            name: [r for r in m.requests if r.path.endswith("/chat/completions")]
+            for name, m in [("own", own), ("editors", editors)]
+        }
+    assert len(chats["own"]) == 2 and len(chats["editors"]) == 1  # the running turn's second request went to its own
+    assert (tmp_path / "a.txt").read_text() == "x"
