@@ -26,7 +26,7 @@ import pytest
 from acp_server import __version__
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 
-from ..cli.test_setup import Terminal
+from ..cli._terminal import Terminal
 from . import registry_client
 from ._agent import spawn_agent
 
