@@ -6,6 +6,7 @@ from ._auth import SETUP_METHOD_ID, AuthRequiredError, EndpointGate, auth_method
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
+from ._providers import PROVIDER_ID, ProviderControl
 from ._schema import load_schema, model, preload, validate
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "METHODS",
     "NOTIFICATIONS",
     "PROTOCOL_VERSION",
+    "PROVIDER_ID",
     "SETUP_METHOD_ID",
     "SET_TITLE_METHOD",
     "AcpAgent",
@@ -23,6 +25,7 @@ __all__ = [
     "Method",
     "Notification",
     "Peer",
+    "ProviderControl",
     "auth_methods",
     "bind",
     "config_options",

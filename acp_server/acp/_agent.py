@@ -38,6 +38,7 @@ from ._params import (
     invalid_params,
 )
 from ._peer import Peer
+from ._providers import ProviderControl
 from ._replies import UsageTotals, capabilities, iso, session_info
 
 if TYPE_CHECKING:
@@ -81,13 +82,15 @@ class AgentOptions:
     """What ``initialize`` advertises, and how long a file request to the client may wait for its answer.
 
     ``command``: how the agent is run (for the ``setup`` auth method's ``_meta``); ``endpoint``: whether a model
-    endpoint is usable, and the re-reading of the configuration (None: always usable, nothing is asked)."""
+    endpoint is usable, and the re-reading of the configuration (None: always usable, nothing is asked);
+    ``providers``: the endpoint as an editor may set it (``providers/*``; None: those methods do not exist)."""
 
     name: str = "acp-server"
     version: str = "0"
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
     command: tuple[str, ...] = ("acp-server",)
     endpoint: EndpointGate | None = None
+    providers: ProviderControl | None = None
 
 
 class _Told:
@@ -138,10 +141,19 @@ class AcpAgent:
         self._client_caps = ClientCapabilities(params.get("clientCapabilities"))
         return {
             "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {**capabilities(self._bridge), "auth": {}},
+            "agentCapabilities": {**capabilities(self._bridge), "auth": {}, **self._providers_capability()},
             "authMethods": auth_methods(self._options.command),
             "agentInfo": {"name": self._options.name, "title": "acp-server", "version": self._options.version},
         }
+
+    @property
+    def provider_control(self) -> ProviderControl | None:
+        """The endpoint as an editor may set it (``providers/*``, see ``_providers.py``); None: not served."""
+        return self._options.providers
+
+    def _providers_capability(self) -> dict[str, Any]:
+        """ACP's unstable ``providers`` capability, ``{}``, where ``providers/*`` are served (``_providers.py``)."""
+        return {} if self._options.providers is None else {"providers": {}}
 
     async def authenticate(self, request: AuthenticateRequest, peer: Peer) -> dict[str, Any]:
         """``setup``: re-read the configuration (the client ran ``acp-server setup``); {} once an endpoint is

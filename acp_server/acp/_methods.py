@@ -12,6 +12,7 @@ from typing import Any
 
 from ._agent import SET_TITLE_METHOD, AcpAgent, Peer
 from ._params import check_additional_directories_sent
+from ._providers import PROVIDER_METHODS, disable_provider, list_providers, set_provider
 from ._schema import model, validate
 
 __all__ = ["METHODS", "NOTIFICATIONS", "Method", "Notification", "bind"]
@@ -58,6 +59,10 @@ METHODS: Mapping[str, Method] = {
     "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),
     "session/set_config_option": Method("SetSessionConfigOptionSelectRequest", AcpAgent.set_config_option),
     SET_TITLE_METHOD: Method(None, AcpAgent.set_title),  # an extension: no schema model, checked by hand
+    # ACP's unstable provider methods, only where the agent has a ProviderControl (see bind)
+    "providers/list": Method("ListProvidersRequest", list_providers, params_optional=True),
+    "providers/set": Method(None, set_provider),  # checked by hand: apiType may be any string (see _providers.py)
+    "providers/disable": Method("DisableProviderRequest", disable_provider),
 }
 
 NOTIFICATIONS: Mapping[str, Notification] = {
@@ -89,6 +94,7 @@ def _notification(agent: AcpAgent, name: str, notification: Notification) -> Not
 
 def bind(agent: AcpAgent) -> tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]:
     """The request and notification handlers of one connection's agent, by method name."""
-    requests = {name: _request(agent, name, method) for name, method in METHODS.items()}
+    unserved = PROVIDER_METHODS if agent.provider_control is None else frozenset()
+    requests = {name: _request(agent, name, method) for name, method in METHODS.items() if name not in unserved}
     notifications = {name: _notification(agent, name, entry) for name, entry in NOTIFICATIONS.items()}
     return requests, notifications

@@ -5,6 +5,10 @@ needs no key) or a key (for the default hosted endpoint): :attr:`ModelSettings.c
 applies. :meth:`ConfigurationGate.reload` re-resolves the same flags and environment over the configuration file as
 it is now (the client just ran ``acp-server setup``), and, once they name a usable endpoint, points the model runner
 at it; a bad file is its usage error's message, never a traceback nor a secret.
+
+It is also the agent's :class:`~acp_server.acp.ProviderControl` (ACP's ``providers/*``): an editor's base URL and
+headers replace the endpoint for the next requests, in memory only, and never with the configured key (it is not
+sent to an endpoint the editor names); ``disable`` brings back the runner's own settings.
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Mapping
+from dataclasses import replace
+
+import anyio
 
 from ..config import Settings, SettingsError, resolve_settings
-from ..turn import ModelTurn
+from ..provider import OPENAI_API_BASE_URL, public_endpoint
+from ..turn import ModelSettings, ModelTurn
 
 __all__ = ["ConfigurationGate", "agent_command", "usable"]
 
@@ -43,6 +52,7 @@ class ConfigurationGate:
         self._args = args
         self._usable = usable(settings)
         self._turn: ModelTurn | None = None
+        self._own: ModelSettings | None = None  # the runner's settings before an editor's providers/set
 
     def attach(self, turn: ModelTurn) -> None:
         """The model runner a usable configuration is handed to."""
@@ -50,6 +60,37 @@ class ConfigurationGate:
 
     def usable(self) -> bool:
         return self._usable
+
+    def current(self) -> str | None:
+        settings = None if self._turn is None else self._turn.settings
+        if settings is None or not settings.configured:
+            return None
+        return settings.base_url or OPENAI_API_BASE_URL
+
+    async def set(self, base_url: str, headers: Mapping[str, str]) -> None:
+        if self._turn is None:
+            return
+        if self._own is None:
+            self._own = self._turn.settings
+        routed = replace(self._own, base_url=base_url, api_key=None, headers=tuple(headers.items()))
+        await self._retarget(routed)
+        self._usable = True
+        logger.info("providers/set: model requests go to %s (%d headers)", public_endpoint(base_url), len(headers))
+
+    async def _retarget(self, settings: ModelSettings) -> None:
+        """The runner pointed at ``settings`` at once; its model list asked within the listing's own timeout (it
+        waits for running requests: the editor's answer does not wait longer — the list is then the default)."""
+        assert self._turn is not None
+        with anyio.move_on_after(settings.model_list_timeout_s):
+            await self._turn.reconfigure(settings)
+
+    async def disable(self) -> None:
+        if self._turn is None or self._own is None:
+            return
+        own, self._own = self._own, None
+        await self._retarget(own)
+        self._usable = own.configured
+        logger.info("providers/disable: model requests go where the agent's settings say again")
 
     async def reload(self) -> str | None:
         self._args._config_file = None  # read the file anew
@@ -63,6 +104,7 @@ class ConfigurationGate:
                 "or set base-url (and api-key for a hosted endpoint) in it"
             )
         if self._turn is not None:
+            self._own = None
             await self._turn.reconfigure(settings.model_settings())
         self._usable = True
         return None

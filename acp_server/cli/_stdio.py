@@ -278,7 +278,7 @@ async def run_stdio(
     usable model endpoint (ACP's ``auth_required`` until then, see ``acp/_auth.py``)."""
     options = settings.agent_options()
     if gate is not None:
-        options = replace(options, command=agent_command(), endpoint=gate)
+        options = replace(options, command=agent_command(), endpoint=gate, providers=gate)
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -49,7 +50,11 @@ def import_client_modules() -> None:
 
 
 def make_openai_client(
-    *, base_url: str | None, api_key: str | None, connect_timeout_s: float = 10.0
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    connect_timeout_s: float = 10.0,
+    headers: Mapping[str, str] | None = None,
 ) -> openai.AsyncOpenAI:
     """Return an ``AsyncOpenAI`` that never retries (the pipeline owns retries), only times out on connect, and whose
     connection pool never makes a turn wait (see :data:`MODEL_POOL_MAX_CONNECTIONS`).
@@ -59,7 +64,8 @@ def make_openai_client(
     exception classes for the same failures.
 
     With neither ``base_url`` nor ``api_key`` the SDK falls back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``
-    and raises ``openai.OpenAIError`` when no key is found.
+    and raises ``openai.OpenAIError`` when no key is found. ``headers`` go with every request, over the SDK's own
+    (an ``Authorization`` among them replaces the key's): secrets, never logged.
     """
     import openai  # lazily: the SDK costs ~0.4 s of start-up
 
@@ -69,7 +75,12 @@ def make_openai_client(
         connect=connect_timeout_s, read=_READ_TIMEOUT_S, write=_WRITE_TIMEOUT_S, pool=connect_timeout_s
     )
     return openai.AsyncOpenAI(
-        base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=_http_client(timeout)
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=0,
+        timeout=timeout,
+        http_client=_http_client(timeout),
+        default_headers=dict(headers) if headers else None,
     )
 
 

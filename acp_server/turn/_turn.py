@@ -40,6 +40,7 @@ from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
 from ._calls import CallAssembler, run_call
+from ._clients import ClientSlot
 from ._compaction import CompactOutcome, TurnContext, summary_text
 from ._exceptions import ContextWindowTooSmallError, ModelNotConfiguredError
 from ._in_flight import InFlight
@@ -149,6 +150,7 @@ class ModelSettings:
     max_turn_requests: int = DEFAULT_MAX_TURN_REQUESTS
     compact_threshold: int = DEFAULT_COMPACT_THRESHOLD
     max_answer_tokens: int | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sent with each request: secrets
 
     @property
     def configured(self) -> bool:
@@ -218,36 +220,37 @@ class ModelTurn:
             raise ValueError("max_turn_requests must be >= 1")
         self.settings = settings
         self.models = ModelCatalog(settings.model, settings.models, context_window=settings.context_window)
-        self._client: AsyncOpenAI | None = None
+        self._clients = ClientSlot()
         self._fields = RequestFields()
         self._in_flight = InFlight()
 
     def _get_client(self) -> AsyncOpenAI:
         if not self.settings.configured:
             raise ModelNotConfiguredError()
-        if self._client is None:
+        if self._clients.current is None:
             from ..provider import make_openai_client
 
-            self._client = make_openai_client(base_url=self.settings.base_url, api_key=self.settings.api_key)
-        return self._client
+            base_url, api_key, headers = self.settings.base_url, self.settings.api_key, dict(self.settings.headers)
+            self._clients.current = make_openai_client(base_url=base_url, api_key=api_key, headers=headers)
+        return self._clients.current
 
     async def _client_ready(self) -> AsyncOpenAI:
         """:meth:`_get_client`, its first call after importing the client's modules in a worker thread: the event
         loop never waits on that import, nor on a warm-up thread importing the same modules (which holds their
         import lock) — so prompts sent meanwhile are admitted or refused at once."""
-        if self._client is None and self.settings.configured:
+        if self._clients.current is None and self.settings.configured:
             from ..provider import import_client_modules
 
             await anyio.to_thread.run_sync(import_client_modules, abandon_on_cancel=True)
         return self._get_client()
 
     async def reconfigure(self, settings: ModelSettings) -> None:
-        """Point this runner, which no turn uses yet, at another endpoint (the stdio agent's ``authenticate``): new
-        settings, the catalog reset in place (the bridge shares it), the old client closed, the model list asked."""
-        await self.aclose()
+        """Point this runner at another endpoint (the stdio agent's ``authenticate``, an editor's ``providers/set``):
+        new settings for the next turns (a running one ends on its client, see :class:`ClientSlot`), the catalog
+        reset in place (the bridge shares it), the model list asked."""
+        await self._clients.retire()
         self.settings = settings
         self.models.reset(settings.model, settings.models, context_window=settings.context_window)
-        self._ask_usage = True
         await self.discover_models()
 
     async def discover_models(self) -> None:
@@ -354,10 +357,7 @@ class ModelTurn:
         return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            with anyio.CancelScope(shield=True):
-                await client.close()
+        await self._clients.aclose()
 
     async def __call__(
         self, session: SessionLike, prompt: Prompt, emit: Emit, client: ToolClient | None = None

@@ -5,12 +5,8 @@ mode 0600, keeping the file's other settings; Ctrl-C leaves the old file untouch
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import subprocess
 import sys
-import termios
 import tomllib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,13 +17,15 @@ import pytest
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 
+from ._terminal import Terminal, clean_env
+
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # starts acp_server as a process
 
 KEY = "sk-typed-secret-987654321"
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    return clean_env()
 
 
 async def _setup(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -89,63 +87,6 @@ async def test_an_endpoint_that_does_not_answer_writes_nothing(tmp_path: Path) -
 async def test_asking_questions_needs_a_terminal(tmp_path: Path) -> None:
     done = await _setup("--config", str(tmp_path / "c.toml"))
     assert done.returncode == 2 and b"--yes" in done.stderr and not (tmp_path / "c.toml").exists()
-
-
-class Terminal:
-    """``acp-server setup`` on a real pseudo-terminal (its controlling terminal: Ctrl-C is a SIGINT)."""
-
-    def __init__(self, *args: str) -> None:
-        self.master, slave = os.openpty()
-
-        def controlling_terminal() -> None:
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "acp_server", "setup", *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=_env(),
-            start_new_session=True,
-            preexec_fn=controlling_terminal,
-        )
-        os.close(slave)
-        self.seen = b""
-
-    async def expect(self, text: str) -> None:
-        while text.encode() not in self.seen:
-            try:
-                chunk = await anyio.to_thread.run_sync(os.read, self.master, 4096)
-            except OSError:  # EIO: the terminal's other side is closed
-                chunk = b""
-            if not chunk:
-                raise AssertionError(f"{text!r} never came: {self.seen.decode(errors='replace')}")
-            self.seen += chunk
-
-    def __enter__(self) -> Terminal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """A test that failed half-way: its process is ended (killed: it may be waiting for an answer)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        with contextlib.suppress(OSError):
-            os.close(self.master)
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    async def finish(self) -> int:
-        while True:
-            try:
-                chunk = await anyio.to_thread.run_sync(os.read, self.master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.seen += chunk
-        return await anyio.to_thread.run_sync(self.process.wait)
 
 
 async def test_interactive_setup_on_a_terminal(tmp_path: Path) -> None:

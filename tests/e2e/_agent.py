@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -122,15 +122,20 @@ class AgentProcess:
 
 @asynccontextmanager
 async def spawn_agent(
-    *args: str, env: dict[str, str] | None = None, read_stderr: bool = True
+    *args: str,
+    env: dict[str, str] | None = None,
+    read_stderr: bool = True,
+    command: Sequence[str] = COMMAND,
+    cwd: str | None = None,
 ) -> AsyncIterator[AgentProcess]:
     """Start ``acp-server`` with ``args``; on exit close stdin, wait (bounded) and kill if needed.
 
-    ``read_stderr=False`` leaves stderr a pipe nobody reads (like the official SDK's ``spawn_agent_process``)."""
+    ``read_stderr=False`` leaves stderr a pipe nobody reads (like the official SDK's ``spawn_agent_process``);
+    ``command`` runs the agent another way (e.g. ``uvx --from WHEEL acp-server``)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
     full_env.update(env or {})
     async with anyio.create_task_group() as tg:
-        process = await anyio.open_process([*COMMAND, *args], env=full_env)
+        process = await anyio.open_process([*command, *args], env=full_env, cwd=cwd)
         agent = AgentProcess(process, tg, read_stderr=read_stderr)
         try:
             yield agent
