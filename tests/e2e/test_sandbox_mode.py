@@ -20,7 +20,7 @@ from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, Too
 from acp_server.tools import SandboxPolicy, configure_sandbox, sandbox_support
 from tests.acp_blocks import text_block
 
-from .test_tools import Editor, _session, _tool_messages
+from .test_tools import Editor, _tool_messages
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -75,11 +75,7 @@ async def test_sandbox_mode_runs_and_edits_unasked_and_asks_to_go_outside(
             model.enqueue(
                 ToolCalls((ScriptedCall("run_command", {"command": f"{sys.executable} -m pytest -q"}, id="t1"),)),
                 ToolCalls(
-                    (
-                        ScriptedCall(
-                            "edit_file", {"path": "calc.py", "old_text": "a + b", "new_text": "b + a"}, id="e1"
-                        ),
-                    )
+                    (ScriptedCall("edit_file", {"path": "calc.py", "old_text": "a + b", "new_text": "b + a"}, id="e1"),)
                 ),
                 Answer(text="tests pass, edited"),
                 ToolCalls((ScriptedCall("run_command", {"command": "cat ~/.ssh/id_ed25519"}, id="s1"),)),

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from acp_server.tools import SandboxPolicy, configure_sandbox, sandbox_support
@@ -90,7 +91,7 @@ async def test_no_connection_to_the_hosts_loopback(mechanism: str, root: Path) -
         server.listen()
         port = server.getsockname()[1]
         script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('CONNECTED')"
-        output = await sandboxed(root, f"{sys.executable} -c \"{script}\"")
+        output = await sandboxed(root, f'{sys.executable} -c "{script}"')
     assert "CONNECTED" not in output
     assert "Error" in output  # refused (bubblewrap: its own loopback) or denied (Landlock)
 
@@ -118,7 +119,7 @@ async def test_nothing_started_survives_the_command(mechanism: str, root: Path) 
 async def test_a_private_tmpdir_removed_after(mechanism: str, root: Path) -> None:
     output = await sandboxed(root, 'touch "$TMPDIR/scratch" && echo "TMP=$TMPDIR"')
     tmpdir = output.split("TMP=", 1)[1].strip()
-    assert tmpdir and not Path(tmpdir).exists()
+    assert tmpdir and not await anyio.Path(tmpdir).exists()
 
 
 async def test_a_project_builds_and_tests_inside(mechanism: str, root: Path) -> None:
