@@ -79,7 +79,6 @@ MODES: Mapping[str, Mode] = MappingProxyType(
                 "accept-edits", "Accept edits", "Edit files without asking; ask before every command", True, False, True
             ),
             Mode(READ_ONLY_MODE, "Read only", "Read and search only: no edits, no commands", False, True, True),
-            Mode(BYPASS_MODE, "Bypass permissions", "Edit files and run commands without asking", True, False, False),
             Mode(
                 SANDBOX_MODE,
                 "Sandbox",
@@ -90,6 +89,7 @@ MODES: Mapping[str, Mode] = MappingProxyType(
                 True,
                 sandboxed=True,
             ),
+            Mode(BYPASS_MODE, "Bypass permissions", "Edit files and run commands without asking", True, False, False),
         )
     }
 )

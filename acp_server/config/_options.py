@@ -178,7 +178,8 @@ OPTIONS: tuple[Option, ...] = (
         "--default-mode",
         "ACP_SERVER_DEFAULT_MODE",
         parse.mode,
-        "mode of a new session: default (ask before edits and commands), accept-edits, read-only, or "
+        "mode of a new session: default (ask before edits and commands), accept-edits, read-only, sandbox "
+        "(commands unasked inside a kernel sandbox, where it works), or "
         f"bypass-permissions (needs --allow-bypass-permissions) (default: {DEFAULT_MODE})",
         "MODE",
     ),

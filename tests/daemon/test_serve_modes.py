@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from acp_server.tools import sandbox_support
 
 from ._support import EventReader
 from .test_process import clean_env, serve
@@ -20,6 +21,8 @@ from .test_process import clean_env, serve
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOKEN = "process-token-0123456789"
+SANDBOX = ["sandbox"] if sandbox_support().mechanism else []
+"""The sandbox mode is offered with a token where the sandbox works here."""
 
 
 @pytest.mark.parametrize(
@@ -53,6 +56,9 @@ async def test_the_modes_follow_the_token_and_the_bypass_flag() -> None:
         assert await modes_of(await served.read_url()) == ("read-only", ["read-only"])
     env = clean_env(ACP_SERVER_TOKEN=TOKEN)
     async with serve("--offline", "--port", "0", "--no-persist", env=env) as served:
+        expected = ["default", "accept-edits", "read-only", *SANDBOX]
+        assert await modes_of(await served.read_url(), TOKEN) == ("default", expected)
+    async with serve("--offline", "--port", "0", "--no-persist", "--no-sandbox", env=env) as served:
         assert await modes_of(await served.read_url(), TOKEN) == ("default", ["default", "accept-edits", "read-only"])
     async with serve("--offline", "--port", "0", "--no-persist", "--allow-bypass-permissions", env=env) as served:
         default, modes = await modes_of(await served.read_url(), TOKEN)
