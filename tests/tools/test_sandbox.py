@@ -13,9 +13,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_server.tools import SandboxPolicy, configure_sandbox, sandbox_support
+from acp_server.modes import SANDBOX_MODE, needs_asking
+from acp_server.tools import SandboxPolicy, ToolCallError, configure_sandbox, sandbox_support
 from acp_server.tools._command import run_local
 from acp_server.tools._workspace import Workspace
+from acp_server.tools.builtin.run_command import RunCommand, RunCommandArgs
 
 pytestmark = pytest.mark.anyio
 
@@ -128,3 +130,30 @@ async def test_a_project_builds_and_tests_inside(mechanism: str, root: Path) -> 
     output = await sandboxed(root, f"{sys.executable} -m pytest -q -p no:randomly test_calc.py")
     assert output.startswith("Exit code: 0"), output
     assert "1 passed" in output
+
+
+async def test_outside_the_sandbox_is_a_call_that_asks_keyed_by_its_prefix(root: Path) -> None:
+    workspace = Workspace(str(root), sandboxed=True)
+    tool = RunCommand()
+    inside = await tool.prepare(RunCommandArgs(command="npm install left-pad"), workspace, None)
+    assert inside.sandboxed and inside.rule is None and inside.title.endswith("in the sandbox")
+    args = RunCommandArgs(command="npm install left-pad", outside_sandbox=True, reason="it needs the registry")
+    outside = await tool.prepare(args, workspace, None)
+    assert not outside.sandboxed and outside.kind == "execute"
+    assert "it needs the registry" in outside.title
+    assert outside.rule == "run_command outside the sandbox: npm install"
+    assert needs_asking(SANDBOX_MODE, outside.kind, outside.sandboxed)
+    assert not needs_asking(SANDBOX_MODE, inside.kind, inside.sandboxed)
+    with pytest.raises(ToolCallError, match="needs a reason"):
+        await tool.prepare(RunCommandArgs(command="curl x", outside_sandbox=True), workspace, None)
+    plain = await tool.prepare(RunCommandArgs(command="ls"), Workspace(str(root)), None)  # another mode
+    assert not plain.sandboxed and plain.rule is None
+
+
+def test_help_names_the_mechanism() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_server", "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "sandbox mode: " in done.stdout and sandbox_support().detail.split(" ")[0] in done.stdout
