@@ -157,3 +157,14 @@ def test_help_names_the_mechanism() -> None:
         [sys.executable, "-m", "acp_server", "--help"], capture_output=True, text=True, check=True, timeout=60
     )
     assert "sandbox mode: " in done.stdout and sandbox_support().detail.split(" ")[0] in done.stdout
+
+
+async def test_the_configured_paths_are_hidden_too(mechanism: str, root: Path, tmp_path: Path) -> None:
+    if mechanism == "landlock":
+        pytest.skip("Landlock cannot hide a file under a readable parent (documented)")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "token").write_text("VAULT-TOKEN\n")
+    configure_sandbox(SandboxPolicy(mechanism="bubblewrap", hide=(str(vault),)))
+    output = await sandboxed(root, f"cat {vault}/token")
+    assert "VAULT-TOKEN" not in output and "No such file" in output
