@@ -109,6 +109,7 @@ async def test_sandbox_mode_runs_and_edits_unasked_and_asks_to_go_outside(
                 await conn.prompt(session_id=session.session_id, prompt=[text_block("now read my key")])
     secret_try = _tool_messages(model, 4)["s1"]
     assert "PRIVATE-KEY-MATERIAL" not in secret_try and "No such file" in secret_try
+    assert "outside_sandbox" in secret_try  # the model is told the way out
     assert "CONNECTED" not in _tool_messages(model, 5)["n1"]
     assert len(editor.permission_requests) == 1  # going outside asks
     call, options, _ = editor.permission_requests[0]

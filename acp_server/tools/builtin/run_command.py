@@ -48,6 +48,14 @@ class RunCommandArgs(Args):
     )
 
 
+SANDBOX_HINT = (
+    "\n[This ran inside the sandbox: no network, writes only inside the project and $TMPDIR, credentials hidden. "
+    "If it failed only because of that, call run_command again with outside_sandbox: true and a reason; the user "
+    "will be asked.]"
+)
+"""What the model reads after a sandboxed command that did not succeed: why it may have failed, and the way out."""
+
+
 def command_prefix(command: str) -> str:
     """What an "always" answer to running ``command`` outside the sandbox covers: its first two words."""
     try:
@@ -94,7 +102,10 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
 
         async def run(sink: ContentSink) -> ToolResult:
             if sandboxed:
-                return await run_local(command, workspace, timeout_ms, sandboxed=True)
+                result = await run_local(command, workspace, timeout_ms, sandboxed=True)
+                if result.output.startswith("Exit code: 0\n"):
+                    return result
+                return dataclasses.replace(result, output=result.output + SANDBOX_HINT)
             if terminal is not None:
                 return await run_terminal(terminal, command, workspace, timeout_ms, sink)
             return await run_local(command, workspace, timeout_ms)
