@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import spawn_agent_process
 
@@ -124,3 +125,23 @@ async def test_daemon_without_a_token_does_not_offer_sandbox() -> None:
 
     assert "sandbox" not in daemon_modes(token=None, sandbox=True)
     assert "sandbox" in daemon_modes(token="t" * 32, sandbox=True)
+
+
+async def test_ask_in_sandbox_mode_runs_a_command_inside_unasked(project: Path, tmp_path: Path, home: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    command = f"echo made > made.txt && echo leak > {outside}; cat ~/.ssh/id_ed25519"
+    run = ScriptedCall("run_command", {"command": command}, id="r1")
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((run,)), Answer(text="done", reasoning=""))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+        result = await anyio.run_process(
+            [sys.executable, "-m", "acp_server", "ask", "--base-url", model.base_url, "--mode", "sandbox", "go"],
+            cwd=project,
+            env={**env, "HOME": str(home)},
+            check=False,
+        )
+        output = _tool_messages(model, 1)["r1"]
+    assert result.returncode == 0, result.stderr.decode()
+    assert "declined" not in result.stderr.decode()  # nothing asked: a pipe could not have answered
+    assert (project / "made.txt").read_text() == "made\n"
+    assert not outside.exists() and "PRIVATE-KEY-MATERIAL" not in output
