@@ -11,6 +11,7 @@ imported it already: the ``ask`` parent, ``--help`` and a usage error never pay 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -123,12 +124,16 @@ class Settings:
     def sandbox_available(self) -> bool:
         """Set the commands' sandbox policy from these settings (hidden paths, network, the state directory) and
         say whether the ``sandbox`` mode can be offered (the mechanism is probed once per process)."""
+        from ..store import default_state_dir
         from ..tools import SandboxPolicy, configure_sandbox, sandbox_support
+        from ._file import default_config_path, locate_config
 
-        state = self.state_dir
+        state = self.state_dir or str(default_state_dir())
+        config = locate_config(None, os.environ)[0]  # $ACP_SERVER_CONFIG, else the XDG default: hidden with its dir
+        own = (str(config), str(default_config_path(os.environ).parent))
         configure_sandbox(
             SandboxPolicy(
-                hide=self.sandbox_hide,
+                hide=(*own, *self.sandbox_hide),
                 network=self.sandbox_network,
                 enabled=not self.no_sandbox,
                 state_dir=state,

@@ -145,3 +145,24 @@ async def test_ask_in_sandbox_mode_runs_a_command_inside_unasked(project: Path, 
     assert "declined" not in result.stderr.decode()  # nothing asked: a pipe could not have answered
     assert (project / "made.txt").read_text() == "made\n"
     assert not outside.exists() and "PRIVATE-KEY-MATERIAL" not in output
+
+
+async def test_the_agents_config_file_is_hidden_wherever_it_is(project: Path, tmp_path: Path, home: Path) -> None:
+    xdg = tmp_path / "xdg"
+    (xdg / "acp-server").mkdir(parents=True)
+    config = xdg / "acp-server" / "config.toml"
+    config.write_text('api-key = "sk-XDG-SECRET-0123456789"\n')
+    config.chmod(0o600)
+    run = ScriptedCall("run_command", {"command": f"cat {config}"}, id="r1")
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((run,)), Answer(text="done", reasoning=""))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+        result = await anyio.run_process(
+            [sys.executable, "-m", "acp_server", "ask", "--base-url", model.base_url, "--mode", "sandbox", "go"],
+            cwd=project,
+            env={**env, "HOME": str(home), "XDG_CONFIG_HOME": str(xdg)},
+            check=False,
+        )
+        output = _tool_messages(model, 1)["r1"]
+    assert result.returncode == 0, result.stderr.decode()
+    assert "sk-XDG-SECRET" not in output and "No such file" in output
