@@ -150,6 +150,7 @@ async def test_outside_the_sandbox_is_a_call_that_asks_keyed_by_its_prefix(root:
     assert not plain.sandboxed and plain.rule is None
 
 
+@pytest.mark.e2e
 def test_help_names_the_mechanism() -> None:
     import subprocess
 
