@@ -17,11 +17,6 @@ from ._support import bound
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_initialize_advertises_session_delete() -> None:
     async with bound() as b:
         reply = await b.requests["initialize"]({"protocolVersion": 1}, b.peer())

@@ -10,7 +10,6 @@ from typing import Any
 
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.acp._editor import AcpEditor, ClientCapabilities
 from acp_server.errors import RemoteError
@@ -19,14 +18,9 @@ from acp_server.tools import TOOL_NAMES, ToolCallError, prepare_call
 
 from .test_tool_client import CALL, SID
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 GUARD_S = 600  # virtual: a regression fails here instead of hanging
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
 
 
 class SilentPeer:

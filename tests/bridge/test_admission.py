@@ -20,12 +20,7 @@ from acp_server.domain import PromptEnded, TextChunk
 
 from ._support import Boom, ScriptedRunner, history, prompt, read_all
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 def send_many(bridge: SessionBridge, session_id: str, names: list[str]) -> list[PromptHandle | Exception]:

@@ -12,12 +12,7 @@ from acp_server.domain import PromptEnded, TextChunk
 
 from ._support import ScriptedRunner, outcomes, prompt, read_all
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 async def test_virtual_clock_is_in_use() -> None:

@@ -13,12 +13,7 @@ from acp_server.store import MemorySessionStore
 
 from ._support import ScriptedRunner, prompt
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 class HeldDelete(MemorySessionStore):

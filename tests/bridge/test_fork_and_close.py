@@ -21,12 +21,7 @@ from acp_server.domain import Conversation, Message, PromptEnded
 
 from ._support import ScriptedRunner, history, prompt, read_all
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 # -- fork ----------------------------------------------------------------------------------------------------

@@ -9,18 +9,12 @@ from typing import Literal
 
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.bridge import SessionBridge, SessionEntry
 from acp_server.domain import ContextUsage, Emit, Message, ModelStep, Prompt, StopReason, TextChunk, TextPart
 from acp_server.store import MemorySessionStore, TurnTicket
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 class SlowToCommit(MemorySessionStore):

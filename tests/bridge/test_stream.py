@@ -26,12 +26,7 @@ from acp_server.domain import Emit, Prompt, PromptEnded, PromptEvent, StopReason
 
 from ._support import ScriptedRunner, prompt, read_all
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 @asynccontextmanager

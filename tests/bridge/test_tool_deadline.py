@@ -33,18 +33,14 @@ from ._support import read_all
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
-]
-
-DEADLINE_MS = 30_000
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
     # Virtual time must not jump while the turn waits on real work: the first import of the model client (done in
     # a worker thread: over a second on a loaded machine when this test runs alone; imported up front below), the
     # store's thread, the loopback model's answer. The clock jumps at once only from the permission wait on (see
     # ``jump_once_asked``); before that, only a real second with every task idle would make it jump.
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=1.0)})
+    pytest.mark.virtual_time(autojump=1.0),
+]
+
+DEADLINE_MS = 30_000
 
 
 async def jump_once_asked(hold: Hold) -> None:

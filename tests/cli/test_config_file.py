@@ -103,6 +103,7 @@ def test_a_profile_wins_over_the_top_level(tmp_path: Path) -> None:
         ('[profiles.x]\nmodle = "m"\n', r"c\.toml:2: \[profiles\.x\] modle: unknown key"),
     ],
 )
+@pytest.mark.e2e  # starts acp_server as a process
 def test_a_bad_file_is_a_usage_error_naming_file_line_and_key(tmp_path: Path, text: str, message: str) -> None:
     config = _write(tmp_path / "c.toml", text)
     with pytest.raises(SettingsError, match=message):
@@ -112,6 +113,7 @@ def test_a_bad_file_is_a_usage_error_naming_file_line_and_key(tmp_path: Path, te
     assert str(config) in done.stderr
 
 
+@pytest.mark.e2e  # starts acp_server as a process
 def test_the_agent_itself_exits_2_on_a_bad_file(tmp_path: Path) -> None:
     config = _write(tmp_path / "c.toml", "max-turn-requests = 0\n")
     done = _run("--config", str(config))
@@ -143,6 +145,7 @@ def test_a_secret_in_a_bad_value_is_never_shown(tmp_path: Path) -> None:
     assert "hunter2" not in str(caught.value) and "***" in str(caught.value)
 
 
+@pytest.mark.e2e  # starts acp_server as a process
 def test_config_show_prints_values_and_sources_with_secrets_masked(tmp_path: Path) -> None:
     config = _write(tmp_path / "c.toml", f'base-url = "http://file/v1"\napi-key = "{KEY}"\nmodel = "m"\n')
     done = _run(

@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 
+import pytest
+
+import acp_server.cli._logging as logging_module
 from acp_server.cli._logging import BoundedLogHandler
 
 
@@ -45,7 +48,8 @@ def test_nothing_dropped_means_no_report() -> None:
     assert handler.dropped == 0
 
 
-def test_close_gives_up_on_a_sink_that_never_returns() -> None:
+def test_close_gives_up_on_a_sink_that_never_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logging_module, "_CLOSE_TIMEOUT_S", 0.01)  # the writer never returns: any bound is waited out
     stuck = threading.Event()
 
     def write(data: bytes) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # starts acp_server as a process
 
 KEY = "sk-typed-secret-987654321"
 

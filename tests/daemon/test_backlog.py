@@ -28,11 +28,6 @@ EXTRA = 40  # connections tried beyond the backlog: each is refused
 HALF_SENT = b"GET /capabilities HTTP/1.1\r\nHost: 1"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _connect_or_refused(host: str, port: int) -> socket.socket | None:
     """A connection with half-sent headers, or None when the kernel does not complete the handshake.
 

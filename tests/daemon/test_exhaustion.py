@@ -31,11 +31,6 @@ from ._support import running_daemon, schema_validator
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # uvicorn runs on asyncio
-
-
 def _address(url: str) -> tuple[str, int]:
     host, port = url.removeprefix("http://").rsplit(":", 1)
     return host, int(port)

@@ -57,6 +57,7 @@ def test_the_example_waits_for_health_before_its_first_request() -> None:
     assert "/health" in lines[0] and "--retry-connrefused" in lines[0]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")
 def test_the_readme_daemon_example_runs_as_printed(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}

@@ -18,12 +18,8 @@ from acp_server.mcp._connection import RELIST_INTERVAL_S, McpConnection
 
 from .test_servers import py_server
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock()})  # rate 0: time moves only when the test jumps it
+# rate 0: time moves only when the test jumps it
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time(autojump=None)]
 
 
 async def _count(connection: McpConnection, what: str = "prompts") -> int:

@@ -13,6 +13,8 @@ import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+import pytest
+
 from acp_server import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +45,7 @@ def _imported() -> set[str]:
     return {name for name in found if name not in sys.stdlib_module_names and name != "acp_server"}
 
 
+@pytest.mark.e2e  # starts acp_server as a process
 def test_the_version_is_written_once_and_printed() -> None:
     project = PYPROJECT["project"]
     assert "version" not in project and "version" in project["dynamic"]

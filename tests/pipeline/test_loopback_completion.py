@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.pipeline import (
     Delta,
@@ -30,15 +29,11 @@ from ._loopback import REQUEST, loopback, run_turn
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    pytest.mark.virtual_time(autojump=0.05),
 ]
 
 DEFAULTS = StreamPolicy(jitter_source=lambda: 0.5)
 EMOJI = "\U0001f600"
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
 
 
 def data(delta: dict[str, Any] | None = None, finish: str | None = None, *, escaped: str | None = None) -> str:

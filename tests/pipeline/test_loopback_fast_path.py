@@ -11,7 +11,6 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
-import trio.testing
 
 from acp_server.pipeline import (
     ChatRequest,
@@ -35,14 +34,10 @@ pytestmark = [
     # garbage collector: httpx2's transport stream iterates it without closing it. On trio its collection warns
     # (asyncio closes abandoned generators silently). A body read to its end (``[DONE]``, drained) leaves none.
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    pytest.mark.virtual_time(autojump=0.05),
 ]
 
 DEFAULTS = StreamPolicy(jitter_source=lambda: 0.5)
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
 
 
 def data(delta: dict[str, Any] | None = None, finish: str | None = None) -> str:

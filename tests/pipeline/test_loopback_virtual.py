@@ -6,11 +6,8 @@ loopback model records when each request arrived and when each client disconnect
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.pipeline import (
     Delta,
@@ -42,16 +39,12 @@ pytestmark = [
     # (httpx2's transport stream does not close it); on trio its collection warns (asyncio closes abandoned
     # generators silently). Not the pipeline's generators.
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    # Not 0: with real sockets the clock must not jump while loopback I/O is still in the kernel. With 0 it
+    # jumped 120 s while a request was in flight (on a loaded 2-CPU machine): epoll(0) saw nothing yet.
+    pytest.mark.virtual_time(autojump=0.05),
 ]
 
 DEFAULTS = StreamPolicy(jitter_source=lambda: 0.5)
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    # Not 0: with real sockets the clock must not jump while loopback I/O is still in the kernel. With 0 it
-    # jumped 120 s while a request was in flight (on a loaded 2-CPU machine): epoll(0) saw nothing yet.
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
 
 
 async def test_silent_after_200_three_times_fails_as_stream_timeout_with_default_values() -> None:

@@ -18,8 +18,6 @@ import anyio
 import httpx2
 import openai
 import pytest
-import trio
-import trio.testing
 
 from acp_server.pipeline import (
     ChatRequest,
@@ -49,17 +47,12 @@ from ._mocks import (
     timeout_error,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 REQUEST = ChatRequest(model="m", messages=[{"role": "user", "content": "hi"}])
 WHERE = {"endpoint": "http://model.test:80/v1", "model": "m"}
 """What every final error says it concerns: ``FakeClient``'s base URL and the request's model."""
 NO_JITTER = StreamPolicy(idle_timeout_ms=1_000, jitter_source=lambda: 0.5)
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
 
 
 def answer(*words: str, finish: str = "stop") -> MockStream:

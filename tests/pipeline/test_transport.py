@@ -7,25 +7,18 @@ from __future__ import annotations
 
 import ssl
 from contextlib import aclosing
-from typing import Any
 
 import anyio
 import httpx2
 import openai
 import pytest
-import trio.testing
 
 from acp_server.pipeline import ChatRequest, ModelTransportError, StreamPolicy, stream_chat
 from acp_server.pipeline._events import Events
 
 from ._mocks import FakeClient, MockStream, chunk
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 @pytest.mark.parametrize(

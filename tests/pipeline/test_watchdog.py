@@ -21,12 +21,7 @@ from acp_server.pipeline._watchdog import guarded_stream
 
 from ._mocks import FakeChunk, MockStream, chunk, drip, guard_stream
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 async def consume(

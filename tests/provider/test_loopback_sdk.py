@@ -157,7 +157,7 @@ async def test_closing_a_hanging_stream_is_recorded_as_a_disconnect_at_once(
     stream = await client.chat.completions.create(model="m", messages=user("x"), stream=True)
     await model.wait_for_requests(1)
     await stream.close()
-    with anyio.fail_after(1):  # a hang guard: test_loopback_virtual_time pins "at once" exactly
+    with anyio.fail_after(10):  # a hang guard: test_loopback_virtual_time pins "at once" exactly
         (disconnect,) = await model.wait_for_disconnects(1)
     assert (disconnect.request_index, disconnect.chunks_sent) == (0, 0)
 
@@ -286,7 +286,7 @@ async def test_models_lists_the_loopback_model(client: openai.AsyncOpenAI) -> No
 
 async def test_closing_the_model_ends_open_connections_cleanly() -> None:
     model = LoopbackModel()
-    with anyio.fail_after(1):
+    with anyio.fail_after(10):
         async with model:
             client = make_openai_client(base_url=model.base_url, api_key=None)
             model.enqueue(HangAfterHeaders())

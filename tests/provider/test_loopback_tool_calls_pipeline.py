@@ -13,7 +13,6 @@ from typing import Any, Literal
 import anyio
 import openai
 import pytest
-import trio.testing
 
 from acp_server.pipeline import (
     ChatRequest,
@@ -35,6 +34,7 @@ pytestmark = [
     # A response closed before the end of its body leaves httpcore2's byte generator to the garbage collector,
     # which warns on trio (see tests/pipeline/test_loopback_fast_path.py).
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    pytest.mark.virtual_time(autojump=0.05),
 ]
 
 POLICY = StreamPolicy(jitter_source=lambda: 0.5, idle_timeout_ms=5_000)
@@ -47,11 +47,6 @@ READ_FILE: dict[str, Any] = {
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
     },
 }
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
 
 
 @asynccontextmanager

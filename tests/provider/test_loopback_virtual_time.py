@@ -8,7 +8,6 @@ from typing import Any
 import anyio
 import openai
 import pytest
-import trio.testing
 
 from acp_server.provider import make_openai_client
 from acp_server.provider.offline import Answer, KeepAliveOnly, LoopbackModel, SlowDrip
@@ -18,15 +17,11 @@ pytestmark = [
     # openai's AsyncStream breaks out of its inner SSE generators at ``[DONE]`` without closing them; on trio
     # their garbage collection warns (asyncio's loop closes abandoned generators silently).
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    pytest.mark.virtual_time,
 ]
 
 # pytest-timeout cannot interrupt a hung test on anyio's trio runner; a virtual-time deadline fails at once.
 GUARD_S = 3600
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
 
 
 async def arrival_times(

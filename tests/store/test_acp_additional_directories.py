@@ -19,12 +19,7 @@ from acp_server.store import SessionStore, SqliteSessionStore
 
 from .test_acp_sessions import Agent, Peer, _never, dump
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 
 @pytest.fixture

@@ -17,12 +17,7 @@ from acp_server.domain import Emit, ImagePart, Prompt, PromptPart, ResourceLinkP
 from acp_server.errors import InvalidInputError
 from acp_server.store import SessionStore, SqliteSessionStore, StoreUnavailableError
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 
 def dump(model: Any) -> Any:

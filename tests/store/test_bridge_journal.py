@@ -17,12 +17,7 @@ from acp_server.provider.offline import Answer, ChunksThenSilent, LoopbackModel,
 from acp_server.store import SessionStore, SqliteSessionStore, StoreIOError, StoreUnavailableError, TurnTicket
 from acp_server.turn import ModelSettings, ModelTurn
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 
 @pytest.fixture

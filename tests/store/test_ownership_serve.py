@@ -21,14 +21,9 @@ import pytest
 
 from tests.e2e._agent import announced_url
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 PROMPT = {"prompt": [{"type": "text", "text": "hello"}]}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

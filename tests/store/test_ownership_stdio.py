@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 
 class Agent:
     """``acp-server --store URL`` over pipes, one request at a time (the answer skips notifications)."""

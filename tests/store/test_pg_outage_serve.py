@@ -26,7 +26,7 @@ from tests.store._restarts import cluster, dsn, end_backends
 
 __all__ = ["cluster", "dsn"]  # fixtures
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]  # starts acp_server as a process
 
 PROMPT = {"prompt": [{"type": "text", "text": "hello"}]}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -74,10 +73,10 @@ def _clean_env(**extra: str) -> dict[str, str]:
 @pytest.mark.parametrize("face", ["serve", "stdio"])
 @pytest.mark.parametrize("given", ["flag", "env"])
 def test_an_unreachable_postgresql_fails_the_start_with_one_line_and_exit_1(
-    tmp_path: Path, face: str, given: str
+    tmp_path: Path, face: str, given: str, acp_server_command: list[str]
 ) -> None:
     url = f"postgresql://acp:{PASSWORD}@127.0.0.1:9/sessions?connect_timeout=5"  # port 9 (discard): refused
-    command = [sys.executable, "-m", "acp_server", *(["serve", "--port", "0"] if face == "serve" else []), "--offline"]
+    command = [*acp_server_command, *(["serve", "--port", "0"] if face == "serve" else []), "--offline"]
     env = _clean_env(XDG_STATE_HOME=str(tmp_path))
     if given == "flag":
         command += ["--store", url]

@@ -17,12 +17,7 @@ from acp_server.tools import OUTPUT_LIMIT_BYTES, PreparedCall, TerminalExit, Ter
 
 from ._support import FakeClient, Sink, call, prepare
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])]
 
 
 def _state(pid: int) -> str | None:

@@ -8,18 +8,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.tools import TerminalExit, TerminalOutput, ToolResult
 
 from ._support import FakeClient, call
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 class Unanswered(FakeClient):

@@ -20,11 +20,6 @@ from ._context_support import SUMMARY, WINDOW, ask, is_summary_request, long_ses
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _chat_requests(model: object) -> list[dict[str, object]]:
     return [r.body for r in model.requests if not is_summary_request(r.body)]  # type: ignore[attr-defined]
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.domain import Message, RetryNotice, TextChunk, TurnEvent
 from acp_server.pipeline import ModelStreamTimeoutError, ModelTransportError, StreamPolicy
@@ -28,12 +27,8 @@ from .test_model_turn import Events, Session, text_prompt
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    pytest.mark.virtual_time(autojump=0.05),
 ]
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
 
 
 async def _turn(model: LoopbackModel, policy: StreamPolicy, session: Session, emit: Any) -> Any:

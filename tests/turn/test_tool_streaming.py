@@ -10,7 +10,6 @@ from typing import Any
 
 import anyio
 import pytest
-import trio.testing
 
 from acp_server.domain import DiffContent, TextContent, ToolCallStarted, ToolCallUpdated, ToolLocation, TurnEvent
 from acp_server.pipeline import ModelTransportError, StreamPolicy
@@ -24,16 +23,12 @@ from ._tools_support import Editor, Events, LoopSession, text_prompt
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+    pytest.mark.virtual_time(autojump=0.05),
 ]
 
 NO_RETRIES = StreamPolicy(stream_max_retries=0, backoff_max_retries=0, content_max_retries=0)
 READ_ONLY_TOOLS_OFFERED = tuple(name for name in TOOL_NAMES if name in READ_ONLY_TOOLS)
 CONTENT = "".join(f"line {n} of the new notes\n" for n in range(12))  # 276 characters
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})
 
 
 class Timed(Events):
