@@ -19,7 +19,9 @@ from acp_server.tools._command import run_local
 from acp_server.tools._workspace import Workspace
 from acp_server.tools.builtin.run_command import RunCommand, RunCommandArgs
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+"""``e2e``: real sandboxes, and their bubblewrap arguments name the agent's own directories (``…/acp-server``), which
+the fast loop's guard takes for starting the agent."""
 
 MECHANISMS = ("bubblewrap", "landlock")
 
@@ -150,7 +152,6 @@ async def test_outside_the_sandbox_is_a_call_that_asks_keyed_by_its_prefix(root:
     assert not plain.sandboxed and plain.rule is None
 
 
-@pytest.mark.e2e
 def test_help_names_the_mechanism() -> None:
     import subprocess
 
