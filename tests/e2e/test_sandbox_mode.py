@@ -166,3 +166,29 @@ async def test_the_agents_config_file_is_hidden_wherever_it_is(project: Path, tm
         output = _tool_messages(model, 1)["r1"]
     assert result.returncode == 0, result.stderr.decode()
     assert "sk-XDG-SECRET" not in output and "No such file" in output
+
+
+async def test_always_allowing_outside_covers_that_command_prefix_only(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    def outside_call(command: str, call_id: str) -> ToolCalls:
+        args = {"command": command, "outside_sandbox": True, "reason": "write outside the project"}
+        return ToolCalls((ScriptedCall("run_command", args, id=call_id),))
+
+    write = f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').close()\""
+    editor = Editor(answers=["allow_always", "reject_once"])
+    async with LoopbackModel() as model:
+        model.enqueue(
+            outside_call(f"{write} {outside}/a", "o1"),
+            outside_call(f"{write} {outside}/b", "o2"),  # the same prefix: not asked again
+            outside_call(f"touch {outside}/c", "o3"),  # another prefix: asked (and rejected)
+            Answer(text="done"),
+        )
+        async with _agent(editor, model, tmp_path) as conn:
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
+            await conn.set_session_mode(session_id=session.session_id, mode_id="sandbox")
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("write them")])
+    assert len(editor.permission_requests) == 2
+    assert sorted(path.name for path in outside.iterdir()) == ["a", "b"]
