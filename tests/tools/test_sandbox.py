@@ -170,3 +170,14 @@ async def test_the_configured_paths_are_hidden_too(mechanism: str, root: Path, t
     configure_sandbox(SandboxPolicy(mechanism="bubblewrap", hide=(str(vault),)))
     output = await sandboxed(root, f"cat {vault}/token")
     assert "VAULT-TOKEN" not in output and "No such file" in output
+
+
+async def test_the_network_when_the_setting_allows_it(mechanism: str, root: Path) -> None:
+    configure_sandbox(SandboxPolicy(mechanism=mechanism, network=True))  # type: ignore[arg-type]
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('CONNECTED')"
+        output = await sandboxed(root, f'{sys.executable} -c "{script}"')
+    assert "CONNECTED" in output, output
