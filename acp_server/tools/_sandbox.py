@@ -226,7 +226,11 @@ def wrap(argv: Sequence[str], roots: Sequence[str], tmpdir: str, env: dict[str, 
             args += ["--bind", root, root]
         for path in _hidden(env.get("HOME")):
             if os.path.isdir(path):
-                args += ["--tmpfs", path, "--remount-ro", path]
+                args += ["--tmpfs", path]
+                for inner in (*roots, tmpdir):  # a root the session was given inside a hidden directory stays
+                    if inner.startswith(path.rstrip(os.sep) + os.sep):
+                        args += ["--bind", inner, inner]
+                args += ["--remount-ro", path]
             else:
                 args += ["--ro-bind", "/dev/null", path]
         return [*args, "--chdir", env.get("PWD", roots[0]), "--", *argv]

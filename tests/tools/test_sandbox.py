@@ -181,3 +181,12 @@ async def test_the_network_when_the_setting_allows_it(mechanism: str, root: Path
         script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('CONNECTED')"
         output = await sandboxed(root, f'{sys.executable} -c "{script}"')
     assert "CONNECTED" in output, output
+
+
+async def test_a_root_inside_a_hidden_directory_stays_usable(mechanism: str, home: Path) -> None:
+    root = home / ".config" / "acp-server" / "project"
+    root.mkdir()
+    output = await sandboxed(root, "echo ok > made.txt && cat made.txt; cat ../config.toml")
+    assert (root / "made.txt").read_text() == "ok\n"
+    if mechanism == "bubblewrap":
+        assert "sk-SECRET-IN-CONFIG" not in output  # its hidden neighbours stay hidden
