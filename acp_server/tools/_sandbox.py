@@ -228,7 +228,7 @@ def wrap(argv: Sequence[str], roots: Sequence[str], tmpdir: str, env: dict[str, 
             if os.path.isdir(path):
                 args += ["--tmpfs", path]
                 for inner in (*roots, tmpdir):  # a root the session was given inside a hidden directory stays
-                    if inner.startswith(path.rstrip(os.sep) + os.sep):
+                    if inner == path or inner.startswith(path.rstrip(os.sep) + os.sep):
                         args += ["--bind", inner, inner]
                 args += ["--remount-ro", path]
             else:
