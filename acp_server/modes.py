@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MODE",
     "MODES",
     "READ_ONLY_MODE",
+    "SANDBOX_MODE",
     "Mode",
     "available_modes",
     "mode_named",
@@ -37,6 +38,8 @@ DEFAULT_MODE = "default"
 """A new session's mode unless the server is told otherwise."""
 READ_ONLY_MODE = "read-only"
 BYPASS_MODE = "bypass-permissions"
+SANDBOX_MODE = "sandbox"
+"""Edits as ``accept-edits``; commands without asking, inside the kernel sandbox (offered only where it works)."""
 ASK_MODE = READ_ONLY_MODE
 """``acp-server ask``'s mode unless ``--mode`` says otherwise: a question from the shell reads and searches."""
 
@@ -44,7 +47,8 @@ ASK_MODE = READ_ONLY_MODE
 @dataclass(frozen=True, slots=True)
 class Mode:
     """One mode. ``changes``: tools that change something (edits, commands, an MCP server's other tools) are
-    offered; ``asks_edits``/``asks_commands``: such a call of kind ``edit``/any other kind waits for the user."""
+    offered; ``asks_edits``/``asks_commands``: such a call of kind ``edit``/any other kind waits for the user;
+    ``sandboxed``: commands run inside the kernel sandbox, and a sandboxed call never waits."""
 
     id: str
     name: str
@@ -52,13 +56,17 @@ class Mode:
     changes: bool
     asks_edits: bool
     asks_commands: bool
+    sandboxed: bool = False
 
     def offers(self, read_only: bool) -> bool:
         """Whether a tool (``read_only``: it changes nothing) is offered to the model in this mode."""
         return read_only or self.changes
 
-    def asks(self, kind: str) -> bool:
-        """Whether a call of ``kind`` that changes something waits for the user's permission in this mode."""
+    def asks(self, kind: str, sandboxed: bool = False) -> bool:
+        """Whether a call of ``kind`` that changes something waits for the user's permission in this mode
+        (``sandboxed``: the call runs inside the sandbox, which this mode lets run unasked when it is one)."""
+        if sandboxed and self.sandboxed:
+            return False
         return self.asks_edits if kind == "edit" else self.asks_commands
 
 
@@ -71,6 +79,16 @@ MODES: Mapping[str, Mode] = MappingProxyType(
                 "accept-edits", "Accept edits", "Edit files without asking; ask before every command", True, False, True
             ),
             Mode(READ_ONLY_MODE, "Read only", "Read and search only: no edits, no commands", False, True, True),
+            Mode(
+                SANDBOX_MODE,
+                "Sandbox",
+                "Edit files in the project and run commands without asking, inside a sandbox: no network, no writes "
+                "outside the project, your keys and credentials hidden; ask to run anything outside it",
+                True,
+                False,
+                True,
+                sandboxed=True,
+            ),
             Mode(BYPASS_MODE, "Bypass permissions", "Edit files and run commands without asking", True, False, False),
         )
     }
@@ -83,16 +101,22 @@ def mode_named(mode_id: str) -> Mode:
     return MODES.get(mode_id) or MODES[READ_ONLY_MODE]
 
 
-def needs_asking(mode_id: str, kind: str) -> bool:
-    """Whether a call of ``kind`` that changes something waits for the user's permission in ``mode_id``."""
-    return mode_named(mode_id).asks(kind)
+def needs_asking(mode_id: str, kind: str, sandboxed: bool = False) -> bool:
+    """Whether a call of ``kind`` (``sandboxed``: to run inside the sandbox) that changes something waits for the
+    user's permission in ``mode_id``."""
+    return mode_named(mode_id).asks(kind, sandboxed)
 
 
-def available_modes(*, allow_bypass: bool, token: bool = True) -> tuple[Mode, ...]:
-    """The modes a session may switch to: ``bypass-permissions`` only when the server was started allowing it;
-    without a token (anyone on the host may call a loopback daemon) only the modes that change nothing."""
+def available_modes(*, allow_bypass: bool, token: bool = True, sandbox: bool = False) -> tuple[Mode, ...]:
+    """The modes a session may switch to: ``bypass-permissions`` only when the server was started allowing it,
+    ``sandbox`` only where the sandbox works (``sandbox``); without a token (anyone on the host may call a
+    loopback daemon) only the modes that change nothing (``sandbox`` runs commands: not offered)."""
     return tuple(
-        mode for mode in MODES.values() if (allow_bypass or mode.id != BYPASS_MODE) and (token or not mode.changes)
+        mode
+        for mode in MODES.values()
+        if (allow_bypass or mode.id != BYPASS_MODE)
+        and (sandbox or mode.id != SANDBOX_MODE)
+        and (token or not mode.changes)
     )
 
 

@@ -68,13 +68,18 @@ _STARTS_ACP_SERVER = re.compile(r"""-m['",\s]*acp_server\b(?!\.)|(?:^|[\s;&|(/])
 
 
 def starts_acp_server(args: Any) -> bool:
-    """Whether a command (as handed to ``subprocess.Popen``) starts the agent or daemon."""
+    """Whether a command (as handed to ``subprocess.Popen``) starts the agent or daemon: ``-m acp_server``, an
+    executable named ``acp-server``, or a shell program that runs either. A path that merely ends in ``acp-server``
+    as another program's argument (a sandbox hiding the agent's config directory) starts nothing."""
     if isinstance(args, (str, bytes, os.PathLike)):
         args = [args]
     words = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in args]
-    return any(a == "-m" and b == "acp_server" for a, b in itertools.pairwise(words)) or any(
-        _STARTS_ACP_SERVER.search(word) for word in words
-    )
+    if any(a == "-m" and b == "acp_server" for a, b in itertools.pairwise(words)):
+        return True
+    if words and os.path.basename(words[0]) == "acp-server":
+        return True
+    programs = [word for word in words if any(c.isspace() or c in ";&|(" for c in word)]  # sh -c '…', python -c '…'
+    return any(_STARTS_ACP_SERVER.search(program) for program in programs)
 
 
 @pytest.fixture(autouse=True)

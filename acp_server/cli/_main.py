@@ -35,8 +35,20 @@ __all__ = ["main"]
 _DESCRIPTION = "ACP agent server: speaks the Agent Client Protocol (JSON-RPC over stdio) to an editor."
 
 
+class _Parser(argparse.ArgumentParser):
+    """The top parser: its help ends with the sandbox mechanism of this host (probed only when help is shown)."""
+
+    def format_help(self) -> str:
+        from ..tools import sandbox_support
+
+        support = sandbox_support()
+        offered = "offered" if support.mechanism else "not offered"
+        self.epilog = f"sandbox mode: {offered} — {support.detail}"
+        return super().format_help()
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="acp-server", description=_DESCRIPTION)
+    parser = _Parser(prog="acp-server", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"acp-server {__version__}")
     add_common_options(parser)
     commands = parser.add_subparsers(dest="command", metavar="{ask,serve,setup,config}")
@@ -215,7 +227,11 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     from ._stdio import open_bridge
 
     serve: ServeSettings = serve_settings_from_args(parser, args)
-    modes = daemon_modes(token=serve.token, allow_bypass_permissions=settings.allow_bypass_permissions)
+    modes = daemon_modes(
+        token=serve.token,
+        allow_bypass_permissions=settings.allow_bypass_permissions,
+        sandbox=settings.sandbox_available(),
+    )
     if not serve.token:  # the safe default: a tokenless (loopback) daemon only reads and searches
         asked = settings.default_mode if was_given(args, "default_mode") else None
         problem = tokenless_problem(default_mode=asked, allow_bypass=settings.allow_bypass_permissions)

@@ -178,7 +178,8 @@ OPTIONS: tuple[Option, ...] = (
         "--default-mode",
         "ACP_SERVER_DEFAULT_MODE",
         parse.mode,
-        "mode of a new session: default (ask before edits and commands), accept-edits, read-only, or "
+        "mode of a new session: default (ask before edits and commands), accept-edits, read-only, sandbox "
+        "(commands unasked inside a kernel sandbox, where it works), or "
         f"bypass-permissions (needs --allow-bypass-permissions) (default: {DEFAULT_MODE})",
         "MODE",
     ),
@@ -223,6 +224,38 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "do not give the model the project's AGENTS.md (or CLAUDE.md, GEMINI.md, QWEN.md); the environment "
         "variable takes 1/true/yes/on or 0/false/no/off",
+    ),
+    Option(
+        "no_sandbox",
+        "--no-sandbox",
+        "ACP_SERVER_NO_SANDBOX",
+        None,
+        "do not offer the sandbox mode (commands without asking inside a kernel sandbox: bubblewrap, else "
+        "Landlock); the environment variable takes 1/true/yes/on or 0/false/no/off",
+    ),
+    Option(
+        "sandbox_network",
+        "--sandbox-network",
+        "ACP_SERVER_SANDBOX_NETWORK",
+        None,
+        "let commands in the sandbox mode use the network (default: none)",
+    ),
+    Option(
+        "sandbox_mechanism",
+        "--sandbox-mechanism",
+        "ACP_SERVER_SANDBOX_MECHANISM",
+        parse.sandbox_mechanism,
+        "the sandbox mode's mechanism: bubblewrap or landlock (default: bubblewrap where it works, else landlock)",
+        "NAME",
+    ),
+    Option(
+        "sandbox_hide",
+        "--sandbox-hide",
+        "ACP_SERVER_SANDBOX_HIDE",
+        parse.paths,
+        "comma-separated paths hidden from commands in the sandbox mode, beside the credential stores always "
+        "hidden (~/.ssh, ~/.aws, ~/.netrc ..., see the security page)",
+        "PATH,...",
     ),
     Option(
         "system_prompt",

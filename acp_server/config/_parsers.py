@@ -120,6 +120,18 @@ def models(text: str) -> tuple[str, ...]:
     return names
 
 
+def sandbox_mechanism(text: str) -> str:
+    """``bubblewrap`` or ``landlock``."""
+    if text not in ("bubblewrap", "landlock"):
+        raise ValueError("must be bubblewrap or landlock")
+    return text
+
+
+def paths(text: str) -> tuple[str, ...]:
+    """A comma-separated list of paths (``~`` allowed): blanks around them dropped, duplicates kept once."""
+    return tuple(dict.fromkeys(path.strip() for path in text.split(",") if path.strip()))
+
+
 def boolean(text: str) -> bool:
     """An on/off switch given in the environment."""
     value = text.strip().lower()

@@ -10,6 +10,8 @@ imported it already: the ``ask`` parent, ``--help`` and a usage error never pay 
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -37,6 +39,12 @@ class BridgeArguments(TypedDict):
     default_mode: str
     modes: Collection[str]
     mcp: McpSettings
+
+
+logger = logging.getLogger(__name__)
+
+_SANDBOX_LOGGED: list[bool] = []
+"""Whether the sandbox mechanism (or why there is none) was logged: once per process."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,10 @@ class Settings:
     mcp_call_timeout_ms: int | None = None
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
     no_project_instructions: bool = False
+    no_sandbox: bool = False
+    sandbox_network: bool = False
+    sandbox_hide: tuple[str, ...] = ()
+    sandbox_mechanism: str | None = None
     system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
     def stream_policy(self) -> StreamPolicy:
@@ -109,6 +121,36 @@ class Settings:
             project_instructions=not self.no_project_instructions,
         )
 
+    def sandbox_available(self) -> bool:
+        """Set the commands' sandbox policy from these settings (hidden paths, network, the state directory) and
+        say whether the ``sandbox`` mode can be offered (the mechanism is probed once per process)."""
+        from ..store import default_state_dir
+        from ..tools import SandboxPolicy, configure_sandbox, sandbox_support
+        from ._file import default_config_path, locate_config
+
+        state = self.state_dir or str(default_state_dir())
+        config = locate_config(None, os.environ)[0]  # $ACP_SERVER_CONFIG, else the XDG default: hidden with its dir
+        own = (str(config), str(default_config_path(os.environ).parent))
+        configure_sandbox(
+            SandboxPolicy(
+                hide=(*own, *self.sandbox_hide),
+                network=self.sandbox_network,
+                enabled=not self.no_sandbox,
+                state_dir=state,
+                mechanism="landlock"
+                if self.sandbox_mechanism == "landlock"
+                else ("bubblewrap" if self.sandbox_mechanism else None),
+            )
+        )
+        support = sandbox_support()
+        if not _SANDBOX_LOGGED:
+            _SANDBOX_LOGGED.append(True)
+            if support.mechanism is None:
+                logger.info("sandbox mode not offered: %s", support.detail)
+            else:
+                logger.info("sandbox mode: %s", support.detail)
+        return support.mechanism is not None
+
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:
         """The session bridge's part: admission limit, deadline, modes (``modes`` None: every mode these settings
         allow) and the MCP servers' timeouts."""
@@ -119,7 +161,12 @@ class Settings:
             prompt_deadline_ms=self.prompt_deadline_ms,
             default_mode=self.default_mode,
             modes=(
-                [mode.id for mode in available_modes(allow_bypass=self.allow_bypass_permissions)]
+                [
+                    mode.id
+                    for mode in available_modes(
+                        allow_bypass=self.allow_bypass_permissions, sandbox=self.sandbox_available()
+                    )
+                ]
                 if modes is None
                 else modes
             ),

@@ -39,11 +39,15 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def daemon_modes(*, token: str | None, allow_bypass_permissions: bool = False) -> tuple[str, ...]:
+def daemon_modes(
+    *, token: str | None, allow_bypass_permissions: bool = False, sandbox: bool = False
+) -> tuple[str, ...]:
     """The modes a daemon's sessions may have — the safe default: without a token only ``read-only`` (anyone on the
     host may call a loopback daemon: it must not edit or run anything); with one ``default``, ``accept-edits`` and
     ``read-only``, and ``bypass-permissions`` only when allowed. Its bridge is built with these (``/acp`` too)."""
-    return tuple(mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions, token=bool(token)))
+    return tuple(
+        mode.id for mode in available_modes(allow_bypass=allow_bypass_permissions, token=bool(token), sandbox=sandbox)
+    )
 
 
 @dataclass(frozen=True)

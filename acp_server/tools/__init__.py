@@ -40,6 +40,9 @@ from ._group_watch import watched_group
 from ._output import OUTPUT_LIMIT_BYTES, cap_text
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._project_text import ProjectText, read_project_text
+from ._sandbox import CREDENTIAL_STORES, SandboxPolicy, SandboxSupport
+from ._sandbox import configure as configure_sandbox
+from ._sandbox import support as sandbox_support
 from ._types import (
     PERMISSION_OPTIONS,
     ContentSink,
@@ -60,6 +63,7 @@ from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
 __all__ = [
+    "CREDENTIAL_STORES",
     "MAX_ARGUMENTS_BYTES",
     "OUTPUT_LIMIT_BYTES",
     "PERMISSION_OPTIONS",
@@ -74,6 +78,8 @@ __all__ = [
     "PermissionChoice",
     "PreparedCall",
     "ProjectText",
+    "SandboxPolicy",
+    "SandboxSupport",
     "Target",
     "TerminalExit",
     "TerminalOutput",
@@ -84,12 +90,14 @@ __all__ = [
     "Workspace",
     "arguments_json",
     "cap_text",
+    "configure_sandbox",
     "failure",
     "guarded_run",
     "openai_tools",
     "permission_choice",
     "prepare_call",
     "read_project_text",
+    "sandbox_support",
     "schema_check",
     "watched_group",
 ]

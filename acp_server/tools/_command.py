@@ -37,7 +37,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..domain import TerminalContent, TextContent
 from ..errors import RemoteError
-from . import _command_watchdog, _unprivileged
+from . import _command_watchdog, _sandbox, _unprivileged
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES
 from ._types import ContentSink, EditorTerminal, TerminalExit, TerminalOutput, ToolResult
@@ -164,10 +164,11 @@ _GATE = 'read -r _ && exec /bin/sh -c "$0" </dev/null'
 agent died before, runs nothing), then becomes ``/bin/sh -c command`` (same pid) with stdin ``/dev/null``."""
 
 
-def _shell(command: str) -> list[str]:
+def _shell(command: str, sandbox: _sandbox.Confinement | None = None) -> list[str]:
     """``/bin/sh -c command`` behind :data:`_GATE`; as root on Linux, without ``CAP_SYS_PTRACE``
-    (:func:`_drop_ptrace_prefix`)."""
-    return [*_drop_ptrace_prefix(), "/bin/sh", "-c", _GATE, command]
+    (:func:`_drop_ptrace_prefix`); in ``sandbox`` when one is given."""
+    shell = ["/bin/sh", "-c", _GATE, command]
+    return [*_drop_ptrace_prefix(), *(shell if sandbox is None else sandbox.wrap(shell))]
 
 
 def _open_gate(go_w: int) -> None:
@@ -216,14 +217,26 @@ async def _unwatch(watchdog: Process | None, death_w: int) -> None:
         os.close(death_w)
 
 
-async def run_local(command: str, workspace: Workspace, timeout_ms: int) -> ToolResult:
+async def run_local(command: str, workspace: Workspace, timeout_ms: int, *, sandboxed: bool = False) -> ToolResult:
+    """Run ``command`` locally (``sandboxed``: inside the kernel sandbox, :mod:`._sandbox`, with a private
+    ``TMPDIR`` removed after)."""
+    if not sandboxed:
+        return await _run_local(command, workspace, timeout_ms, None)
+    with _sandbox.Confinement(workspace.cwd, [root.real for root in workspace.roots]) as sandbox:
+        return await _run_local(command, workspace, timeout_ms, sandbox)
+
+
+async def _run_local(
+    command: str, workspace: Workspace, timeout_ms: int, sandbox: _sandbox.Confinement | None
+) -> ToolResult:
     go_r, go_w = os.pipe()  # the gate: the command starts only once its watchdog does
+    env = _command_env(workspace.cwd) if sandbox is None else sandbox.env(_command_env(workspace.cwd))
     try:
         with anyio.CancelScope(shield=True):  # a cancel must not leave a started process without its handle
             process = await anyio.open_process(
-                _shell(command),
+                _shell(command, sandbox),
                 cwd=workspace.cwd,
-                env=_command_env(workspace.cwd),
+                env=env,
                 stdin=go_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

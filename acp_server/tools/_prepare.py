@@ -26,7 +26,10 @@ async def prepare_call(
     client: ToolClient | None,
     offered: Collection[str],
     additional: Sequence[str] = (),
+    sandboxed: bool = False,
 ) -> PreparedCall:
     """The call of built-in tool ``name`` with the model's raw JSON ``arguments``, in the project directory
     ``cwd`` (and the ``additional`` directories), validated, confined and announced (see :meth:`ToolSet.prepare`)."""
-    return await BUILTIN.prepare(name, arguments, cwd=cwd, client=client, offered=offered, additional=additional)
+    return await BUILTIN.prepare(
+        name, arguments, cwd=cwd, client=client, offered=offered, additional=additional, sandboxed=sandboxed
+    )

@@ -155,3 +155,5 @@ class PreparedCall:
     rule: str | None = None
     """Where the session remembers an "always" answer for this call (None: per tool kind, as for the built-ins;
     an MCP tool's: per tool)."""
+    sandboxed: bool = False
+    """Whether it runs inside the kernel sandbox (``sandbox`` mode lets such a call run unasked)."""

@@ -109,9 +109,11 @@ class Workspace:
     """The roots of a session (its project directory first, then its additional directories), and the one place
     paths are resolved and confined against them."""
 
-    __slots__ = ("cwd", "extra", "root", "roots")
+    __slots__ = ("cwd", "extra", "root", "roots", "sandboxed")
 
-    def __init__(self, cwd: str, additional: Sequence[str] = ()) -> None:
+    def __init__(self, cwd: str, additional: Sequence[str] = (), *, sandboxed: bool = False) -> None:
+        self.sandboxed = sandboxed
+        """The session's mode runs commands inside the kernel sandbox."""
         primary = Root.of(cwd, primary=True)
         self.cwd = primary.shown
         self.root = primary.real

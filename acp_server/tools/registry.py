@@ -171,6 +171,7 @@ class ToolSet:
         client: ToolClient | None,
         offered: Collection[str],
         additional: Sequence[str] = (),
+        sandboxed: bool = False,
     ) -> PreparedCall:
         """The call of tool ``name`` with the model's raw JSON ``arguments``, in the project directory ``cwd`` (with the
         session's ``additional`` directories as further roots), validated, confined and announced; the client (None:
@@ -188,7 +189,7 @@ class ToolSet:
         try:
             args = parse_arguments(name, arguments, tool.parameters, tool.args, tool.check)
             check_unicode(cwd, "the project directory")
-            return await tool.prepare(args, Workspace(cwd, additional), client)
+            return await tool.prepare(args, Workspace(cwd, additional, sandboxed=sandboxed), client)
         except ToolCallError as exc:
             message = str(exc)
             if len(message) > _MAX_MESSAGE // 4 and utf8_len(message) > _MAX_MESSAGE:

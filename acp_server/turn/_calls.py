@@ -33,7 +33,7 @@ from ..domain import (
     ToolKind,
 )
 from ..errors import RemoteError, ServerError
-from ..modes import needs_asking
+from ..modes import mode_named, needs_asking
 from ..pipeline import ToolCallFragment
 from ..tools import (
     MAX_ARGUMENTS_BYTES,
@@ -221,7 +221,7 @@ async def _decision(
         return None
     if watch is not None and not watch.offers(prepared.name):  # switched while it was prepared or announced
         return WITHDRAWN.format(name=prepared.name, mode=watch.mode)
-    if not needs_asking(mode, kind):
+    if not needs_asking(mode, kind, prepared.sandboxed):
         return None
     key = prepared.rule or kind
     rule = rules.get(key)
@@ -278,7 +278,15 @@ async def run_call(
         if problem is not None:
             raise ToolCallError(problem)
         prepare = prepare_call if tools is None else tools.prepare
-        prepared = await prepare(name, arguments, cwd=cwd, client=client, offered=offered, additional=additional)
+        prepared = await prepare(
+            name,
+            arguments,
+            cwd=cwd,
+            client=client,
+            offered=offered,
+            additional=additional,
+            sandboxed=mode_named(mode).sandboxed,
+        )
     except Exception as exc:  # unknown tool, bad arguments, a path outside the project... or a bug (logged)
         if not isinstance(exc, ServerError):
             logger.exception("a tool call could not be prepared")

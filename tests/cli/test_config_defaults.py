@@ -47,7 +47,16 @@ EFFECTIVE: dict[str, Callable[[], object]] = {
 }
 """How to read, from the component it is handed to, the default each setting gets when nothing is asked for."""
 
-NOT_A_VALUE = {"models", "context_window", "prompt_deadline_ms", "state_dir", "store", "allow_origins"}
+NOT_A_VALUE = {
+    "models",
+    "context_window",
+    "prompt_deadline_ms",
+    "state_dir",
+    "store",
+    "allow_origins",
+    "sandbox_network",
+    "sandbox_mechanism",
+}
 """Settings whose help states a default that is no component's constant (none, the endpoint's list, SQLite...)."""
 
 

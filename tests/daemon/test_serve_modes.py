@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
+from acp_server.tools import sandbox_support
 
 from ._support import EventReader
 from .test_process import clean_env, serve
@@ -20,6 +21,8 @@ from .test_process import clean_env, serve
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOKEN = "process-token-0123456789"
+SANDBOX = ["sandbox"] if sandbox_support().mechanism else []
+"""The sandbox mode is offered with a token where the sandbox works here."""
 
 
 @pytest.mark.parametrize(
@@ -53,6 +56,9 @@ async def test_the_modes_follow_the_token_and_the_bypass_flag() -> None:
         assert await modes_of(await served.read_url()) == ("read-only", ["read-only"])
     env = clean_env(ACP_SERVER_TOKEN=TOKEN)
     async with serve("--offline", "--port", "0", "--no-persist", env=env) as served:
+        expected = ["default", "accept-edits", "read-only", *SANDBOX]
+        assert await modes_of(await served.read_url(), TOKEN) == ("default", expected)
+    async with serve("--offline", "--port", "0", "--no-persist", "--no-sandbox", env=env) as served:
         assert await modes_of(await served.read_url(), TOKEN) == ("default", ["default", "accept-edits", "read-only"])
     async with serve("--offline", "--port", "0", "--no-persist", "--allow-bypass-permissions", env=env) as served:
         default, modes = await modes_of(await served.read_url(), TOKEN)
@@ -91,7 +97,6 @@ async def test_a_permission_round_trip_against_the_process(tmp_path: Path) -> No
         assert request["toolCall"]["kind"] == "edit"
 
 
-
 @asynccontextmanager
 async def rest_client(*args: str) -> AsyncIterator[httpx2.AsyncClient]:
     """A client of a ``serve`` process started with ``args`` and the token; the process ends with it."""
@@ -112,3 +117,35 @@ async def test_a_new_sessions_mode_survives_a_restart_with_another_default(tmp_p
         fresh = (await client.post("/session", json={"cwd": str(tmp_path)})).json()
     assert resumed.json()["modeId"] == "default"
     assert fresh["modeId"] == "bypass-permissions"  # that daemon's default, for a session it creates
+
+
+@pytest.mark.skipif(not SANDBOX, reason="the sandbox does not work here (bubblewrap or Landlock)")
+async def test_the_daemon_runs_a_command_in_the_sandbox_unasked(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    command = f"echo in > in.txt; echo out > {tmp_path}/out.txt"
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls((ScriptedCall("run_command", {"command": command}, id="r1"),)), Answer(text="ran"))
+        args = (
+            "--base-url",
+            model.base_url,
+            "--model",
+            "m",
+            "--port",
+            "0",
+            "--no-persist",
+            "--default-mode",
+            "sandbox",
+        )
+        async with rest_client(*args) as client:
+            created = await client.post("/session", json={"cwd": str(project)})
+            assert created.json()["modeId"] == "sandbox"
+            session_id = created.json()["sessionId"]
+            async with client.stream("GET", f"/session/{session_id}/events") as stream:
+                events = EventReader(stream)
+                body = {"prompt": [{"type": "text", "text": "run it"}]}
+                assert (await client.post(f"/session/{session_id}/prompt", json=body)).status_code == 202
+                seen = await events.until(lambda e: e.event == "turn_complete", 20)
+    assert not [e for e in seen if e.event == "permission_request"]  # nothing asked
+    assert (project / "in.txt").read_text() == "in\n"
+    assert not (tmp_path / "out.txt").exists()

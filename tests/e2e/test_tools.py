@@ -38,7 +38,7 @@ from acp.schema import (
 )
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
-from acp_server.tools import READ_ONLY_TOOLS
+from acp_server.tools import READ_ONLY_TOOLS, sandbox_support
 from tests.acp_blocks import text_block
 
 pytestmark = pytest.mark.anyio
@@ -514,7 +514,9 @@ async def test_modes_both_ways_and_read_only_offers_only_reading(project: Path) 
             session = await conn.new_session(cwd=str(project), mcp_servers=[])
             assert session.modes is not None and session.modes.current_mode_id == "default"
             ids = [m.id for m in session.modes.available_modes]
-            assert ids == ["default", "accept-edits", "read-only"]  # bypass only when the server allows it
+            # bypass only when the server allows it; sandbox where the sandbox works here
+            sandbox = ["sandbox"] if sandbox_support().mechanism else []
+            assert ids == ["default", "accept-edits", "read-only", *sandbox]
             assert session.config_options is not None
             option = session.config_options[0]
             assert option.category == "mode" and option.current_value == "default"

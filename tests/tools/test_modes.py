@@ -7,6 +7,7 @@ from acp_server.modes import (
     BYPASS_MODE,
     MODES,
     READ_ONLY_MODE,
+    SANDBOX_MODE,
     available_modes,
     mode_named,
     needs_asking,
@@ -33,13 +34,21 @@ def test_when_each_mode_asks() -> None:
         "accept-edits": (False, True),
         READ_ONLY_MODE: (True, True),
         BYPASS_MODE: (False, False),
+        SANDBOX_MODE: (False, True),
     }
+    # sandbox mode: a command that runs inside the sandbox never asks; one outside it does
+    assert not needs_asking(SANDBOX_MODE, "execute", sandboxed=True)
+    assert needs_asking("default", "execute", sandboxed=True)
     assert mode_named("no such mode") is MODES[READ_ONLY_MODE] and needs_asking("no such mode", "other")
 
 
 def test_without_a_token_only_modes_that_change_nothing() -> None:
     assert [m.id for m in available_modes(allow_bypass=True, token=False)] == [READ_ONLY_MODE]
     assert [m.id for m in available_modes(allow_bypass=False)] == ["default", "accept-edits", READ_ONLY_MODE]
+    # sandbox mode is offered where the sandbox works, never without a token (it runs commands)
+    assert SANDBOX_MODE in [m.id for m in available_modes(allow_bypass=False, sandbox=True)]
+    assert [m.id for m in available_modes(allow_bypass=True, token=False, sandbox=True)] == [READ_ONLY_MODE]
+    assert "needs --token" in (tokenless_problem(default_mode=SANDBOX_MODE, allow_bypass=False) or "")
     assert tokenless_problem(default_mode=None, allow_bypass=False) is None
     assert tokenless_problem(default_mode=READ_ONLY_MODE, allow_bypass=False) is None
     assert "--default-mode accept-edits needs --token" in (

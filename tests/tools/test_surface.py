@@ -33,7 +33,7 @@ CONTRACT = {
     "grep": ({"pattern"}, {"path", "include"}, "search", False),
     "write_file": ({"path", "content"}, set(), "edit", True),
     "edit_file": ({"path", "old_text", "new_text"}, {"replace_all"}, "edit", True),
-    "run_command": ({"command"}, {"timeout_ms"}, "execute", True),
+    "run_command": ({"command"}, {"timeout_ms", "outside_sandbox", "reason"}, "execute", True),
     "update_plan": ({"entries"}, set(), "think", False),
 }
 
@@ -41,6 +41,11 @@ CONTRACT = {
 def test_exported_members() -> None:
     assert tools.__all__ == sorted(tools.__all__, key=lambda name: (not name.isupper(), name))
     assert set(tools.__all__) == {
+        "CREDENTIAL_STORES",
+        "SandboxPolicy",
+        "SandboxSupport",
+        "configure_sandbox",
+        "sandbox_support",
         "MAX_ARGUMENTS_BYTES",
         "OUTPUT_LIMIT_BYTES",
         "PERMISSION_OPTIONS",

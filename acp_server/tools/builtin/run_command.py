@@ -1,17 +1,26 @@
 """``run_command``: a shell command line in the project directory, in the editor's terminal when it has one, else
-a local subprocess that no process of it outlives (see ``.._command``)."""
+a local subprocess that no process of it outlives (see ``.._command``).
+
+In ``sandbox`` mode it runs locally inside the kernel sandbox (``.._sandbox``; never in the editor's terminal, whose
+process the agent cannot confine), unasked; ``outside_sandbox`` with a ``reason`` asks the user instead (kind
+``execute``, the reason in the title), and an "always" answer is kept per command prefix (its first two words).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import shlex
+
 from pydantic import Field
 
+from .. import _sandbox
 from .._command import DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS, run_local, run_terminal
 from .._exceptions import ToolCallError
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
 from .._workspace import Workspace
 from ._tool import Args, BuiltinTool
 
-__all__ = ["RunCommand", "RunCommandArgs"]
+__all__ = ["RunCommand", "RunCommandArgs", "command_prefix"]
 
 
 class RunCommandArgs(Args):
@@ -25,6 +34,35 @@ class RunCommandArgs(Args):
         le=MAX_COMMAND_TIMEOUT_MS,
         description="Milliseconds before the command is killed.",
     )
+    outside_sandbox: bool = Field(
+        default=False,
+        description=(
+            "Sandbox mode only: run this command outside the sandbox (the user is asked). Use it only after the "
+            "command failed inside because it needs the network or to write outside the project."
+        ),
+    )
+    reason: str | None = Field(
+        default=None,
+        max_length=200,
+        description="With outside_sandbox: why the command needs to run outside the sandbox (shown to the user).",
+    )
+
+
+SANDBOX_HINT = (
+    "\n[This ran inside the sandbox: no network, writes only inside the project and $TMPDIR, credentials hidden. "
+    "If it failed only because of that, call run_command again with outside_sandbox: true and a reason; the user "
+    "will be asked.]"
+)
+"""What the model reads after a sandboxed command that did not succeed: why it may have failed, and the way out."""
+
+
+def command_prefix(command: str) -> str:
+    """What an "always" answer to running ``command`` outside the sandbox covers: its first two words."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return " ".join(words[:2])
 
 
 def _title(command: str) -> str:
@@ -42,7 +80,8 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
     args = RunCommandArgs
     description = (
         "Run a command line with /bin/sh in the project directory, without input; returns its exit code and "
-        "output (stdout and stderr, capped at 64 KiB). What it leaves running is killed when it ends."
+        "output (stdout and stderr, capped at 64 KiB). What it leaves running is killed when it ends. In sandbox "
+        "mode it runs in a sandbox: no network, writes only inside the project and $TMPDIR."
     )
 
     async def prepare(self, args: RunCommandArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
@@ -54,9 +93,27 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
         timeout_ms = args.timeout_ms or DEFAULT_COMMAND_TIMEOUT_MS
         terminal = None if client is None else client.terminal
 
+        sandboxed = workspace.sandboxed and not args.outside_sandbox
+        if sandboxed and _sandbox.support().mechanism is None:
+            raise ToolCallError(f"the sandbox does not work on this host: {_sandbox.support().detail}")
+        reason = (args.reason or "").strip()
+        if workspace.sandboxed and args.outside_sandbox and not reason:
+            raise ToolCallError("outside_sandbox needs a reason: say why the command cannot run in the sandbox")
+
         async def run(sink: ContentSink) -> ToolResult:
+            if sandboxed:
+                result = await run_local(command, workspace, timeout_ms, sandboxed=True)
+                if result.output.startswith("Exit code: 0\n"):
+                    return result
+                return dataclasses.replace(result, output=result.output + SANDBOX_HINT)
             if terminal is not None:
                 return await run_terminal(terminal, command, workspace, timeout_ms, sink)
             return await run_local(command, workspace, timeout_ms)
 
+        if sandboxed:
+            return dataclasses.replace(self.call(title=_title(command) + " in the sandbox", run=run), sandboxed=True)
+        if workspace.sandboxed:
+            title = f"Run outside the sandbox ({reason}): {_title(command)[4:]}"
+            rule = f"run_command outside the sandbox: {command_prefix(command)}"
+            return dataclasses.replace(self.call(title=title, run=run), rule=rule)
         return self.call(title=_title(command), run=run)
