@@ -59,7 +59,7 @@ from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 from ._worker import TurnRunner, work
 
 if TYPE_CHECKING:
-    from ..tools import ToolClient
+    from ..tools import ToolClient, ToolSet
     from ..turn import ModelCatalog
 
 __all__ = ["SessionBridge", "SettingsListener", "TurnRunner"]
@@ -86,15 +86,16 @@ class SessionBridge:
         modes: Collection[str] | None = None,
         models: ModelCatalog | None = None,
         mcp: McpSettings | None = None,
+        tools: ToolSet | None = None,
     ) -> None:
-        """``store``: where journaled sessions live, opened and closed by the caller; None = a private
-        in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
-        buffers before its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for
-        a slow reader may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode a new
-        session starts in (stored with it) and the mode of a stored session that has none; ``modes``: the modes a
-        session may have here (a stored one not among them reads as the default: a mode the server no longer allows
-        is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
-        runner has no model choice to offer). ``mcp``: the sessions' MCP connect and call timeouts."""
+        """``store``: where journaled sessions live, opened and closed by the caller; None = a private in-memory
+        store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream buffers before
+        its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for a slow reader
+        may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode a new session starts
+        in (stored with it) and the mode of a stored session that has none; ``modes``: the modes a session may have
+        here (a stored one not among them reads as the default: a mode the server no longer allows is never
+        applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: no model
+        choice). ``mcp``: MCP connect and call timeouts; ``tools``: the built-in tools (None: the defaults)."""
         self._runner = SlashCommands(runner, self)  # a prompt naming a slash command runs it instead of the model
         self._model_runner = runner
         self._mcp = McpSettings() if mcp is None else mcp
@@ -112,7 +113,7 @@ class SessionBridge:
         self._rules = SettingsRules(default_mode, modes, models)
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
-        self._sessions = SessionRegistry(self._rules)
+        self._sessions = SessionRegistry(self._rules, tools)
         self._keys = 0
         self._deadlines = DeadlineWatch()
         self._claims = Claims(self._store)

@@ -217,6 +217,22 @@ OPTIONS: tuple[Option, ...] = (
         "MS",
     ),
     Option(
+        "web_fetch_allow",
+        "--web-fetch-allow",
+        "ACP_SERVER_WEB_FETCH_ALLOW",
+        parse.networks,
+        "private, loopback or link-local networks web_fetch may reach, comma-separated (10.0.0.0/8,127.0.0.1), or "
+        "private for all of them (default: none; checked on every address, also after a redirect)",
+        "NETWORKS",
+    ),
+    Option(
+        "read_only_network",
+        "--read-only-network",
+        "ACP_SERVER_READ_ONLY_NETWORK",
+        None,
+        "offer web_fetch in the read-only mode too (it asks before each new host there as elsewhere)",
+    ),
+    Option(
         "no_project_instructions",
         "--no-project-instructions",
         "ACP_SERVER_NO_PROJECT_INSTRUCTIONS",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..daemon import DaemonOptions
     from ..mcp import McpSettings
     from ..pipeline import StreamPolicy
+    from ..tools.registry import ToolSet
     from ..turn import ModelSettings
 
 __all__ = ["BridgeArguments", "ServeSettings", "Settings"]
@@ -37,6 +38,7 @@ class BridgeArguments(TypedDict):
     default_mode: str
     modes: Collection[str]
     mcp: McpSettings
+    tools: ToolSet
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Settings:
     mcp_call_timeout_ms: int | None = None
     fs_request_timeout_ms: int = DEFAULT_FS_REQUEST_TIMEOUT_MS
     no_project_instructions: bool = False
+    web_fetch_allow: tuple[str, ...] = ()
+    read_only_network: bool = False
     system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
     def stream_policy(self) -> StreamPolicy:
@@ -111,8 +115,10 @@ class Settings:
 
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:
         """The session bridge's part: admission limit, deadline, modes (``modes`` None: every mode these settings
-        allow) and the MCP servers' timeouts."""
+        allow), the MCP servers' timeouts and the sessions' built-in tools (how ``web_fetch`` reaches the network)."""
         from ..mcp import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
+        from ..tools import WebPolicy
+        from ..tools.builtin import builtin_tool_set
 
         return BridgeArguments(
             max_pending_prompts_per_session=self.max_pending_prompts_per_session,
@@ -127,6 +133,9 @@ class Settings:
                 connect_timeout_s=_seconds(self.mcp_connect_timeout_ms, DEFAULT_MCP_CONNECT_TIMEOUT_S),
                 call_timeout_s=_seconds(self.mcp_call_timeout_ms, DEFAULT_MCP_CALL_TIMEOUT_S),
                 version=__version__,
+            ),
+            tools=builtin_tool_set(
+                WebPolicy(allowed=self.web_fetch_allow, read_only=self.read_only_network)
             ),
         )
 

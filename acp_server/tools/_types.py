@@ -125,7 +125,9 @@ class ToolResult:
     """How a call ended: ``output`` is what the model gets (capped), ``content`` what the editor shows,
     ``raw_output`` a JSON value for ``rawOutput``, ``failed`` whether the call ends ``failed``; ``plan`` the whole
     plan a call set (``update_plan``; None for every other tool), which the turn reports after the call;
-    ``images`` what the model is shown besides ``output`` (an MCP tool's images; the turn's only, never stored)."""
+    ``images`` what the model is shown besides ``output`` (an MCP tool's images; the turn's only, never stored);
+    ``question``: a question and the text to answer it over, which the turn answers with the model in a tool-less
+    side request, the answer following ``output`` (``web_fetch`` with a ``prompt``)."""
 
     output: str
     content: tuple[ToolContent, ...] = ()
@@ -133,6 +135,7 @@ class ToolResult:
     failed: bool = False
     plan: tuple[PlanEntry, ...] | None = None
     images: tuple[ImagePart, ...] = ()
+    question: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

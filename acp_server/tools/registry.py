@@ -44,7 +44,9 @@ class Tool:
     ``read_only``: it changes nothing (offered in ``read-only`` mode, never asks); else it needs permission: the
     mode decides whether a call waits for the user.
     ``source``: where it comes from (None: built in; else the MCP server).
-    ``title``: what a call is shown as before its arguments are known (None: its name)."""
+    ``title``: what a call is shown as before its arguments are known (None: its name).
+    ``offered_read_only``: offered in ``read-only`` mode although it needs permission (``web_fetch`` where the
+    server lets read-only sessions reach the network)."""
 
     name: str
     description: str
@@ -56,6 +58,7 @@ class Tool:
     check: SchemaCheck | None = None
     source: str | None = None
     title: str | None = None
+    offered_read_only: bool = False
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -131,7 +134,7 @@ class ToolSet:
         """The tools the model is offered in ``mode``: all in a known mode but ``read-only``; the read-only ones in
         ``read-only`` and in an unknown mode (fail safe)."""
         offers = mode_named(mode).offers
-        return tuple(name for name, tool in self._tools.items() if offers(tool.read_only))
+        return tuple(name for name, tool in self._tools.items() if offers(tool.read_only or tool.offered_read_only))
 
     def still_offered(self, offered: tuple[str, ...], mode: str) -> tuple[str, ...]:
         """The tools a call may use: offered in its request and still offered in the session's mode now (a switch

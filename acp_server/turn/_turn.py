@@ -48,6 +48,7 @@ from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 from ._notices import retry_notice
 from ._request_fields import RequestFields, answer_bound
+from ._side import side_answer
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
 from ._usage import usage_of
 from ._window_fit import window_problem
@@ -467,14 +468,13 @@ class ModelTurn:
                         tools=tools,
                         watch=ModeWatch(session, tools.offered),  # a switch withdraws a pending request
                         announced=announcer.take(call.call_id),
+                        side=partial(side_answer, model_client, model, settings.policy),
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps(tuple(s.without_images() for s in (*answer.steps, answer.step())))
                 if calls.dropped and ended:
-                    note = (
-                        f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "
-                        f"{len(ended)} ran. Ask for fewer at a time.)"
-                    )
+                    note = f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "
+                    note += f"{len(ended)} ran. Ask for fewer at a time.)"
                     ended[-1] = dataclasses.replace(ended[-1], output=ended[-1].output + note)
                 step = answer.step()
                 answer.steps.append(step)

@@ -8,9 +8,11 @@ other source's. Adding a tool is adding its module and naming its class in :data
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from .._web import WebPolicy
 from ..registry import Tool, ToolSet
 from ._tool import BuiltinTool
 from .edit_file import EditFile
@@ -20,6 +22,7 @@ from .list_directory import ListDirectory
 from .read_file import ReadFile
 from .run_command import RunCommand
 from .update_plan import UpdatePlan
+from .web_fetch import WebFetch
 from .write_file import WriteFile
 
 __all__ = ["BUILTIN", "BUILTIN_TOOLS", "CLASSES", "READ_ONLY_TOOLS", "TOOL_NAMES", "builtin_tool_set", "openai_tools"]
@@ -32,6 +35,7 @@ CLASSES: tuple[type[BuiltinTool[Any]], ...] = (
     WriteFile,
     EditFile,
     RunCommand,
+    WebFetch,
     UpdatePlan,
 )
 """Every built-in tool's class, in offer order."""
@@ -49,9 +53,15 @@ BUILTIN: ToolSet = ToolSet(BUILTIN_TOOLS)
 """The built-in tools alone (shared: never add a source to it; a session takes :func:`builtin_tool_set`)."""
 
 
-def builtin_tool_set() -> ToolSet:
-    """A new session's tool set: the built-in tools, to which its MCP servers' tools are added."""
-    return BUILTIN.copy()
+def builtin_tool_set(web: WebPolicy | None = None) -> ToolSet:
+    """A new session's tool set: the built-in tools (``web``: how ``web_fetch`` reaches the network; None: the
+    default policy), to which its MCP servers' tools are added."""
+    if web is None:
+        return BUILTIN.copy()
+    fetch = WebFetch(web).tool()
+    if web.read_only:
+        fetch = dataclasses.replace(fetch, offered_read_only=True)
+    return ToolSet(fetch if tool.name == WebFetch.name else tool for tool in BUILTIN_TOOLS)
 
 
 def openai_tools(names: Iterable[str]) -> list[dict[str, Any]]:
