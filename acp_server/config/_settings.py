@@ -21,6 +21,7 @@ from ._parsers import DEFAULT_LOG_LEVEL
 
 if TYPE_CHECKING:
     from ..acp import AgentOptions
+    from ..commands import CommandFiles
     from ..daemon import DaemonOptions
     from ..mcp import McpSettings
     from ..pipeline import StreamPolicy
@@ -39,6 +40,7 @@ class BridgeArguments(TypedDict):
     modes: Collection[str]
     mcp: McpSettings
     tools: ToolSet
+    commands: CommandFiles
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Settings:
     no_project_instructions: bool = False
     web_fetch_allow: tuple[str, ...] = ()
     read_only_network: bool = False
+    user_config_dir: str | None = None  # $XDG_CONFIG_HOME/acp-server: the user's commands/ and skills/ (None: none)
     system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
     def stream_policy(self) -> StreamPolicy:
@@ -115,7 +118,9 @@ class Settings:
 
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:
         """The session bridge's part: admission limit, deadline, modes (``modes`` None: every mode these settings
-        allow), the MCP servers' timeouts and the sessions' built-in tools (how ``web_fetch`` reaches the network)."""
+        allow), the MCP servers' timeouts, the sessions' built-in tools (how ``web_fetch`` reaches the network) and
+        the user's command files."""
+        from ..commands import CommandFiles
         from ..mcp import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
         from ..tools import WebPolicy
         from ..tools.builtin import builtin_tool_set
@@ -134,6 +139,7 @@ class Settings:
                 call_timeout_s=_seconds(self.mcp_call_timeout_ms, DEFAULT_MCP_CALL_TIMEOUT_S),
                 version=__version__,
             ),
+            commands=CommandFiles(None if self.user_config_dir is None else f"{self.user_config_dir}/commands"),
             tools=builtin_tool_set(
                 WebPolicy(allowed=self.web_fetch_allow, read_only=self.read_only_network)
             ),
