@@ -226,6 +226,22 @@ OPTIONS: tuple[Option, ...] = (
         "NETWORKS",
     ),
     Option(
+        "task_max_requests",
+        "--task-max-requests",
+        "ACP_SERVER_TASK_MAX_REQUESTS",
+        parse.positive_int,
+        "model requests one subagent (a task call) may make before it stops (default 25)",
+        "N",
+    ),
+    Option(
+        "task_timeout_ms",
+        "--task-timeout-ms",
+        "ACP_SERVER_TASK_TIMEOUT_MS",
+        parse.positive_int,
+        "how long one subagent may run before it is stopped and its call fails (default 600000)",
+        "MS",
+    ),
+    Option(
         "read_only_network",
         "--read-only-network",
         "ACP_SERVER_READ_ONLY_NETWORK",

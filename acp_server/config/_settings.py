@@ -79,6 +79,8 @@ class Settings:
     no_project_instructions: bool = False
     web_fetch_allow: tuple[str, ...] = ()
     read_only_network: bool = False
+    task_max_requests: int | None = None
+    task_timeout_ms: int | None = None
     user_config_dir: str | None = None  # $XDG_CONFIG_HOME/acp-server: the user's commands/ and skills/ (None: none)
     system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
@@ -99,7 +101,10 @@ class Settings:
             DEFAULT_MAX_TURN_REQUESTS,
             DEFAULT_MODEL,
             DEFAULT_SYSTEM_PROMPT,
+            DEFAULT_TASK_MAX_REQUESTS,
+            DEFAULT_TASK_TIMEOUT_S,
             ModelSettings,
+            SubagentSettings,
         )
 
         return ModelSettings(
@@ -114,6 +119,10 @@ class Settings:
             max_turn_requests=_or(self.max_turn_requests, DEFAULT_MAX_TURN_REQUESTS),
             system_prompt=self.system_prompt or DEFAULT_SYSTEM_PROMPT,
             project_instructions=not self.no_project_instructions,
+            subagents=SubagentSettings(
+                max_requests=_or(self.task_max_requests, DEFAULT_TASK_MAX_REQUESTS),
+                timeout_s=_seconds(self.task_timeout_ms, DEFAULT_TASK_TIMEOUT_S),
+            ),
         )
 
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:

@@ -22,6 +22,7 @@ __all__ = [
     "PermissionAsker",
     "PermissionChoice",
     "PreparedCall",
+    "SubagentRunner",
     "TerminalExit",
     "TerminalOutput",
     "ToolClient",
@@ -102,6 +103,14 @@ class EditorTerminal(Protocol):
     async def release_terminal(self, terminal_id: str) -> None: ...
 
 
+class SubagentRunner(Protocol):
+    """Runs a child session for the ``task`` tool: ``prompt`` with its own conversation, in the parent's mode when
+    ``write`` (else ``read-only``), showing its progress through ``sink``; returns its final answer. Raises
+    :class:`~acp_server.tools.ToolCallError` when it cannot run or ends without an answer."""
+
+    async def __call__(self, description: str, prompt: str, write: bool, sink: ContentSink) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolClient:
     """The client's side of one prompt's tool calls: who is asked for permission, and the parts of the editor the
@@ -114,6 +123,8 @@ class ToolClient:
     reader: EditorReader | None = None
     writer: EditorWriter | None = None
     terminal: EditorTerminal | None = None
+    subagent: SubagentRunner | None = None
+    """Runs a child session (the turn sets it; None: subagents are not available here)."""
 
 
 ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]

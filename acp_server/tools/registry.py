@@ -103,6 +103,13 @@ class ToolSet:
         """A set with the same built-ins and no other source (what a new session starts from)."""
         return ToolSet(self._builtin)
 
+    def without(self, name: str) -> ToolSet:
+        """A set of the same tools as now but ``name`` (a child session's: no ``task`` of its own)."""
+        tools = ToolSet(tool for tool in self._builtin if tool.name != name)
+        for source, listed in self._sources.items():
+            tools.set_source(source, (tool for tool in listed if tool.name != name))
+        return tools
+
     def set_source(self, source: str, tools: Iterable[Tool]) -> None:
         """``source``'s tools are now ``tools`` (replacing what it listed before)."""
         self._sources[source] = tuple(tools)

@@ -21,6 +21,7 @@ from .grep import Grep
 from .list_directory import ListDirectory
 from .read_file import ReadFile
 from .run_command import RunCommand
+from .task import Task
 from .update_plan import UpdatePlan
 from .web_fetch import WebFetch
 from .write_file import WriteFile
@@ -36,6 +37,7 @@ CLASSES: tuple[type[BuiltinTool[Any]], ...] = (
     EditFile,
     RunCommand,
     WebFetch,
+    Task,
     UpdatePlan,
 )
 """Every built-in tool's class, in offer order."""

@@ -24,9 +24,9 @@ MAX_QUESTION_TEXT_CHARS = 100_000
 
 
 class WebFetchArgs(Args):
-    url: str = Field(min_length=1, max_length=8192, description="An http(s) URL.")
+    url: str = Field(min_length=1, max_length=8192, description="http(s) URL.")
     prompt: str | None = Field(
-        default=None, max_length=8192, description="A question to answer from the page instead of returning it."
+        default=None, max_length=8192, description="Question to answer from the page instead."
     )
 
 
@@ -42,7 +42,7 @@ class WebFetch(BuiltinTool[WebFetchArgs]):
     kind = "fetch"
     title = "Fetch"
     args = WebFetchArgs
-    description = "Fetch a URL: HTML as Markdown, text as is."
+    description = "Fetch a URL (HTML as Markdown)."
 
     def __init__(self, policy: WebPolicy = DEFAULT_WEB_POLICY) -> None:
         self.policy = policy
