@@ -150,7 +150,8 @@ class Settings:
             ),
             commands=CommandFiles(None if self.user_config_dir is None else f"{self.user_config_dir}/commands"),
             tools=builtin_tool_set(
-                WebPolicy(allowed=self.web_fetch_allow, read_only=self.read_only_network)
+                WebPolicy(allowed=self.web_fetch_allow, read_only=self.read_only_network),
+                None if self.user_config_dir is None else f"{self.user_config_dir}/skills",
             ),
         )
 

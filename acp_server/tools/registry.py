@@ -46,7 +46,8 @@ class Tool:
     ``source``: where it comes from (None: built in; else the MCP server).
     ``title``: what a call is shown as before its arguments are known (None: its name).
     ``offered_read_only``: offered in ``read-only`` mode although it needs permission (``web_fetch`` where the
-    server lets read-only sessions reach the network)."""
+    server lets read-only sessions reach the network). ``instructions``: what the tool adds to the system prompt
+    of a session in a directory ('' for nothing; ``skill``: the skills' list); called in a worker thread."""
 
     name: str
     description: str
@@ -59,6 +60,7 @@ class Tool:
     source: str | None = None
     title: str | None = None
     offered_read_only: bool = False
+    instructions: Callable[[str], str] | None = None
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +121,11 @@ class ToolSet:
         """``source``'s tools are gone (its server stopped or closed)."""
         if self._sources.pop(source, None) is not None:
             self._rebuild()
+
+    def instructions(self, cwd: str) -> str:
+        """What the tools add to the system prompt of a session in ``cwd`` (blocking: call in a worker thread)."""
+        texts = (tool.instructions(cwd) for tool in self._tools.values() if tool.instructions is not None)
+        return "\n\n".join(text for text in texts if text)
 
     @property
     def names(self) -> tuple[str, ...]:

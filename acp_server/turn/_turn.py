@@ -321,10 +321,9 @@ class ModelTurn:
         return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
 
     async def _system(self, session: SessionLike) -> str:
-        settings = self.settings
-        return await build_system_prompt(
-            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
-        )
+        base, cwd, instructions = self.settings.system_prompt, session.cwd, self.settings.project_instructions
+        additional, tools = additional_of(session), tools_of(session)
+        return await build_system_prompt(base, cwd, instructions, additional=additional, tools=tools)
 
     def _window_problem(self, session: SessionLike, system: str, budget: Budget) -> ContextWindowTooSmallError | None:
         return window_problem(system, self.settings.system_prompt, tools_of(session), session.mode, budget)

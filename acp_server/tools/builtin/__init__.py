@@ -21,6 +21,7 @@ from .grep import Grep
 from .list_directory import ListDirectory
 from .read_file import ReadFile
 from .run_command import RunCommand
+from .skill import SkillTool
 from .task import Task
 from .update_plan import UpdatePlan
 from .web_fetch import WebFetch
@@ -38,6 +39,7 @@ CLASSES: tuple[type[BuiltinTool[Any]], ...] = (
     RunCommand,
     WebFetch,
     Task,
+    SkillTool,
     UpdatePlan,
 )
 """Every built-in tool's class, in offer order."""
@@ -55,15 +57,16 @@ BUILTIN: ToolSet = ToolSet(BUILTIN_TOOLS)
 """The built-in tools alone (shared: never add a source to it; a session takes :func:`builtin_tool_set`)."""
 
 
-def builtin_tool_set(web: WebPolicy | None = None) -> ToolSet:
-    """A new session's tool set: the built-in tools (``web``: how ``web_fetch`` reaches the network; None: the
-    default policy), to which its MCP servers' tools are added."""
-    if web is None:
+def builtin_tool_set(web: WebPolicy | None = None, skills_dir: str | None = None) -> ToolSet:
+    """A new session's tool set: the built-in tools (``web``: how ``web_fetch`` reaches the network, None: the
+    default policy; ``skills_dir``: the user's skills, None: none), to which its MCP servers' tools are added."""
+    if web is None and skills_dir is None:
         return BUILTIN.copy()
-    fetch = WebFetch(web).tool()
-    if web.read_only:
+    fetch = WebFetch(web or WebPolicy()).tool()
+    if web is not None and web.read_only:
         fetch = dataclasses.replace(fetch, offered_read_only=True)
-    return ToolSet(fetch if tool.name == WebFetch.name else tool for tool in BUILTIN_TOOLS)
+    replaced = {WebFetch.name: fetch, SkillTool.name: SkillTool(skills_dir).tool()}
+    return ToolSet(replaced.get(tool.name, tool) for tool in BUILTIN_TOOLS)
 
 
 def openai_tools(names: Iterable[str]) -> list[dict[str, Any]]:
