@@ -103,3 +103,28 @@ async def test_a_writing_child_asks_permission_of_the_same_client(tmp_path: Path
         assert (tmp_path / "notes.txt").read_text() == "hi\n"
         [tool] = [m for m in model.requests[3].messages if m["role"] == "tool"]
         assert tool["content"] == "Wrote notes.txt."
+
+
+async def test_ask_runs_a_subagent(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    (tmp_path / "VERSION").write_text("4.2.0\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ACP_SERVER_"))}
+    async with LoopbackModel() as model:
+        model.enqueue(
+            _task(prompt="What version is in VERSION?"),
+            ToolCalls((ScriptedCall("read_file", {"path": "VERSION"}),)),
+            Answer(text="The version is 4.2.0.", reasoning=""),
+            Answer(text="It is 4.2.0.", reasoning=""),
+        )
+        result = await anyio.run_process(
+            [sys.executable, "-m", "acp_server", "ask", "--base-url", model.base_url, "which version?"],
+            cwd=tmp_path,
+            env=env,
+            check=False,
+        )
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert "→ Task: Find the version" in stderr  # ask's read-only mode offers task; the child reads
+    assert result.stdout.decode() == "It is 4.2.0.\n"
