@@ -34,6 +34,8 @@ EFFECTIVE: dict[str, Callable[[], object]] = {
     "mcp_connect_timeout_ms": lambda: _ms(SETTINGS.bridge_arguments()["mcp"].connect_timeout_s),
     "mcp_call_timeout_ms": lambda: _ms(SETTINGS.bridge_arguments()["mcp"].call_timeout_s),
     "fs_request_timeout_ms": lambda: SETTINGS.agent_options().fs_request_timeout_ms,
+    "task_max_requests": lambda: SETTINGS.model_settings().subagents.max_requests,
+    "task_timeout_ms": lambda: _ms(SETTINGS.model_settings().subagents.timeout_s),
     "max_message_bytes": SETTINGS.line_limit,
     "log_level": lambda: SETTINGS.log_level,
     "host": lambda: SETTINGS.daemon_options(SERVE).host,
@@ -47,7 +49,15 @@ EFFECTIVE: dict[str, Callable[[], object]] = {
 }
 """How to read, from the component it is handed to, the default each setting gets when nothing is asked for."""
 
-NOT_A_VALUE = {"models", "context_window", "prompt_deadline_ms", "state_dir", "store", "allow_origins"}
+NOT_A_VALUE = {
+    "models",
+    "context_window",
+    "prompt_deadline_ms",
+    "state_dir",
+    "store",
+    "allow_origins",
+    "web_fetch_allow",
+}
 """Settings whose help states a default that is no component's constant (none, the endpoint's list, SQLite...)."""
 
 
