@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from ..commands import Command, SlashCommands
+from ..commands import Command, CommandFiles, SlashCommands
 from ..domain import Conversation, Prompt
 from ..limits import DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
 from ..mcp import McpServerConfig, McpServers, McpSettings, check_mcp_servers
@@ -59,7 +59,7 @@ from ._stream import DEFAULT_STREAM_CAPACITY, PromptStream
 from ._worker import TurnRunner, work
 
 if TYPE_CHECKING:
-    from ..tools import ToolClient
+    from ..tools import ToolClient, ToolSet
     from ..turn import ModelCatalog
 
 __all__ = ["SessionBridge", "SettingsListener", "TurnRunner"]
@@ -86,16 +86,17 @@ class SessionBridge:
         modes: Collection[str] | None = None,
         models: ModelCatalog | None = None,
         mcp: McpSettings | None = None,
+        tools: ToolSet | None = None,
+        commands: CommandFiles | None = None,
     ) -> None:
-        """``store``: where journaled sessions live, opened and closed by the caller; None = a private
-        in-memory store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream
-        buffers before its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for
-        a slow reader may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode a new
-        session starts in (stored with it) and the mode of a stored session that has none; ``modes``: the modes a
-        session may have here (a stored one not among them reads as the default: a mode the server no longer allows
-        is never applied). None: any. ``models``: the models a session may pick (the runner's catalog; None: the
-        runner has no model choice to offer). ``mcp``: the sessions' MCP connect and call timeouts."""
-        self._runner = SlashCommands(runner, self)  # a prompt naming a slash command runs it instead of the model
+        """``store``: where journaled sessions live, opened and closed by the caller; None = a private in-memory
+        store the bridge opens and closes itself. ``stream_capacity``: turn events a prompt's stream buffers before
+        its turn waits for the reader; ``coalesce_bytes``: how much text consecutive chunks waiting for a slow reader
+        may merge into (0: never merge; see :class:`PromptStream`). ``default_mode``: the mode a new session starts
+        in (and a stored session without one); ``modes``: the modes a session may have here (None: any; a stored one
+        not among them reads as the default). ``models``: the models a session may pick (None: no choice). ``mcp``:
+        MCP timeouts; ``tools``: the built-in tools (None: the defaults); ``commands``: the user's command files."""
+        self._runner = SlashCommands(runner, self, files=commands, changed=lambda e: self._sessions.commands_changed(e))
         self._model_runner = runner
         self._mcp = McpSettings() if mcp is None else mcp
         self._closing_mcp: list[McpServers] = []
@@ -112,7 +113,7 @@ class SessionBridge:
         self._rules = SettingsRules(default_mode, modes, models)
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
-        self._sessions = SessionRegistry(self._rules)
+        self._sessions = SessionRegistry(self._rules, tools)
         self._keys = 0
         self._deadlines = DeadlineWatch()
         self._claims = Claims(self._store)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from ..domain import Conversation
 from ..store import SessionSnapshot, SessionStore
+from ..tools.registry import ToolSet
 from ._exceptions import SessionAlreadyExistsError, SessionNotFoundError
 from ._prompt import Cause, PromptJob
 from ._session import SessionEntry, SettingsChange
@@ -30,10 +31,19 @@ class SessionRegistry:
     """The attached sessions by id, oldest first (each in a mode ``rules`` offer); the close and settings
     listeners."""
 
-    __slots__ = ("_close_listeners", "_commands_listeners", "_deleting", "_rules", "_sessions", "_settings_listeners")
+    __slots__ = (
+        "_close_listeners",
+        "_commands_listeners",
+        "_deleting",
+        "_rules",
+        "_sessions",
+        "_settings_listeners",
+        "_tools",
+    )
 
-    def __init__(self, rules: SettingsRules) -> None:
+    def __init__(self, rules: SettingsRules, tools: ToolSet | None = None) -> None:
         self._rules = rules
+        self._tools = tools
         self._sessions: dict[str, SessionEntry] = {}
         self._close_listeners: list[Callable[[str], None]] = []
         self._settings_listeners: list[SettingsListener] = []
@@ -92,6 +102,7 @@ class SessionRegistry:
             mode=self._rules.mode_of(mode),
             model=model,
             on_change=self._settings_changed,
+            tools=None if self._tools is None else self._tools.copy(),
         )
         entry.additional_directories = roots
         self._sessions[session_id] = entry

@@ -21,6 +21,7 @@ from ..mcp import McpServerConfig, McpServers, McpSettings
 from ..modes import DEFAULT_MODE
 from ..store import SessionStore, TurnTicket
 from ..tools.builtin import builtin_tool_set
+from ..tools.registry import ToolSet
 from ._exceptions import BridgeClosedError, SessionClosedError
 from ._fifo import Fifo
 from ._prompt import Cause, PromptHandle, PromptJob
@@ -96,6 +97,7 @@ class SessionEntry:
         mode: str = DEFAULT_MODE,
         model: str | None = None,
         on_change: Callable[[SettingsChange], None] | None = None,
+        tools: ToolSet | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
@@ -105,7 +107,8 @@ class SessionEntry:
         self.mode = mode  # how tool calls are permitted (the turn layer defines the modes)
         self.model = model  # the model picked for the next requests; None: the server's default
         self.permission_rules: dict[str, bool] = {}  # tool kind (an MCP tool: its name) -> always allowed / rejected
-        self.tools = builtin_tool_set()  # what the model may call: the built-ins and the session's MCP servers' tools
+        # what the model may call: the built-ins and the session's MCP servers' tools
+        self.tools = builtin_tool_set() if tools is None else tools
         self.mcp: McpServers | None = None  # the session's MCP connections (None: it never had a server)
         self.created_at = self.updated_at = now()
         self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers

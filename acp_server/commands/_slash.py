@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
+from ._files import CommandFiles, UserCommand, expand
 from ._mcp_prompts import prompt_commands, run_prompt
 from ._types import CommandHost, CommandSession, Compacts, Runner
 
@@ -88,9 +89,20 @@ Handler = Callable[[S, str, Prompt, Emit, "ToolClient | None"], Awaitable[StopRe
 class SlashCommands(Generic[S]):
     """A turn runner: runs the command a prompt names, else hands the prompt to ``runner`` (the model's)."""
 
-    def __init__(self, runner: Runner[S], host: CommandHost) -> None:
+    def __init__(
+        self,
+        runner: Runner[S],
+        host: CommandHost,
+        *,
+        files: CommandFiles | None = None,
+        changed: Callable[[S], None] | None = None,
+    ) -> None:
+        """``files``: the user's command files (None: none); ``changed``: told as each prompt starts that the
+        session's commands may have changed (its command files: the listener compares with what it told)."""
         self._runner = runner
         self._host = host
+        self._files = files
+        self._changed = changed
         self._handlers: dict[str, Handler[S]] = {
             "compact": self._compact,
             "init": self._init,
@@ -99,23 +111,41 @@ class SlashCommands(Generic[S]):
             "help": self._help,
         }
         self.commands = tuple(command for command in COMMANDS if command.name in self._handlers)
+        if files is not None:
+            files.reserve(command.name for command in self.commands)
 
     def commands_of(self, session: S) -> tuple[Command, ...]:
-        """The commands ``session`` offers now: the built-ins, then its MCP servers' prompts."""
+        """The commands ``session`` offers now: the built-ins, then its MCP servers' prompts, then the user's
+        command files (a name already taken is left out)."""
         prompts = prompt_commands(session)
-        return self.commands + tuple(Command(p.command, p.description, p.hint) for p in prompts)
+        offered = self.commands + tuple(Command(p.command, p.description, p.hint) for p in prompts)
+        taken = {command.name for command in offered}
+        files = self._user_commands(session)
+        return offered + tuple(Command(f.name, f.description, f.hint) for f in files if f.name not in taken)
+
+    def _user_commands(self, session: S) -> tuple[UserCommand, ...]:
+        return () if self._files is None else self._files.commands(session.cwd)
 
     async def __call__(self, session: S, prompt: Prompt, emit: Emit, client: ToolClient | None, /) -> StopReason:
         parsed = parse_command(prompt, self.commands)
         if parsed is not None:
             command, argument = parsed
             return await self._handlers[command.name](session, argument, prompt, emit, client)
+        if self._files is not None and self._changed is not None:  # the files may have changed: told (if so) first
+            self._changed(session)
         prompts = {p.command: p for p in prompt_commands(session)}
         offered = tuple(Command(name, "") for name in prompts)
         named = parse_command(prompt, offered) if offered else None
+        if named is not None:
+            return await run_prompt(prompts[named[0].name], named[1], session, prompt, emit, client, self._runner)
+        files = {f.name: f for f in self._user_commands(session) if f.name not in prompts}
+        named = parse_command(prompt, tuple(Command(name, "") for name in files)) if files else None
         if named is None:
             return await self._runner(session, prompt, emit, client)
-        return await run_prompt(prompts[named[0].name], named[1], session, prompt, emit, client, self._runner)
+        text = expand(files[named[0].name], named[1])
+        first = next(index for index, part in enumerate(prompt.parts) if isinstance(part, TextPart))
+        parts = (*prompt.parts[:first], TextPart(text), *prompt.parts[first + 1 :])
+        return await self._runner(session, Prompt(parts), emit, client)
 
     # -- the commands ------------------------------------------------------------------------------------------
 

@@ -17,8 +17,11 @@ __all__ = ["CommandHost", "CommandRules", "CommandSession", "Compacts", "ModelCh
 
 
 class CommandSession(Protocol):
-    """A session as the commands see it: its mode and model (None: the default), which they may switch, and its MCP
-    servers (None: it never had one)."""
+    """A session as the commands see it: its directory, its mode and model (None: the default), which they may
+    switch, and its MCP servers (None: it never had one)."""
+
+    @property
+    def cwd(self) -> str: ...
 
     @property
     def mode(self) -> str: ...

@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..modes import BYPASS_MODE
-from ._file import CONFIG_ENV, PROFILE_ENV, ConfigFile, ConfigFileError, load_config, locate_config
+from ._file import (
+    CONFIG_ENV,
+    PROFILE_ENV,
+    ConfigFile,
+    ConfigFileError,
+    default_config_path,
+    load_config,
+    locate_config,
+)
 from ._options import OPTIONS, SERVE_OPTIONS, Option
 from ._parsers import boolean
 from ._secrets import SECRETS
@@ -141,6 +149,7 @@ def resolve_settings(args: argparse.Namespace, env: Mapping[str, str] | None = N
         values["max_pending_prompts_per_session"] = None
     if values.get("default_mode") == BYPASS_MODE and not values.get("allow_bypass_permissions"):
         raise SettingsError(f"--default-mode {BYPASS_MODE} needs --allow-bypass-permissions")
+    values["user_config_dir"] = str(default_config_path(env).parent)
     return Settings(**values)
 
 

@@ -47,7 +47,7 @@ PROFILE_ENV = "ACP_SERVER_PROFILE"
 """The environment variable naming the profile (the flag ``--profile`` wins over it)."""
 
 _FILE_OPTIONS: dict[str, Option] = {o.flag.removeprefix("--"): o for o in (*OPTIONS, *SERVE_OPTIONS)}
-_LIST_OPTIONS = frozenset({"models", "allow_origins", "sandbox_hide"})
+_LIST_OPTIONS = frozenset({"models", "allow_origins", "sandbox_hide", "web_fetch_allow"})
 _WHOLE_NUMBERS: tuple[Callable[[str], Any], ...] = (
     parse.positive_int,
     parse.non_negative_int,

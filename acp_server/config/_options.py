@@ -218,6 +218,38 @@ OPTIONS: tuple[Option, ...] = (
         "MS",
     ),
     Option(
+        "web_fetch_allow",
+        "--web-fetch-allow",
+        "ACP_SERVER_WEB_FETCH_ALLOW",
+        parse.networks,
+        "private, loopback or link-local networks web_fetch may reach, comma-separated (10.0.0.0/8,127.0.0.1), or "
+        "private for all of them (default: none; checked on every address, also after a redirect)",
+        "NETWORKS",
+    ),
+    Option(
+        "task_max_requests",
+        "--task-max-requests",
+        "ACP_SERVER_TASK_MAX_REQUESTS",
+        parse.positive_int,
+        "model requests one subagent (a task call) may make before it stops (default 25)",
+        "N",
+    ),
+    Option(
+        "task_timeout_ms",
+        "--task-timeout-ms",
+        "ACP_SERVER_TASK_TIMEOUT_MS",
+        parse.positive_int,
+        "how long one subagent may run before it is stopped and its call fails (default 600000)",
+        "MS",
+    ),
+    Option(
+        "read_only_network",
+        "--read-only-network",
+        "ACP_SERVER_READ_ONLY_NETWORK",
+        None,
+        "offer web_fetch in the read-only mode too (it asks before each new host there as elsewhere)",
+    ),
+    Option(
         "no_project_instructions",
         "--no-project-instructions",
         "ACP_SERVER_NO_PROJECT_INSTRUCTIONS",

@@ -91,6 +91,25 @@ def origins(text: str) -> tuple[str, ...]:
     return origins
 
 
+def networks(text: str) -> tuple[str, ...]:
+    """Comma-separated IP networks (``10.0.0.0/8``, ``127.0.0.1``, ``fd00::/8``), or ``private`` for every one;
+    returned in their normal spelling."""
+    import ipaddress
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise ValueError("must name at least one network, or private")
+    if any(name.lower() == "private" for name in names):
+        return ("0.0.0.0/0", "::/0")
+    out = []
+    for name in names:
+        try:
+            out.append(str(ipaddress.ip_network(name, strict=False)))
+        except ValueError:
+            raise ValueError(f"{name!r} is not an IP network (such as 10.0.0.0/8 or 127.0.0.1)") from None
+    return tuple(out)
+
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LOG_LEVEL = "INFO"
 """The log level when none is asked for (``ask`` lowers its own to WARNING)."""

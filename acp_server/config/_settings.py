@@ -23,9 +23,11 @@ from ._parsers import DEFAULT_LOG_LEVEL
 
 if TYPE_CHECKING:
     from ..acp import AgentOptions
+    from ..commands import CommandFiles
     from ..daemon import DaemonOptions
     from ..mcp import McpSettings
     from ..pipeline import StreamPolicy
+    from ..tools.registry import ToolSet
     from ..turn import ModelSettings
 
 __all__ = ["BridgeArguments", "ServeSettings", "Settings"]
@@ -39,6 +41,8 @@ class BridgeArguments(TypedDict):
     default_mode: str
     modes: Collection[str]
     mcp: McpSettings
+    tools: ToolSet
+    commands: CommandFiles
 
 
 logger = logging.getLogger(__name__)
@@ -85,6 +89,11 @@ class Settings:
     sandbox_network: bool = False
     sandbox_hide: tuple[str, ...] = ()
     sandbox_mechanism: str | None = None
+    web_fetch_allow: tuple[str, ...] = ()
+    read_only_network: bool = False
+    task_max_requests: int | None = None
+    task_timeout_ms: int | None = None
+    user_config_dir: str | None = None  # $XDG_CONFIG_HOME/acp-server: the user's commands/ and skills/ (None: none)
     system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
     def stream_policy(self) -> StreamPolicy:
@@ -104,7 +113,10 @@ class Settings:
             DEFAULT_MAX_TURN_REQUESTS,
             DEFAULT_MODEL,
             DEFAULT_SYSTEM_PROMPT,
+            DEFAULT_TASK_MAX_REQUESTS,
+            DEFAULT_TASK_TIMEOUT_S,
             ModelSettings,
+            SubagentSettings,
         )
 
         return ModelSettings(
@@ -119,6 +131,10 @@ class Settings:
             max_turn_requests=_or(self.max_turn_requests, DEFAULT_MAX_TURN_REQUESTS),
             system_prompt=self.system_prompt or DEFAULT_SYSTEM_PROMPT,
             project_instructions=not self.no_project_instructions,
+            subagents=SubagentSettings(
+                max_requests=_or(self.task_max_requests, DEFAULT_TASK_MAX_REQUESTS),
+                timeout_s=_seconds(self.task_timeout_ms, DEFAULT_TASK_TIMEOUT_S),
+            ),
         )
 
     def sandbox_available(self) -> bool:
@@ -153,8 +169,12 @@ class Settings:
 
     def bridge_arguments(self, modes: Collection[str] | None = None) -> BridgeArguments:
         """The session bridge's part: admission limit, deadline, modes (``modes`` None: every mode these settings
-        allow) and the MCP servers' timeouts."""
+        allow), the MCP servers' timeouts, the sessions' built-in tools (how ``web_fetch`` reaches the network) and
+        the user's command files."""
+        from ..commands import CommandFiles
         from ..mcp import DEFAULT_MCP_CALL_TIMEOUT_S, DEFAULT_MCP_CONNECT_TIMEOUT_S, McpSettings
+        from ..tools import WebPolicy
+        from ..tools.builtin import builtin_tool_set
 
         return BridgeArguments(
             max_pending_prompts_per_session=self.max_pending_prompts_per_session,
@@ -174,6 +194,11 @@ class Settings:
                 connect_timeout_s=_seconds(self.mcp_connect_timeout_ms, DEFAULT_MCP_CONNECT_TIMEOUT_S),
                 call_timeout_s=_seconds(self.mcp_call_timeout_ms, DEFAULT_MCP_CALL_TIMEOUT_S),
                 version=__version__,
+            ),
+            commands=CommandFiles(None if self.user_config_dir is None else f"{self.user_config_dir}/commands"),
+            tools=builtin_tool_set(
+                WebPolicy(allowed=self.web_fetch_allow, read_only=self.read_only_network),
+                None if self.user_config_dir is None else f"{self.user_config_dir}/skills",
             ),
         )
 

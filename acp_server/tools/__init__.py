@@ -59,8 +59,10 @@ from ._types import (
     permission_choice,
 )
 from ._validate import arguments_json, schema_check
+from ._web import WebPolicy
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
+from .registry import ToolSet
 
 __all__ = [
     "CREDENTIAL_STORES",
@@ -87,6 +89,8 @@ __all__ = [
     "ToolClient",
     "ToolError",
     "ToolResult",
+    "ToolSet",
+    "WebPolicy",
     "Workspace",
     "arguments_json",
     "cap_text",

@@ -22,6 +22,7 @@ __all__ = [
     "PermissionAsker",
     "PermissionChoice",
     "PreparedCall",
+    "SubagentRunner",
     "TerminalExit",
     "TerminalOutput",
     "ToolClient",
@@ -102,6 +103,14 @@ class EditorTerminal(Protocol):
     async def release_terminal(self, terminal_id: str) -> None: ...
 
 
+class SubagentRunner(Protocol):
+    """Runs a child session for the ``task`` tool: ``prompt`` with its own conversation, in the parent's mode when
+    ``write`` (else ``read-only``), showing its progress through ``sink``; returns its final answer. Raises
+    :class:`~acp_server.tools.ToolCallError` when it cannot run or ends without an answer."""
+
+    async def __call__(self, description: str, prompt: str, write: bool, sink: ContentSink) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolClient:
     """The client's side of one prompt's tool calls: who is asked for permission, and the parts of the editor the
@@ -114,6 +123,8 @@ class ToolClient:
     reader: EditorReader | None = None
     writer: EditorWriter | None = None
     terminal: EditorTerminal | None = None
+    subagent: SubagentRunner | None = None
+    """Runs a child session (the turn sets it; None: subagents are not available here)."""
 
 
 ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]
@@ -125,7 +136,9 @@ class ToolResult:
     """How a call ended: ``output`` is what the model gets (capped), ``content`` what the editor shows,
     ``raw_output`` a JSON value for ``rawOutput``, ``failed`` whether the call ends ``failed``; ``plan`` the whole
     plan a call set (``update_plan``; None for every other tool), which the turn reports after the call;
-    ``images`` what the model is shown besides ``output`` (an MCP tool's images; the turn's only, never stored)."""
+    ``images`` what the model is shown besides ``output`` (an MCP tool's images; the turn's only, never stored);
+    ``question``: a question and the text to answer it over, which the turn answers with the model in a tool-less
+    side request, the answer following ``output`` (``web_fetch`` with a ``prompt``)."""
 
     output: str
     content: tuple[ToolContent, ...] = ()
@@ -133,6 +146,7 @@ class ToolResult:
     failed: bool = False
     plan: tuple[PlanEntry, ...] | None = None
     images: tuple[ImagePart, ...] = ()
+    question: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

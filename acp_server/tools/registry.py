@@ -44,7 +44,10 @@ class Tool:
     ``read_only``: it changes nothing (offered in ``read-only`` mode, never asks); else it needs permission: the
     mode decides whether a call waits for the user.
     ``source``: where it comes from (None: built in; else the MCP server).
-    ``title``: what a call is shown as before its arguments are known (None: its name)."""
+    ``title``: what a call is shown as before its arguments are known (None: its name).
+    ``offered_read_only``: offered in ``read-only`` mode although it needs permission (``web_fetch`` where the
+    server lets read-only sessions reach the network). ``instructions``: what the tool adds to the system prompt
+    of a session in a directory ('' for nothing; ``skill``: the skills' list); called in a worker thread."""
 
     name: str
     description: str
@@ -56,6 +59,8 @@ class Tool:
     check: SchemaCheck | None = None
     source: str | None = None
     title: str | None = None
+    offered_read_only: bool = False
+    instructions: Callable[[str], str] | None = None
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +105,13 @@ class ToolSet:
         """A set with the same built-ins and no other source (what a new session starts from)."""
         return ToolSet(self._builtin)
 
+    def without(self, name: str) -> ToolSet:
+        """A set of the same tools as now but ``name`` (a child session's: no ``task`` of its own)."""
+        tools = ToolSet(tool for tool in self._builtin if tool.name != name)
+        for source, listed in self._sources.items():
+            tools.set_source(source, (tool for tool in listed if tool.name != name))
+        return tools
+
     def set_source(self, source: str, tools: Iterable[Tool]) -> None:
         """``source``'s tools are now ``tools`` (replacing what it listed before)."""
         self._sources[source] = tuple(tools)
@@ -109,6 +121,11 @@ class ToolSet:
         """``source``'s tools are gone (its server stopped or closed)."""
         if self._sources.pop(source, None) is not None:
             self._rebuild()
+
+    def instructions(self, cwd: str) -> str:
+        """What the tools add to the system prompt of a session in ``cwd`` (blocking: call in a worker thread)."""
+        texts = (tool.instructions(cwd) for tool in self._tools.values() if tool.instructions is not None)
+        return "\n\n".join(text for text in texts if text)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,7 +148,7 @@ class ToolSet:
         """The tools the model is offered in ``mode``: all in a known mode but ``read-only``; the read-only ones in
         ``read-only`` and in an unknown mode (fail safe)."""
         offers = mode_named(mode).offers
-        return tuple(name for name, tool in self._tools.items() if offers(tool.read_only))
+        return tuple(name for name, tool in self._tools.items() if offers(tool.read_only or tool.offered_read_only))
 
     def still_offered(self, offered: tuple[str, ...], mode: str) -> tuple[str, ...]:
         """The tools a call may use: offered in its request and still offered in the session's mode now (a switch

@@ -43,11 +43,13 @@ from ..tools import (
     ToolClient,
     ToolResult,
     arguments_json,
+    cap_text,
     prepare_call,
 )
 from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._mode_watch import WITHDRAWN, ModeWatch, ask_while_offered
+from ._side import SideAsk
 from ._titles import failed_title
 
 __all__ = ["CallAssembler", "PendingCall", "run_call"]
@@ -268,11 +270,13 @@ async def run_call(
     tools: ToolSet | None = None,
     watch: ModeWatch | None = None,
     announced: bool = False,
+    side: SideAsk | None = None,
 ) -> None:
     """Run one call to its end and hand its record to ``done`` (before re-raising a cancellation). ``problem``: why
     the call fails without running (found while it was assembled); ``tools``: the session's (None: the built-ins);
     ``announced``: the call was shown while it streamed (``_announce.py``), so what it is now known to be is an
-    update of that, not a second announcement."""
+    update of that, not a second announcement. ``side``: answers a call's question with the model (see
+    :mod:`._side`; None: the question is left unanswered and the text returned)."""
     raw_input = None if problem is not None else _raw_input(arguments)
     try:
         if problem is not None:
@@ -340,6 +344,8 @@ async def run_call(
             result = await prepared.run(show)
         except ServerError as exc:  # the tool failed, or the client answered its request with an error
             result = ToolResult(f"Error: {exc}", (TextContent(str(exc)),), failed=True)
+        if result.question is not None and not result.failed:
+            result = await _answered(result, result.question, side)
         final_content = (*shown, *result.content) if shown else result.content
         status: Final = "failed" if result.failed else "completed"
         await _end(
@@ -356,6 +362,14 @@ async def run_call(
             await _final(emit, ToolCallUpdated(call_id, "failed", content=content))
             record.end(CANCELLED if cancelled else "Error: the tool failed unexpectedly.", "failed", content)
         raise
+
+
+async def _answered(result: ToolResult, question: tuple[str, str], side: SideAsk | None) -> ToolResult:
+    """``result`` with its question answered by the model after its output (no ``side``: the text instead)."""
+    asked, text = question
+    answer = text if side is None else await side(asked, text)
+    output = cap_text(f"{result.output}\nQuestion: {asked}\n\n{answer}", "the rest was cut")
+    return dataclasses.replace(result, output=output, question=None)
 
 
 class _Recorder:

@@ -23,7 +23,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import Process
 
-from ..tools import SECRET_ENV
+from ..tools import SECRET_ENV, ToolSet
 from ._instructions import project_instructions, repository_root
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "GIT_TIMEOUT_S", "build_system_prompt", "environment_block", "git_state"]
@@ -175,13 +175,16 @@ async def build_system_prompt(
     *,
     git_timeout_s: float = GIT_TIMEOUT_S,
     additional: Sequence[str] = (),
+    tools: ToolSet | None = None,
 ) -> str:
     """``base`` (how to work), then the environment (naming the ``additional`` directories), then
     (``instructions``) the project instructions — read from the cwd's repository only, never from an additional
-    directory."""
+    directory — then what the ``tools`` add (the skills' list)."""
     parts = [base.strip(), await environment_block(cwd, git_timeout_s, additional)]
     if instructions and os.path.isabs(cwd):  # never the server's own directory
         section = await anyio.to_thread.run_sync(project_instructions, cwd, abandon_on_cancel=True)
         if section:
             parts.append(section)
+    if tools is not None and os.path.isabs(cwd):
+        parts.append(await anyio.to_thread.run_sync(tools.instructions, cwd, abandon_on_cancel=True))
     return "\n\n".join(part for part in parts if part)

@@ -49,6 +49,8 @@ from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
 from ._notices import retry_notice
 from ._request_fields import RequestFields, answer_bound
+from ._side import side_answer
+from ._subagent import SubagentSettings, bounded_turn, subagent_client
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
 from ._usage import usage_of
 from ._window_fit import window_problem
@@ -151,6 +153,7 @@ class ModelSettings:
     compact_threshold: int = DEFAULT_COMPACT_THRESHOLD
     max_answer_tokens: int | None = None
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sent with each request: secrets
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
 
     @property
     def configured(self) -> bool:
@@ -321,10 +324,9 @@ class ModelTurn:
         return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
 
     async def _system(self, session: SessionLike) -> str:
-        settings = self.settings
-        return await build_system_prompt(
-            settings.system_prompt, session.cwd, settings.project_instructions, additional=additional_of(session)
-        )
+        base, cwd, instructions = self.settings.system_prompt, session.cwd, self.settings.project_instructions
+        additional, tools = additional_of(session), tools_of(session)
+        return await build_system_prompt(base, cwd, instructions, additional=additional, tools=tools)
 
     def _window_problem(self, session: SessionLike, system: str, budget: Budget) -> ContextWindowTooSmallError | None:
         return window_problem(system, self.settings.system_prompt, tools_of(session), session.mode, budget)
@@ -337,11 +339,10 @@ class ModelTurn:
         return None if budget.window is None else self._window_problem(session, await self._system(session), budget)
 
     async def compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
-        """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
-        compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (the slash
-        commands' ``/compact`` does). In flight throughout: the model list is never asked for meanwhile. The outcome's
-        ``text`` is what the user is answered when nothing was compacted ("Nothing to compact yet: …"). Raises
-        :class:`ContextWindowTooSmallError` when the window cannot hold any prompt (no compaction can help)."""
+        """Compact the session's conversation now (``/compact``): every stored turn is summarised into its compaction
+        record; nothing is added to the conversation. The caller holds the session's FIFO slot. In flight throughout:
+        the model list is never asked for meanwhile. The outcome's ``text`` is what the user is answered when nothing
+        was compacted. Raises :class:`ContextWindowTooSmallError` when the window cannot hold any prompt."""
         with self._in_flight:
             return await self._compact(session, emit)
 
@@ -365,18 +366,17 @@ class ModelTurn:
         """Answer the prompt: stream, run the tool calls asked for, ask again, until an answer without calls (or
         ``max_turn_requests`` requests). The session's journal gains the prompt before the model is asked, each tool
         step as its calls end, and the answer when the turn ends, marked with its outcome (``complete``,
-        ``failed``, ``cancelled``).
-
-        The answer is recorded even when the turn is cancelled (shielded); a failure to record it is raised only
-        when the turn itself succeeded, so it never hides the turn's own error or cancellation.
+        ``failed``, ``cancelled``). The answer is recorded even when the turn is cancelled (shielded); a failure to
+        record it is raised only when the turn itself succeeded, so it never hides the turn's own error or cancel.
 
         ``emit`` is the prompt's event stream: awaiting it is the reader's backpressure. Each request's deltas are
         handled inside the pipeline's per-attempt lifetime scope (:func:`run_chat`), so a reader that stops reading
         cannot hold a model request open past ``--stream-max-lifetime-ms``. Tool calls run between requests, each
-        under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline).
-        """
+        under its own bounds (a command's timeout; a permission wait ends with the prompt's cancel or deadline);
+        a ``task`` call runs a child turn (``_subagent``)."""
         # In flight from its start until its first request has its answer: the model list (discover_models) never
         # goes to the server while the turn prepares that request (the client's import, the system prompt's git).
+        client = subagent_client(partial(bounded_turn, self), self.settings.subagents, session, client)
         release_start = self._in_flight.hold()
         try:
             return await self._answer(session, prompt, emit, client, release_start)
@@ -467,14 +467,13 @@ class ModelTurn:
                         tools=tools,
                         watch=ModeWatch(session, tools.offered),  # a switch withdraws a pending request
                         announced=announcer.take(call.call_id),
+                        side=partial(side_answer, model_client, model, settings.policy),
                     )
                     with anyio.CancelScope(shield=True):
                         await session.record_steps(tuple(s.without_images() for s in (*answer.steps, answer.step())))
                 if calls.dropped and ended:
-                    note = (
-                        f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "
-                        f"{len(ended)} ran. Ask for fewer at a time.)"
-                    )
+                    note = f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "
+                    note += f"{len(ended)} ran. Ask for fewer at a time.)"
                     ended[-1] = dataclasses.replace(ended[-1], output=ended[-1].output + note)
                 step = answer.step()
                 answer.steps.append(step)

@@ -34,6 +34,8 @@ EFFECTIVE: dict[str, Callable[[], object]] = {
     "mcp_connect_timeout_ms": lambda: _ms(SETTINGS.bridge_arguments()["mcp"].connect_timeout_s),
     "mcp_call_timeout_ms": lambda: _ms(SETTINGS.bridge_arguments()["mcp"].call_timeout_s),
     "fs_request_timeout_ms": lambda: SETTINGS.agent_options().fs_request_timeout_ms,
+    "task_max_requests": lambda: SETTINGS.model_settings().subagents.max_requests,
+    "task_timeout_ms": lambda: _ms(SETTINGS.model_settings().subagents.timeout_s),
     "max_message_bytes": SETTINGS.line_limit,
     "log_level": lambda: SETTINGS.log_level,
     "host": lambda: SETTINGS.daemon_options(SERVE).host,
@@ -56,6 +58,7 @@ NOT_A_VALUE = {
     "allow_origins",
     "sandbox_network",
     "sandbox_mechanism",
+    "web_fetch_allow",
 }
 """Settings whose help states a default that is no component's constant (none, the endpoint's list, SQLite...)."""
 

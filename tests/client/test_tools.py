@@ -154,7 +154,8 @@ async def test_events_answer_permission_and_modes_through_the_client(project: Pa
         capabilities = await client.capabilities()
         assert [m.id for m in capabilities.modes] == ["default", "accept-edits", "read-only"]
         assert capabilities.default_mode_id == "default"
-        assert capabilities.modes[2].tools == ("read_file", "list_directory", "glob", "grep", "update_plan")
+        read_only = ("read_file", "list_directory", "glob", "grep", "task", "skill", "update_plan")
+        assert capabilities.modes[2].tools == read_only
         assert "run_command" in capabilities.tools and capabilities.supports("session.permission")
         with pytest.raises(DaemonInvalidRequestError) as refused:
             await client.create_session(project, mode_id="bypass-permissions")
@@ -194,7 +195,7 @@ async def test_a_tokenless_daemon_reports_read_only_to_the_sdk(project: Path) ->
     async with running_daemon(None) as served, DaemonClient(served.url) as client:
         capabilities = await client.capabilities()
         assert [m.id for m in capabilities.modes] == ["read-only"]
-        assert capabilities.tools == ("read_file", "list_directory", "glob", "grep", "update_plan")
+        assert capabilities.tools == ("read_file", "list_directory", "glob", "grep", "task", "skill", "update_plan")
         session_id = await client.create_session(project)
         with pytest.raises(DaemonInvalidRequestError):
             await client.set_mode(session_id, "default")

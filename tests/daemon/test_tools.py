@@ -25,8 +25,8 @@ from .test_acp_http import RawAcp
 pytestmark = pytest.mark.anyio
 
 TOKEN = "s3cret-token"
-READ_TOOLS = ["read_file", "list_directory", "glob", "grep", "update_plan"]  # the plan changes nothing
-ALL_TOOLS = [*READ_TOOLS[:4], "write_file", "edit_file", "run_command", "update_plan"]
+READ_TOOLS = ["read_file", "list_directory", "glob", "grep", "task", "skill", "update_plan"]  # the plan changes nothing
+ALL_TOOLS = [*READ_TOOLS[:4], "write_file", "edit_file", "run_command", "web_fetch", "task", "skill", "update_plan"]
 ORIGINAL = "def main():\n    return 'on disk'\n"
 EDITED = "def main():\n    return 'edited'\n"
 EDIT = {"path": "src/app.py", "old_text": "'on disk'", "new_text": "'edited'"}

@@ -34,6 +34,9 @@ CONTRACT = {
     "write_file": ({"path", "content"}, set(), "edit", True),
     "edit_file": ({"path", "old_text", "new_text"}, {"replace_all"}, "edit", True),
     "run_command": ({"command"}, {"timeout_ms", "outside_sandbox", "reason"}, "execute", True),
+    "web_fetch": ({"url"}, {"prompt"}, "fetch", True),
+    "task": ({"description", "prompt"}, {"write"}, "think", False),
+    "skill": ({"name"}, {"path"}, "read", False),
     "update_plan": ({"entries"}, set(), "think", False),
 }
 
@@ -68,6 +71,8 @@ def test_exported_members() -> None:
         "ToolClient",
         "ToolError",
         "ToolResult",
+        "ToolSet",
+        "WebPolicy",
         "Workspace",
         "arguments_json",
         "cap_text",
@@ -89,9 +94,9 @@ def test_errors_derive_from_the_server_root() -> None:
     assert ToolCallError("x").error_kind == "tool_error"
 
 
-def test_the_eight_tools_their_parameters_kinds_and_permission() -> None:
+def test_the_eleven_tools_their_parameters_kinds_and_permission() -> None:
     assert tuple(CONTRACT) == TOOL_NAMES
-    assert frozenset({"read_file", "list_directory", "glob", "grep", "update_plan"}) == READ_ONLY_TOOLS
+    assert frozenset({"read_file", "list_directory", "glob", "grep", "task", "skill", "update_plan"}) == READ_ONLY_TOOLS
     for name, (required, optional, kind, permission) in CONTRACT.items():
         spec = SPECS[name]
         assert set(spec.parameters["required"]) == required, name
@@ -111,13 +116,17 @@ def test_openai_entries_in_canonical_order_whatever_the_order_asked() -> None:
             "parameters": SPECS["read_file"].parameters,
         },
     }
-    assert [entry["function"]["name"] for entry in openai_tools(READ_ONLY_TOOLS)] == [*TOOL_NAMES[:4], "update_plan"]
-    assert len(openai_tools(TOOL_NAMES)) == 8
+    read_only = [entry["function"]["name"] for entry in openai_tools(READ_ONLY_TOOLS)]
+    assert read_only == [*TOOL_NAMES[:4], "task", "skill", "update_plan"]
+    assert len(openai_tools(TOOL_NAMES)) == 11
     assert [BUILTIN.kind(name) for name in (*TOOL_NAMES, "nope")] == [
         *["read"] * 2,
         *["search"] * 2,
         *["edit"] * 2,
         "execute",
+        "fetch",
+        "think",
+        "read",
         "think",
         "other",
     ]
@@ -147,7 +156,7 @@ def test_the_generator_writes_the_pinned_files(tmp_path: Path, capsys: pytest.Ca
     assert write_schemas([str(tmp_path)]) == 0
     for name in TOOL_NAMES:
         assert (tmp_path / f"{name}.json").read_text() == (SCHEMAS / f"{name}.json").read_text()
-    assert capsys.readouterr().out.count(".json") == 8
+    assert capsys.readouterr().out.count(".json") == 11
 
 
 def test_the_schemas_and_the_models_agree_on_examples() -> None:
@@ -185,13 +194,13 @@ async def test_unknown_and_not_offered_tools_name_the_offered_ones(tmp_path: Pat
         await prepare(tmp_path, "foo")
     assert str(caught.value) == (
         "unknown tool 'foo'; available: read_file, list_directory, glob, grep, write_file, edit_file, run_command, "
-        "update_plan"
+        "web_fetch, task, skill, update_plan"
     )
     with pytest.raises(ToolCallError) as caught:
         await prepare(tmp_path, "write_file", offered=READ_ONLY_TOOLS, path="a", content="")
     assert str(caught.value) == (
         "tool 'write_file' is not available in this session; available: read_file, list_directory, glob, grep, "
-        "update_plan"
+        "task, skill, update_plan"
     )
 
 

@@ -81,7 +81,7 @@ async def test_a_4096_window_with_the_built_ins_holds_a_20_turn_conversation(tmp
 
 async def test_a_compaction_that_cannot_bring_the_request_under_the_limit_is_not_run(tmp_path: Path) -> None:
     # the instructions and tools alone take more than half the window: no summary can bring a request under it
-    async with long_session_stack(tmp_path, model_window=4096, system_prompt=None, threshold=50) as (
+    async with long_session_stack(tmp_path, model_window=3072, system_prompt=None, threshold=50) as (
         model,
         _store,
         bridge,

@@ -8,9 +8,11 @@ other source's. Adding a tool is adding its module and naming its class in :data
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from .._web import WebPolicy
 from ..registry import Tool, ToolSet
 from ._tool import BuiltinTool
 from .edit_file import EditFile
@@ -19,7 +21,10 @@ from .grep import Grep
 from .list_directory import ListDirectory
 from .read_file import ReadFile
 from .run_command import RunCommand
+from .skill import SkillTool
+from .task import Task
 from .update_plan import UpdatePlan
+from .web_fetch import WebFetch
 from .write_file import WriteFile
 
 __all__ = ["BUILTIN", "BUILTIN_TOOLS", "CLASSES", "READ_ONLY_TOOLS", "TOOL_NAMES", "builtin_tool_set", "openai_tools"]
@@ -32,6 +37,9 @@ CLASSES: tuple[type[BuiltinTool[Any]], ...] = (
     WriteFile,
     EditFile,
     RunCommand,
+    WebFetch,
+    Task,
+    SkillTool,
     UpdatePlan,
 )
 """Every built-in tool's class, in offer order."""
@@ -49,9 +57,16 @@ BUILTIN: ToolSet = ToolSet(BUILTIN_TOOLS)
 """The built-in tools alone (shared: never add a source to it; a session takes :func:`builtin_tool_set`)."""
 
 
-def builtin_tool_set() -> ToolSet:
-    """A new session's tool set: the built-in tools, to which its MCP servers' tools are added."""
-    return BUILTIN.copy()
+def builtin_tool_set(web: WebPolicy | None = None, skills_dir: str | None = None) -> ToolSet:
+    """A new session's tool set: the built-in tools (``web``: how ``web_fetch`` reaches the network, None: the
+    default policy; ``skills_dir``: the user's skills, None: none), to which its MCP servers' tools are added."""
+    if web is None and skills_dir is None:
+        return BUILTIN.copy()
+    fetch = WebFetch(web or WebPolicy()).tool()
+    if web is not None and web.read_only:
+        fetch = dataclasses.replace(fetch, offered_read_only=True)
+    replaced = {WebFetch.name: fetch, SkillTool.name: SkillTool(skills_dir).tool()}
+    return ToolSet(replaced.get(tool.name, tool) for tool in BUILTIN_TOOLS)
 
 
 def openai_tools(names: Iterable[str]) -> list[dict[str, Any]]:
