@@ -51,6 +51,7 @@ RANKS: dict[str, int] = {
     "pipeline": 2,
     "tools": 2,
     "mcp": 3,
+    "checkpoints": 3,
     "turn": 4,
     "store": 4,
     "commands": 4,

@@ -33,6 +33,9 @@ a session's tools are a :class:`~acp_server.tools.registry.ToolSet`: the built-i
 """
 
 from ._call import _guarded as guarded_run
+from ._checkpoint_hook import CheckpointRecorder, checkpoints_used, current_recorder
+from ._dirfd import open_parent
+from ._gitignore import Ignores
 from ._call import failure
 from ._command import SECRET_ENV
 from ._exceptions import ToolCallError, ToolError
@@ -55,7 +58,9 @@ from ._types import (
     ToolResult,
     permission_choice,
 )
+from ._textfile import remove_file, write_bytes_atomic
 from ._validate import arguments_json, schema_check
+from ._walk import Walk, WalkStopped
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
@@ -66,10 +71,12 @@ __all__ = [
     "READ_ONLY_TOOLS",
     "SECRET_ENV",
     "TOOL_NAMES",
+    "CheckpointRecorder",
     "ContentSink",
     "EditorReader",
     "EditorTerminal",
     "EditorWriter",
+    "Ignores",
     "PermissionAsker",
     "PermissionChoice",
     "PreparedCall",
@@ -81,15 +88,22 @@ __all__ = [
     "ToolClient",
     "ToolError",
     "ToolResult",
+    "Walk",
+    "WalkStopped",
     "Workspace",
     "arguments_json",
+    "checkpoints_used",
+    "current_recorder",
     "cap_text",
     "failure",
     "guarded_run",
+    "open_parent",
     "openai_tools",
     "permission_choice",
     "prepare_call",
     "read_project_text",
+    "remove_file",
     "schema_check",
     "watched_group",
+    "write_bytes_atomic",
 ]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
+import dataclasses
+
+from .._checkpoint_hook import current_recorder
 from .._command import DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS, run_local, run_terminal
 from .._exceptions import ToolCallError
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
@@ -55,8 +58,17 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
         terminal = None if client is None else client.terminal
 
         async def run(sink: ContentSink) -> ToolResult:
-            if terminal is not None:
-                return await run_terminal(terminal, command, workspace, timeout_ms, sink)
-            return await run_local(command, workspace, timeout_ms)
+            recorder = current_recorder()  # what the command changes in the roots is checkpointed (/rewind)
+            snapshot = None if recorder is None else await recorder.before_command(workspace)
+            note = ""
+            try:
+                if terminal is not None:
+                    result = await run_terminal(terminal, command, workspace, timeout_ms, sink)
+                else:
+                    result = await run_local(command, workspace, timeout_ms)
+            finally:
+                if recorder is not None:
+                    note = await recorder.after_command(snapshot)
+            return dataclasses.replace(result, output=f"{result.output}\n\n{note}") if note else result
 
         return self.call(title=_title(command), run=run)
