@@ -182,7 +182,7 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(
             session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
         )
-        for update in replay_updates(session_id, history, entry.conversation.compaction):
+        for update in replay_updates(session_id, history, entry.conversation.compaction, entry.rewinds):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from ..checkpoints import CheckpointRoot
 from ..domain import Conversation
 from ..store import SessionSnapshot, SessionStore
 from ._exceptions import SessionAlreadyExistsError, SessionNotFoundError
@@ -30,10 +31,19 @@ class SessionRegistry:
     """The attached sessions by id, oldest first (each in a mode ``rules`` offer); the close and settings
     listeners."""
 
-    __slots__ = ("_close_listeners", "_commands_listeners", "_deleting", "_rules", "_sessions", "_settings_listeners")
+    __slots__ = (
+        "_close_listeners",
+        "_commands_listeners",
+        "_deleting",
+        "_rules",
+        "_sessions",
+        "_settings_listeners",
+        "checkpoints",
+    )
 
-    def __init__(self, rules: SettingsRules) -> None:
+    def __init__(self, rules: SettingsRules, checkpoints: CheckpointRoot | None = None) -> None:
         self._rules = rules
+        self.checkpoints = checkpoints  # where the sessions' checkpoints live (None: none are kept)
         self._sessions: dict[str, SessionEntry] = {}
         self._close_listeners: list[Callable[[str], None]] = []
         self._settings_listeners: list[SettingsListener] = []
@@ -94,6 +104,8 @@ class SessionRegistry:
             on_change=self._settings_changed,
         )
         entry.additional_directories = roots
+        if self.checkpoints is not None:
+            entry.checkpoints = self.checkpoints.session(session_id)
         self._sessions[session_id] = entry
         return entry
 
@@ -117,7 +129,18 @@ class SessionRegistry:
             roots=record.additional_directories,
         )
         entry.created_at, entry.updated_at = record.created_at, record.updated_at
+        entry.rewinds = list(snapshot.rewinds)
         return entry
+
+    async def drop_checkpoints(self, session_id: str) -> None:
+        """Remove a deleted session's checkpoints."""
+        if self.checkpoints is not None:
+            await self.checkpoints.remove(session_id)
+
+    def close_checkpoints(self) -> None:
+        """The bridge closes: a temporary checkpoint directory goes with it."""
+        if self.checkpoints is not None:
+            self.checkpoints.close()
 
     def discard(self, entry: SessionEntry) -> bool:
         """Detach ``entry`` quietly (no listener is told) if it is the one attached under its id; True if it was."""

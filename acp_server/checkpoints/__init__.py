@@ -10,6 +10,7 @@ from ._exceptions import CheckpointError, NoSuchPromptError, RewindConflictError
 from ._rewind import FileRewind, RewindPlan, apply, plan
 from ._root import CheckpointRoot
 from ._scan import MAX_FILE_BYTES, MAX_SCAN_BYTES, MAX_SCAN_FILES
+from ._service import PromptEntry, Rewindable, RewindOutcome, list_prompts, preview, rewind
 from ._session import DEFAULT_CAP_BYTES, Manifest, SessionCheckpoints
 
 __all__ = [
@@ -22,10 +23,16 @@ __all__ = [
     "FileRewind",
     "Manifest",
     "NoSuchPromptError",
+    "PromptEntry",
     "RewindConflictError",
+    "RewindOutcome",
     "RewindPlan",
     "RewindUnavailableError",
+    "Rewindable",
     "SessionCheckpoints",
     "apply",
+    "list_prompts",
     "plan",
+    "preview",
+    "rewind",
 ]

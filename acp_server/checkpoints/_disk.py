@@ -48,8 +48,8 @@ def read_json(path: str) -> Any:
         return None
 
 
-def write_json(path: str, value: Any) -> None:
-    atomic_write(path, json.dumps(value, ensure_ascii=False).encode())
+def write_json(path: str, value: Any, *, sync: bool = True) -> None:
+    atomic_write(path, json.dumps(value, ensure_ascii=False).encode(), sync=sync)
 
 
 def blob_path(directory: str, sha: str) -> str:

@@ -78,7 +78,9 @@ def _diff(rel: str, now: bytes | None, then: bytes | None) -> str | None:
     return "".join(lines)
 
 
-def _plan(checkpoints: SessionCheckpoints, seqs: Sequence[int], numbers: Sequence[int], workspace: Workspace, diffs: bool) -> RewindPlan:
+def _plan(
+    checkpoints: SessionCheckpoints, seqs: Sequence[int], numbers: Sequence[int], workspace: Workspace, diffs: bool
+) -> RewindPlan:
     targets: dict[str, str | None] = {}
     for seq, number in zip(seqs, numbers, strict=True):
         manifest = checkpoints.manifest(seq)

@@ -45,14 +45,19 @@ class CheckpointRoot:
     def session(self, session_id: str) -> SessionCheckpoints:
         return SessionCheckpoints(os.path.join(self.directory, _name(session_id)), self.cap)
 
+    def _has(self, session_id: str) -> bool:
+        """Whether the session has checkpoints (a stat on the event loop: most sessions have none to move)."""
+        return os.path.isdir(self.session(session_id).directory)
+
     async def remove(self, session_id: str) -> None:
         """Remove a session's checkpoints (the session was deleted)."""
-        await anyio.to_thread.run_sync(self.session(session_id).remove)
+        if self._has(session_id):
+            await anyio.to_thread.run_sync(self.session(session_id).remove)
 
     async def copy(self, source_id: str, child_id: str) -> None:
         """A fork's checkpoints: a copy of its source's (rewinding the fork never touches its source's)."""
         source, child = self.session(source_id).directory, self.session(child_id).directory
-        if os.path.isdir(source):
+        if self._has(source_id):
             await anyio.to_thread.run_sync(lambda: shutil.copytree(source, child, dirs_exist_ok=True))
 
     def close(self) -> None:

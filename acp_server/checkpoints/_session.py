@@ -11,6 +11,7 @@ then the blobs nothing needs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -75,11 +76,16 @@ class SessionCheckpoints:
 
     # -- the prompt's lifetime --------------------------------------------------------------------------------
 
-    async def begin(self, seq: int) -> None:
-        """Prompt ``seq`` (its user message's number in the history) begins: its (empty) manifest is written."""
+    def begin(self, seq: int) -> None:
+        """Prompt ``seq`` (its user message's number in the history) begins: its (empty) manifest is written (a
+        small file, on the event loop: no thread hop at a turn's start)."""
         self.current = seq
         self._manifest = Manifest(seq, {})
-        await anyio.to_thread.run_sync(self._save_manifest)
+        try:
+            write_json(self._manifest_path(seq), {"seq": seq, "files": {}}, sync=False)
+        except OSError as exc:  # no checkpoint for this prompt: its files cannot be rewound, the turn goes on
+            logger.warning("checkpoints: cannot write in %s (%s)", self.directory, exc)
+            self._manifest = None
 
     def end(self) -> None:
         self.current = None
@@ -103,7 +109,9 @@ class SessionCheckpoints:
 
     def known(self) -> dict[str, str | None]:
         value = read_json(os.path.join(self.directory, "known.json"))
-        return {str(k): (v if isinstance(v, str) else None) for k, v in value.items()} if isinstance(value, dict) else {}
+        return (
+            {str(k): (v if isinstance(v, str) else None) for k, v in value.items()} if isinstance(value, dict) else {}
+        )
 
     def save_known(self, known: dict[str, str | None]) -> None:
         write_json(os.path.join(self.directory, "known.json"), known)
@@ -143,7 +151,8 @@ class SessionCheckpoints:
     async def after_change(self, target: Target) -> None:
         if self._manifest is None:
             return
-        await anyio.to_thread.run_sync(self._record_after, {target.real: None}, False)
+        states: dict[str, str | None] = {target.real: None}
+        await anyio.to_thread.run_sync(self._record_after, states, False)
 
     def _record_after(self, states: dict[str, str | None], known_states: bool) -> None:
         known = self.known()
@@ -164,8 +173,7 @@ class SessionCheckpoints:
             return ""
         if snapshot.skipped:
             return (
-                f"(No checkpoint of this command: {snapshot.skipped}. What it changed cannot be undone with "
-                "/rewind.)"
+                f"(No checkpoint of this command: {snapshot.skipped}. What it changed cannot be undone with /rewind.)"
             )
         return await anyio.to_thread.run_sync(self._command_ended, manifest, snapshot)
 
@@ -200,10 +208,8 @@ class SessionCheckpoints:
         for top, _, names in os.walk(os.path.join(self.directory, "blobs")):
             for name in names:
                 if len(name) == 64:
-                    try:
+                    with contextlib.suppress(OSError):
                         sizes[name] = os.stat(os.path.join(top, name)).st_size
-                    except OSError:
-                        pass
         return sizes
 
     def disk_usage(self) -> int:
@@ -226,20 +232,16 @@ class SessionCheckpoints:
                     needed.update(sha for sha in manifest.files.values() if sha)
             for sha in list(blobs):
                 if sha not in needed and sha not in base:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.unlink(blob_path(self.directory, sha))
-                    except OSError:
-                        pass
                     del blobs[sha]
             if sum(blobs.values()) <= self.cap:
                 return
             if prompts:
                 seq = prompts.pop(0)
                 logger.info("checkpoints: prompt %d's checkpoint dropped (the cap is %d bytes)", seq, self.cap)
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(self._manifest_path(seq))
-                except OSError:
-                    pass
             elif base:
                 base = set()
                 self._cache.clear()

@@ -18,9 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ..checkpoints import Rewindable
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
 from ._mcp_prompts import prompt_commands, run_prompt
+from ._rewind import run_rewind
 from ._types import CommandHost, CommandSession, Compacts, Runner
 
 if TYPE_CHECKING:
@@ -44,6 +46,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("init", "Write or update AGENTS.md, the project's instructions for agents", "what to stress (optional)"),
     Command("mode", "Show the session's mode, or switch it", "mode id (empty: show the modes)"),
     Command("model", "Show the session's model, or switch it", "model name (empty: show the models)"),
+    Command(
+        "rewind",
+        "Undo what the agent did: put the files and the conversation back as before a prompt",
+        "prompt number, --files-only, --conversation-only, --force (empty: list the prompts)",
+    ),
     Command("help", "What each slash command does"),
 )
 
@@ -96,6 +103,7 @@ class SlashCommands(Generic[S]):
             "init": self._init,
             "mode": self._mode,
             "model": self._model,
+            "rewind": self._rewind,
             "help": self._help,
         }
         self.commands = tuple(command for command in COMMANDS if command.name in self._handlers)
@@ -171,6 +179,14 @@ class SlashCommands(Generic[S]):
             return await _say(emit, _sentence(problem))
         await session.set_model(wanted)
         return await _say(emit, f"Model set to {wanted}: the next requests use it.")
+
+    async def _rewind(
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+    ) -> StopReason:
+        rewindable: object = session  # a session that keeps checkpoints (the bridge's do)
+        if not isinstance(rewindable, Rewindable):
+            return await _say(emit, "This session keeps no checkpoints.")
+        return await _say(emit, await run_rewind(rewindable, argument, client))
 
     async def _help(
         self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None

@@ -40,10 +40,10 @@ from ._exceptions import (
     StoreUnavailableError,
     UnavailableReason,
 )
+from ._rewinds import REWINDS, copy_rewinds, insert_rewind, rewinds_of
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, connect
 from ._schema import read as _read
 from ._schema import write as _write
-from ._rewinds import REWINDS, copy_rewinds, insert_rewind, rewinds_of
 from ._sql import (
     LATEST_COMPACTION,
     MESSAGE_COLUMNS,
@@ -302,7 +302,7 @@ class SqliteSessionStore(SessionStore):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
                 self._refuse_running(session_id, conn.execute(PENDING, (session_id,)).fetchall())
-                for table in ("answer_calls", "compactions", "rewinds", "messages"):  # children first: no cascade relied on
+                for table in ("answer_calls", "compactions", "rewinds", "messages"):  # children first: no cascade
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 

@@ -33,16 +33,17 @@ a session's tools are a :class:`~acp_server.tools.registry.ToolSet`: the built-i
 """
 
 from ._call import _guarded as guarded_run
-from ._checkpoint_hook import CheckpointRecorder, checkpoints_used, current_recorder
-from ._dirfd import open_parent
-from ._gitignore import Ignores
 from ._call import failure
+from ._checkpoint_hook import CheckpointRecorder, checkpoints_used, current_recorder
 from ._command import SECRET_ENV
+from ._dirfd import open_parent
 from ._exceptions import ToolCallError, ToolError
+from ._gitignore import Ignores
 from ._group_watch import watched_group
 from ._output import OUTPUT_LIMIT_BYTES, cap_text
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
 from ._project_text import ProjectText, read_project_text
+from ._textfile import remove_file, write_bytes_atomic
 from ._types import (
     PERMISSION_OPTIONS,
     ContentSink,
@@ -58,7 +59,6 @@ from ._types import (
     ToolResult,
     permission_choice,
 )
-from ._textfile import remove_file, write_bytes_atomic
 from ._validate import arguments_json, schema_check
 from ._walk import Walk, WalkStopped
 from ._workspace import Target, Workspace
@@ -92,9 +92,9 @@ __all__ = [
     "WalkStopped",
     "Workspace",
     "arguments_json",
+    "cap_text",
     "checkpoints_used",
     "current_recorder",
-    "cap_text",
     "failure",
     "guarded_run",
     "open_parent",

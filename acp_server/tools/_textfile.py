@@ -29,8 +29,8 @@ __all__ = [
     "read_searchable",
     "read_text",
     "read_text_prefix",
-    "too_large",
     "remove_file",
+    "too_large",
     "write_bytes_atomic",
     "write_text_atomic",
 ]

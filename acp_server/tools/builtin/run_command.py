@@ -3,9 +3,9 @@ a local subprocess that no process of it outlives (see ``.._command``)."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
 import dataclasses
+
+from pydantic import Field
 
 from .._checkpoint_hook import current_recorder
 from .._command import DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS, run_local, run_terminal

@@ -2,7 +2,8 @@
 
     PYTHONPATH=<a checkout of that commit> python tests/store/data/make_v6.py tests/store/data/v6.sqlite3
 
-Four sessions, as in the version 4 file, made again by the version 6 code (which had no rewinds; alpha has additional directories):
+Four sessions, as in the version 4 file, made again by the version 6 code (which had no rewinds; alpha has
+additional directories):
 ``alpha`` (an answer with tool steps, then one without; mode ``read-only``, model ``gpt-4o``), ``beta`` (a fork of
 alpha, its mode ``accept-edits`` set after the fork), ``gamma`` (never prompted) and ``delta`` (its answer still
 ``pending`` with one step in its call journal, its process killed with SIGKILL, so it reads ``interrupted``).
