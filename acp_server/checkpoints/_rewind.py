@@ -11,8 +11,10 @@ again finds the restored files already right and does the rest.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -170,7 +172,32 @@ async def apply(
         done[file.real] = file.target
     if done:
         await anyio.to_thread.run_sync(_remember, checkpoints, done)
+    await anyio.to_thread.run_sync(_sweep, workspace, rewind)
     return failed
+
+
+def _sweep(workspace: Workspace, rewind: RewindPlan) -> None:
+    """Remove what an earlier rewind (or write) killed mid-file left beside the files of ``rewind``: the temporary
+    files of the atomic writes (``.<name>.<8 hex>.tmp``), in each file's directory reached as a write reaches it."""
+    by_directory: dict[str, list[FileRewind]] = {}
+    for file in rewind.files:
+        if file.problem is None:
+            by_directory.setdefault(os.path.dirname(file.real), []).append(file)
+    for files in by_directory.values():
+        pattern = re.compile(
+            "|".join(rf"\.{re.escape(os.path.basename(f.real)[:200])}\.[0-9a-f]{{8}}\.tmp" for f in files)
+        )
+        try:
+            parent, _ = open_parent(_target(workspace, files[0]), create=False, verb="clean")
+        except ToolCallError:
+            continue
+        try:
+            for name in os.listdir(parent):
+                if pattern.fullmatch(name):
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=parent)
+        finally:
+            os.close(parent)
 
 
 def _remember(checkpoints: SessionCheckpoints, done: dict[str, str | None]) -> None:
