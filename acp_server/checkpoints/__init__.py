@@ -6,7 +6,13 @@ Above the tools (whose hooks tell the running prompt's :class:`SessionCheckpoint
 ``_session`` and ``_scan``; the rewind itself (plan, conflicts, atomic restores) in ``_rewind``.
 """
 
-from ._exceptions import CheckpointError, NoSuchPromptError, RewindConflictError, RewindUnavailableError
+from ._exceptions import (
+    CheckpointError,
+    NoSuchPromptError,
+    RewindBusyError,
+    RewindConflictError,
+    RewindUnavailableError,
+)
 from ._rewind import FileRewind, RewindPlan, apply, plan
 from ._root import CheckpointRoot
 from ._scan import MAX_FILE_BYTES, MAX_SCAN_BYTES, MAX_SCAN_FILES
@@ -24,6 +30,7 @@ __all__ = [
     "Manifest",
     "NoSuchPromptError",
     "PromptEntry",
+    "RewindBusyError",
     "RewindConflictError",
     "RewindOutcome",
     "RewindPlan",

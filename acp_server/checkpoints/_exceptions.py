@@ -7,7 +7,13 @@ from typing import ClassVar
 
 from ..errors import ServerError
 
-__all__ = ["CheckpointError", "NoSuchPromptError", "RewindConflictError", "RewindUnavailableError"]
+__all__ = [
+    "CheckpointError",
+    "NoSuchPromptError",
+    "RewindBusyError",
+    "RewindConflictError",
+    "RewindUnavailableError",
+]
 
 
 class CheckpointError(ServerError):
@@ -61,3 +67,15 @@ class RewindConflictError(CheckpointError):
 
     def details(self) -> Mapping[str, object]:
         return {"conflicts": self.paths}
+
+
+class RewindBusyError(CheckpointError):
+    """A programmatic rewind while the session has a prompt running or waiting (``/rewind`` waits its turn in the
+    session's queue; the extension method and the REST route do not queue)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} has a prompt running or waiting; rewind once it has ended")
+        self.session_id = session_id
+
+    def details(self) -> Mapping[str, object]:
+        return {"sessionId": self.session_id}

@@ -187,3 +187,34 @@ async def test_a_rewind_killed_midway_then_run_again_yields_the_right_tree(proje
             answer = await _say(conn, editor2, session_id, "/rewind 1")
             assert answer.startswith("Rewound:"), answer
     assert tree(project) == before
+
+
+async def test_the_extension_method_lists_previews_with_diffs_then_rewinds(project: Path, tmp_path: Path) -> None:
+    editor = Editor()
+    async with LoopbackModel() as model:
+        model.enqueue(Answer(text="no"), _write("src/app.py", "def main():\n    return 2\n", "w1"), Answer(text="ok"))
+        async with _agent(editor, model, tmp_path / "state") as (conn, _):
+            session_id = str((await conn.new_session(cwd=str(project), mcp_servers=[])).session_id)
+            await _say(conn, editor, session_id, "just talk")
+            await _say(conn, editor, session_id, "edit app")
+            method = "acp-server/rewind"  # the SDK sends it as _acp-server/rewind
+            listed = await conn.ext_method(method, {"sessionId": session_id})
+            assert listed["prompts"] == [
+                {"number": 1, "firstLine": "just talk", "files": []},
+                {"number": 2, "firstLine": "edit app", "files": ["src/app.py"]},
+            ]
+            shown = await conn.ext_method(method, {"sessionId": session_id, "prompt": 2, "preview": True})
+            assert shown["conflicts"] == [] and [f["action"] for f in shown["files"]] == ["restore"]
+            assert "-    return 2\n+    return 1\n" in shown["files"][0]["diff"]
+            assert (project / "src" / "app.py").read_text() == "def main():\n    return 2\n"  # a preview writes nothing
+            done = await conn.ext_method(method, {"sessionId": session_id, "prompt": 2, "filesOnly": True})
+            assert done == {
+                "prompt": 2,
+                "restored": ["src/app.py"],
+                "removed": [],
+                "failed": [],
+                "conversationRewound": False,
+            }
+            assert (project / "src" / "app.py").read_text() == "def main():\n    return 1\n"
+            listed = await conn.ext_method(method, {"sessionId": session_id})
+            assert len(listed["prompts"]) == 2  # files only: the conversation is whole
