@@ -6,6 +6,7 @@ from ._auth import SETUP_METHOD_ID, AuthRequiredError, EndpointGate, auth_method
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
+from ._rewind import REWIND_METHOD, run_rewind_method
 from ._schema import load_schema, model, preload, validate
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "METHODS",
     "NOTIFICATIONS",
     "PROTOCOL_VERSION",
+    "REWIND_METHOD",
     "SETUP_METHOD_ID",
     "SET_TITLE_METHOD",
     "AcpAgent",
@@ -31,6 +33,7 @@ __all__ = [
     "preload",
     "prompt_from_blocks",
     "replay_updates",
+    "run_rewind_method",
     "update_from_event",
     "usage_update",
     "validate",

@@ -20,7 +20,7 @@ async def _prompt_writes(checkpoints: SessionCheckpoints, workspace: Workspace, 
     checkpoints.begin(seq)
     target = workspace.resolve(name)
     await checkpoints.before_change(target)
-    Path(target.real).write_bytes(os.urandom(40_000))
+    Path(target.real).write_bytes(os.urandom(40_000))  # noqa: ASYNC240 - a small test write
     await checkpoints.after_change(target)
     checkpoints.end()
 
@@ -54,7 +54,7 @@ async def test_a_fork_gets_its_own_copy_and_a_delete_removes_only_its_own(tmp_pa
     await _prompt_writes(child, Workspace(str(project)), 3, "a.txt")
     assert parent.prompts() == [1]  # the child's prompt is the child's
     await root.remove("child")
-    assert not os.path.exists(child.directory) and parent.prompts() == [1]
+    assert not os.path.exists(child.directory) and parent.prompts() == [1]  # noqa: ASYNC240
 
 
 async def test_a_command_snapshot_is_skipped_past_its_bound_and_says_so(
