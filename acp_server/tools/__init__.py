@@ -38,7 +38,6 @@ from ._checkpoint_hook import CheckpointRecorder, checkpoints_used, current_reco
 from ._command import SECRET_ENV
 from ._dirfd import open_parent
 from ._exceptions import ToolCallError, ToolError
-from ._gitignore import Ignores
 from ._group_watch import watched_group
 from ._output import OUTPUT_LIMIT_BYTES, cap_text
 from ._prepare import MAX_ARGUMENTS_BYTES, prepare_call
@@ -60,7 +59,7 @@ from ._types import (
     permission_choice,
 )
 from ._validate import arguments_json, schema_check
-from ._walk import Walk, WalkStopped
+from ._walk import Walk
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
 
@@ -76,7 +75,6 @@ __all__ = [
     "EditorReader",
     "EditorTerminal",
     "EditorWriter",
-    "Ignores",
     "PermissionAsker",
     "PermissionChoice",
     "PreparedCall",
@@ -89,7 +87,6 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "Walk",
-    "WalkStopped",
     "Workspace",
     "arguments_json",
     "cap_text",
