@@ -27,7 +27,8 @@ def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(temporary, "wb") as file:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)  # the user's alone
+        with os.fdopen(fd, "wb") as file:
             file.write(data)
             if sync:
                 file.flush()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+import anyio
+
 from ..errors import RemoteError
 from ._checkpoint_hook import current_recorder
 from ._dirfd import open_parent
@@ -86,7 +88,8 @@ async def write_text(target: Target, content: str, client: ToolClient | None) ->
         await _write(target, content, client)
     finally:
         if recorder is not None:
-            await recorder.after_change(target)
+            with anyio.CancelScope(shield=True):  # a write cut by a cancel is recorded too
+                await recorder.after_change(target)
 
 
 async def _write(target: Target, content: str, client: ToolClient | None) -> None:

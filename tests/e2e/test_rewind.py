@@ -134,6 +134,8 @@ async def test_a_file_changed_since_stops_the_rewind_unless_forced(project: Path
         model.enqueue(_write("src/app.py", "agent\n", "w1"), _write("other.txt", "agent\n", "w2"), Answer(text="ok"))
         async with _agent(editor, model, tmp_path / "state") as (conn, _):
             session_id = str((await conn.new_session(cwd=str(project), mcp_servers=[])).session_id)
+            help_text = await _say(conn, editor, session_id, "/help")
+            assert "- /rewind <prompt number, --files-only, --conversation-only, --force" in help_text
             await _say(conn, editor, session_id, "edit")
             (project / "src" / "app.py").write_text("the user's own change\n")
             answer = await _say(conn, editor, session_id, "/rewind 1")

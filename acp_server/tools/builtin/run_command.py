@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import anyio
 from pydantic import Field
 
 from .._checkpoint_hook import current_recorder
@@ -68,7 +69,8 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
                     result = await run_local(command, workspace, timeout_ms)
             finally:
                 if recorder is not None:
-                    note = await recorder.after_command(snapshot)
+                    with anyio.CancelScope(shield=True):  # a cancelled command's changes are recorded too (bounded)
+                        note = await recorder.after_command(snapshot)
             return dataclasses.replace(result, output=f"{result.output}\n\n{note}") if note else result
 
         return self.call(title=_title(command), run=run)
