@@ -145,6 +145,10 @@ async def test_a_file_changed_since_stops_the_rewind_unless_forced(project: Path
             assert "Rewound" in await _say(conn, editor, session_id, "/rewind 1 --force")
             assert (project / "src" / "app.py").read_text() == "def main():\n    return 1\n"
             assert not (project / "other.txt").exists()
+            checkpoints = tmp_path / "state" / "checkpoints" / session_id
+            assert checkpoints.is_dir() and not list(project.rglob("*.json"))  # noqa: ASYNC240 - never in the project
+            await conn._conn.send_request("session/delete", {"sessionId": session_id})  # the SDK has no method yet
+            assert not checkpoints.exists()  # removed with the session
 
 
 async def _eventually(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
