@@ -180,15 +180,37 @@ class SessionEntry:
         if self.checkpoints is not None:
             self.checkpoints.begin(seq)
 
+    def _kept(self, count: int) -> list[int]:
+        """The seqs of the first ``count`` messages that no rewind covers."""
+        return [seq for seq in range(1, count + 1) if not any(r.covers(seq) for r in self.rewinds)]
+
     def _seen(self, messages: list[Message], compaction: Compaction | None) -> Conversation:
-        """What the model sees of ``messages`` (message ``i`` is seq ``i + 1``): without the rewound ones; a
-        compaction that summarises a rewound message is left out (the model then gets the messages themselves)."""
+        """What the model sees of ``messages`` (message ``i`` is seq ``i + 1``): without the rewound ones. A
+        stored compaction (through a seq) counts the kept messages it covers; one that ends inside a rewound range
+        summarised rewound turns and is left out (the model then gets the messages themselves)."""
         if not self.rewinds:
             return Conversation(messages, compaction)
-        if compaction is not None and any(rewind.start <= compaction.through for rewind in self.rewinds):
-            compaction = None
-        kept = [m for i, m in enumerate(messages) if not any(r.covers(i + 1) for r in self.rewinds)]
-        return Conversation(kept, compaction)
+        kept = self._kept(len(messages))
+        if compaction is not None:
+            if any(r.covers(compaction.through) for r in self.rewinds):
+                compaction = None
+            else:
+                through = sum(1 for seq in kept if seq <= compaction.through)
+                compaction = Compaction(through, compaction.summary) if through else None
+        return Conversation([messages[seq - 1] for seq in kept], compaction)
+
+    def seen(self) -> Conversation:
+        """The conversation as the model sees it now (what ``/compact`` summarises)."""
+        return self._seen(list(self.conversation.messages), self.conversation.compaction)
+
+    def _stored(self, compaction: Compaction) -> Compaction:
+        """A compaction of the model's view (through its ``through``-th message) as stored: through that message's
+        seq."""
+        if not self.rewinds or compaction.through < 1:
+            return compaction
+        kept = self._kept(len(self.conversation.messages))
+        through = kept[min(compaction.through, len(kept)) - 1] if kept else compaction.through
+        return Compaction(through, compaction.summary)
 
     def prompt_seqs(self) -> list[tuple[int, Message]]:
         """The prompts the model still sees, oldest first: each user message's seq and the message."""
@@ -217,6 +239,7 @@ class SessionEntry:
     async def record_compaction(self, compaction: Compaction) -> None:
         """Keep ``compaction`` as what the model sees instead of messages ``1..through`` (store first, then memory);
         called by the turn that holds the FIFO, for messages before its prompt. The messages stay as they are."""
+        compaction = self._stored(compaction)
         if self._journal is not None:
             await self._journal.record_compaction(self.session_id, compaction)
         self.conversation.compaction = compaction

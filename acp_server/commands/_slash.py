@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..checkpoints import Rewindable
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
@@ -133,7 +133,8 @@ class SlashCommands(Generic[S]):
         runner: object = self._runner  # a turn runner that may also compact
         if not isinstance(runner, Compacts):
             return await _say(emit, "This agent's turns do not compact.")
-        outcome = await runner.compact(session, emit)
+        seen = getattr(session, "seen", None)  # after a /rewind: what the model sees, not the whole history
+        outcome = await runner.compact(session if seen is None else _Seen(session, seen()), emit)
         return "end_turn" if outcome.text is None else await _say(emit, outcome.text)
 
     async def _init(
@@ -197,6 +198,18 @@ class SlashCommands(Generic[S]):
             lines.append(f"- {usage}: {command.description}")
         lines.append("\nAny other text starting with / goes to the model as it is.")  # a paragraph of its own
         return await _say(emit, "\n".join(lines))
+
+
+class _Seen:
+    """A session as ``/compact`` gives it to the turn: its conversation is what the model sees (no rewound turn);
+    everything else is the session's (``record_compaction`` maps the view's count back to a stored seq)."""
+
+    def __init__(self, session: object, conversation: object) -> None:
+        self._session = session
+        self.conversation = conversation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
 
 
 def _sentence(problem: str) -> str:
