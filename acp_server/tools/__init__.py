@@ -20,7 +20,8 @@ first 8 KiB, or not UTF-8) are refused; so are files over 10 MiB (grep skips the
 unbounded: globs match without backtracking, grep's regular expressions release the GIL and have a time budget,
 the blocking work runs in worker threads that a cancel abandons at once. The details of each part are in its
 module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs ``_globs``, searches
-``_search``, commands ``_command`` (and its watchdog ``_command_watchdog``).
+``_search``, commands ``_command`` (and its watchdog ``_command_watchdog``). Writes, edits and commands tell the
+running prompt's checkpoints (``_checkpoint_hook``; :mod:`acp_server.checkpoints`) before and after they change files.
 
 Each built-in tool is one module of :mod:`acp_server.tools.builtin`, one class (arguments model, name, kind,
 title, description, ``prepare``); every tool is one :class:`~acp_server.tools.registry.Tool` to the registry, and
