@@ -15,7 +15,13 @@ from typing import Any
 import anyio
 import pytest
 from acp import spawn_agent_process
-from acp.schema import AgentMessageChunk, ClientCapabilities, FileSystemCapabilities
+from acp.schema import (
+    AgentMessageChunk,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    WriteTextFileResponse,
+)
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 from tests.acp_blocks import text_block
@@ -39,12 +45,31 @@ class Editor:
         return "".join(u.content.text for u in self.updates[since:] if isinstance(u, AgentMessageChunk))
 
 
+class FsEditor(Editor):
+    """An editor that reads and writes files for the agent (its buffers are the disk here), recording writes."""
+
+    fs = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, str]] = []
+
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> ReadTextFileResponse:
+        return ReadTextFileResponse(content=Path(path).read_text())  # noqa: ASYNC240 - the editor's small read
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        self.writes.append((path, content))
+        Path(path).write_text(content)  # noqa: ASYNC240 - the editor's own small write
+        return WriteTextFileResponse()
+
+
 @asynccontextmanager
 async def _agent(editor: Editor, model: LoopbackModel, state: Path) -> AsyncIterator[tuple[Any, Any]]:
     args = ["-m", "acp_server", "--base-url", model.base_url, "--model", "m", "--state-dir", str(state)]
     args += ["--allow-bypass-permissions", "--default-mode", "bypass-permissions"]
     async with spawn_agent_process(editor, sys.executable, *args) as (conn, process):
-        fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
+        on = isinstance(editor, FsEditor)
+        fs = FileSystemCapabilities(read_text_file=on, write_text_file=on)
         caps = ClientCapabilities(fs=fs, terminal=False)
         await conn.initialize(protocol_version=1, client_capabilities=caps)
         yield conn, process
@@ -224,3 +249,17 @@ async def test_the_extension_method_lists_previews_with_diffs_then_rewinds(proje
             assert (project / "src" / "app.py").read_text() == "def main():\n    return 1\n"
             listed = await conn.ext_method(method, {"sessionId": session_id})
             assert len(listed["prompts"]) == 2  # files only: the conversation is whole
+
+
+async def test_a_session_writing_through_the_editor_is_rewound_through_it(project: Path, tmp_path: Path) -> None:
+    editor = FsEditor()
+    async with LoopbackModel() as model:
+        model.enqueue(_write("src/app.py", "edited\n", "w1"), _write("added.txt", "new\n", "w2"), Answer(text="ok"))
+        async with _agent(editor, model, tmp_path / "state") as (conn, _):
+            session_id = str((await conn.new_session(cwd=str(project), mcp_servers=[])).session_id)
+            await _say(conn, editor, session_id, "edit")
+            assert len(editor.writes) == 2
+            assert (await _say(conn, editor, session_id, "/rewind 1")).startswith("Rewound: 2 files")
+    app = str(project / "src" / "app.py")
+    assert editor.writes[2:] == [(app, "def main():\n    return 1\n")]  # the open buffer follows; a removal is local
+    assert not (project / "added.txt").exists()
