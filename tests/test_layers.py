@@ -9,6 +9,7 @@ Layers, lowest first (a module may import its own layer's modules and any lower 
     provider   the openai client factory and the offline model
     pipeline   watchdog, retries, streaming  tools   the built-in tools, the registry (beside each other)
     mcp        the MCP client: servers' connections, their tools (into tools' registry) and prompts
+    checkpoints  beside mcp: files' states before a prompt changed them, the rewind (the tools' hooks feed it)
     turn       one model turn    store   durable sessions    commands   slash commands, MCP prompts as commands
                (the three beside each other: none imports another; the commands reach the turn by a protocol)
     bridge     sessions, FIFOs, prompt event streams
@@ -51,6 +52,7 @@ RANKS: dict[str, int] = {
     "pipeline": 2,
     "tools": 2,
     "mcp": 3,
+    "checkpoints": 3,
     "turn": 4,
     "store": 4,
     "commands": 4,

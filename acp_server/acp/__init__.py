@@ -7,6 +7,7 @@ from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update, wire_block
 from ._methods import METHODS, NOTIFICATIONS, Method, Notification, bind
 from ._providers import PROVIDER_ID, ProviderControl
+from ._rewind import REWIND_METHOD, run_rewind_method
 from ._schema import load_schema, model, preload, validate
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "NOTIFICATIONS",
     "PROTOCOL_VERSION",
     "PROVIDER_ID",
+    "REWIND_METHOD",
     "SETUP_METHOD_ID",
     "SET_TITLE_METHOD",
     "AcpAgent",
@@ -34,6 +36,7 @@ __all__ = [
     "preload",
     "prompt_from_blocks",
     "replay_updates",
+    "run_rewind_method",
     "update_from_event",
     "usage_update",
     "validate",

@@ -40,6 +40,7 @@ from ._params import (
 from ._peer import Peer
 from ._providers import ProviderControl
 from ._replies import UsageTotals, capabilities, iso, session_info
+from ._rewind import REWIND_METHOD, run_rewind_method
 
 if TYPE_CHECKING:
     from acp.schema import (
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_TITLE_CHARS",
     "PROTOCOL_VERSION",
+    "REWIND_METHOD",
     "SET_TITLE_METHOD",
     "AcpAgent",
     "AgentOptions",
@@ -194,7 +196,7 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(
             session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
         )
-        for update in replay_updates(session_id, history, entry.conversation.compaction):
+        for update in replay_updates(session_id, history, entry.conversation.compaction, entry.rewinds):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
@@ -268,6 +270,12 @@ class AcpAgent:
         logger.info("session %s: title set", session_id)
         await self._sync_title(entry, peer)
         return {}
+
+    async def rewind(self, params: Any, peer: Peer) -> dict[str, Any]:
+        """:data:`REWIND_METHOD` (:mod:`._rewind`); files are written through the editor when it writes files."""
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        editor = AcpEditor(peer, str(session_id), fs_timeout_ms=self._options.fs_request_timeout_ms)
+        return await run_rewind_method(self._bridge, params, self._client_caps.tool_client(editor).writer)
 
     async def prompt(self, request: PromptRequest, peer: Peer) -> dict[str, Any]:
         """Admit the prompt (a refusal is this request's error), relay its events in order, answer its outcome."""

@@ -34,7 +34,7 @@ from ..domain import (
     UsageReported,
 )
 from ..errors import InvalidInputError
-from ..store import StoredMessage
+from ..store import Rewind, StoredMessage
 
 __all__ = [
     "compaction_note",
@@ -252,7 +252,10 @@ def _raw_arguments(arguments: str) -> Any:
 
 
 def replay_updates(
-    session_id: str, messages: Iterable[StoredMessage], compaction: Compaction | None = None
+    session_id: str,
+    messages: Iterable[StoredMessage],
+    compaction: Compaction | None = None,
+    rewinds: Iterable[Rewind] = (),
 ) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
@@ -267,9 +270,20 @@ def replay_updates(
 
     With a ``compaction``, the history is replayed whole all the same, and one ``agent_thought_chunk`` after message
     ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``).
+    Each rewind (``/rewind``) is one ``agent_message_chunk`` after the last message it covers, saying the model no
+    longer sees messages ``start..through`` (``_meta.acpServer.rewound``); those messages are replayed all the same.
     """
+    by_end = {rewind.through: rewind for rewind in rewinds}
     for message in messages:
         yield from _replayed(session_id, message)
+        rewind = by_end.get(message.seq)
+        if rewind is not None:
+            note = (
+                f"Rewound: the model no longer sees messages {rewind.start}–{rewind.through} (the turns above from "
+                "that prompt on); they stay in the history.\n\n"
+            )
+            mark: dict[str, Any] = {"acpServer": {"rewound": {"start": rewind.start, "through": rewind.through}}}
+            yield _notification(session_id, "agent_message_chunk", _text(note), f"{session_id}/{message.seq}", mark)
         if compaction is not None and message.seq == compaction.through:
             note = f"Conversation compacted: the model is sent a summary of messages 1–{compaction.through}.\n\n"
             meta = {"acpServer": {"compactedThrough": compaction.through}}

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._agent import SET_TITLE_METHOD, AcpAgent, Peer
+from ._agent import REWIND_METHOD, SET_TITLE_METHOD, AcpAgent, Peer
 from ._params import check_additional_directories_sent
 from ._providers import PROVIDER_METHODS, disable_provider, list_providers, set_provider
 from ._schema import model, validate
@@ -59,6 +59,7 @@ METHODS: Mapping[str, Method] = {
     "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),
     "session/set_config_option": Method("SetSessionConfigOptionSelectRequest", AcpAgent.set_config_option),
     SET_TITLE_METHOD: Method(None, AcpAgent.set_title),  # an extension: no schema model, checked by hand
+    REWIND_METHOD: Method(None, AcpAgent.rewind),  # an extension, checked by hand (acp/_rewind.py)
     # ACP's unstable provider methods, only where the agent has a ProviderControl (see bind)
     "providers/list": Method("ListProvidersRequest", list_providers, params_optional=True),
     "providers/set": Method(None, set_provider),  # checked by hand: apiType may be any string (see _providers.py)

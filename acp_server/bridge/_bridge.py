@@ -1,10 +1,10 @@
 """The session bridge: sessions, a prompt FIFO per session, synchronous admission, slots, deadlines, fork.
 
-The bridge coordinates; the pieces own their state: :class:`~._registry.SessionRegistry` (the attached sessions and
-their listeners), :class:`~._session.SessionEntry` (a session and its journal), :class:`~._fifo.Fifo` (its queue
-and counts), :class:`~._prompt.PromptJob` (one prompt's life), :class:`~._stream.PromptStream` (one prompt's
-events), :func:`~._worker.work` (a session's worker), :class:`~._fork.Forks` (the copies of sessions),
-:class:`~._deadlines.DeadlineWatch` (the deadline reaper) and :class:`~._claims.Claims` (releasing claims).
+The bridge coordinates; the pieces own their state: :class:`~._registry.SessionRegistry` (the attached sessions,
+their listeners, their checkpoints' directory), :class:`~._session.SessionEntry` (a session, its journal and
+checkpoints), :class:`~._fifo.Fifo` (its queue), :class:`~._prompt.PromptJob` (a prompt's life),
+:class:`~._stream.PromptStream` (its events), :func:`~._worker.work` (a session's worker), :class:`~._fork.Forks`
+(copies), :class:`~._deadlines.DeadlineWatch` (the deadline reaper), :class:`~._claims.Claims` (releasing claims).
 
 Invariants:
 - ``pending_prompt_count`` = prompts waiting in the session's FIFO + the one running; admission refuses
@@ -12,8 +12,8 @@ Invariants:
 - Per session, one worker runs FIFO items strictly one at a time, in order; sessions run concurrently.
 - Every admitted prompt's event stream ends with exactly one outcome, and a prompt's stream ends before the next
   prompt of its session starts.
-- Every task belongs to the bridge's task group; nothing is started before ``__aenter__``.
-- ``create_session`` makes an unjournaled, memory-only session (tests, embedding); every other way in is journaled.
+- Every task belongs to the bridge's task group; nothing is started before ``__aenter__``. ``create_session``
+  makes an unjournaled, memory-only session (tests, embedding); every other way in is journaled.
 - A journaled session is attached only once the store has let this bridge claim it (``SessionStore.claim``: one live
   owner per session with PostgreSQL), and released when it is detached or the bridge closes.
 """
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
+from ..checkpoints import CheckpointRoot
 from ..commands import Command, CommandFiles, SlashCommands
 from ..domain import Conversation, Prompt
 from ..limits import DEFAULT_MAX_PENDING_PROMPTS_PER_SESSION
@@ -113,7 +114,7 @@ class SessionBridge:
         self._rules = SettingsRules(default_mode, modes, models)
         self._life = Lifecycle.UNOPENED
         self._tasks = OwnedTaskGroup()
-        self._sessions = SessionRegistry(self._rules, tools)
+        self._sessions = SessionRegistry(self._rules, tools, CheckpointRoot.beside(self._store.location))
         self._keys = 0
         self._deadlines = DeadlineWatch()
         self._claims = Claims(self._store)
@@ -218,21 +219,20 @@ class SessionBridge:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """Close, then leave the task group once the interrupted prompts have unwound.
-        A body error propagates unchanged (not wrapped in an exception group); cancellation goes to the group.
-        """
+        """Close, then leave the task group once the interrupted prompts have unwound. A body error propagates
+        unchanged (not wrapped in an exception group); cancellation goes to the group."""
         self._begin_close()
         try:
             return await self._tasks.exit(exc_type, exc, tb)
         finally:
             await self._claims.release_deferred()
+            self._sessions.close_checkpoints()
             if self._own_store:
                 await self._store.aclose()
 
     async def aclose(self) -> None:
         """Close every session (prompts settle with ``BridgeClosedError``); wait for running ones to unwind.
-        Idempotent; safe to call inside ``async with`` (the task group itself is left by ``__aexit__``).
-        """
+        Idempotent; safe to call inside ``async with`` (the task group itself is left by ``__aexit__``)."""
         self._begin_close()
         for job in self._closing:
             await job.wait()
@@ -385,8 +385,8 @@ class SessionBridge:
     async def delete_session(self, session_id: str) -> None:
         """Remove the session for good: closed first as by :meth:`close_session` (its running prompt cancelled
         and unwound, its waiting ones settled), then its stored history deleted (``SessionStore.delete_session``;
-        a memory-only session has none). Unknown here and in the store: ``SessionNotFoundError``. Meanwhile a
-        load or resume of it finds nothing, so it never comes back half deleted."""
+        a memory-only session has none), then its checkpoints. Unknown here and in the store:
+        ``SessionNotFoundError``. Meanwhile a load or resume of it finds nothing: it never comes back half deleted."""
         entry = self._sessions.find(session_id)
         with self._sessions.deleting(session_id):
             try:
@@ -397,6 +397,7 @@ class SessionBridge:
                         await self._store.delete_session(session_id)
                     finally:
                         await self._claims.drop(session_id)
+                await self._sessions.drop_checkpoints(session_id)
             except StoredSessionNotFoundError:
                 raise SessionNotFoundError(session_id) from None  # deleted meanwhile by another face or process
 

@@ -53,6 +53,8 @@ class Forks:
                 if journal is not None:
                     await self._claims.drop(child_id)
             else:
+                if self._sessions.checkpoints is not None:  # the child's own copy: its rewinds never touch the source's
+                    await self._sessions.checkpoints.copy(session.session_id, child_id)
                 item.child = self._sessions.add(
                     cwd,
                     child_id,
@@ -64,6 +66,7 @@ class Forks:
                     model=session.model,
                     roots=directories,
                 )
+                item.child.rewinds = list(session.rewinds)
         finally:
             item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``
 

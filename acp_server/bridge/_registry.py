@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from ..checkpoints import CheckpointRoot
 from ..domain import Conversation
 from ..store import SessionSnapshot, SessionStore
 from ..tools.registry import ToolSet
@@ -39,11 +40,15 @@ class SessionRegistry:
         "_sessions",
         "_settings_listeners",
         "_tools",
+        "checkpoints",
     )
 
-    def __init__(self, rules: SettingsRules, tools: ToolSet | None = None) -> None:
+    def __init__(
+        self, rules: SettingsRules, tools: ToolSet | None = None, checkpoints: CheckpointRoot | None = None
+    ) -> None:
         self._rules = rules
         self._tools = tools
+        self.checkpoints = checkpoints  # where the sessions' checkpoints live (None: none are kept)
         self._sessions: dict[str, SessionEntry] = {}
         self._close_listeners: list[Callable[[str], None]] = []
         self._settings_listeners: list[SettingsListener] = []
@@ -105,6 +110,8 @@ class SessionRegistry:
             tools=None if self._tools is None else self._tools.copy(),
         )
         entry.additional_directories = roots
+        if self.checkpoints is not None:
+            entry.checkpoints = self.checkpoints.session(session_id)
         self._sessions[session_id] = entry
         return entry
 
@@ -128,7 +135,18 @@ class SessionRegistry:
             roots=record.additional_directories,
         )
         entry.created_at, entry.updated_at = record.created_at, record.updated_at
+        entry.rewinds = list(snapshot.rewinds)
         return entry
+
+    async def drop_checkpoints(self, session_id: str) -> None:
+        """Remove a deleted session's checkpoints."""
+        if self.checkpoints is not None:
+            await self.checkpoints.remove(session_id)
+
+    def close_checkpoints(self) -> None:
+        """The bridge closes: a temporary checkpoint directory goes with it."""
+        if self.checkpoints is not None:
+            self.checkpoints.close()
 
     def discard(self, entry: SessionEntry) -> bool:
         """Detach ``entry`` quietly (no listener is told) if it is the one attached under its id; True if it was."""

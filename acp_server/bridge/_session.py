@@ -15,11 +15,12 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 
+from ..checkpoints import SessionCheckpoints
 from ..domain import Compaction, Conversation, Message, ModelStep, Prompt
 from ..errors import ServerError
 from ..mcp import McpServerConfig, McpServers, McpSettings
 from ..modes import DEFAULT_MODE
-from ..store import SessionStore, TurnTicket
+from ..store import Rewind, SessionStore, TurnTicket
 from ..tools.builtin import builtin_tool_set
 from ..tools.registry import ToolSet
 from ._exceptions import BridgeClosedError, SessionClosedError
@@ -114,6 +115,8 @@ class SessionEntry:
         self.closed_event = anyio.Event()  # set once closed: nothing waits on a closed session's readers
         self._mode_switch = anyio.Event()  # set (and replaced) at each change of mode
         self.fifo: Fifo[ForkRequest] = Fifo()
+        self.checkpoints: SessionCheckpoints | None = None  # what its prompts changed in files (``/rewind``)
+        self.rewinds: list[Rewind] = []  # the conversation's rewinds: what the model no longer sees
         self._journal = journal
         self._synced = synced
         self._ticket: TurnTicket | None = None
@@ -156,9 +159,10 @@ class SessionEntry:
         """
         messages = self.conversation.messages
         if self._journal is None:
-            history = Conversation(list(messages), self.conversation.compaction)
+            history = self._seen(list(messages), self.conversation.compaction)
             messages.append(user)
             self._retitled(self.title or prompt.title, None)
+            self._checkpoint(len(messages))
             return history
         with anyio.CancelScope(shield=True):
             ticket = await self._journal.begin_turn(
@@ -168,11 +172,65 @@ class SessionEntry:
         del messages[ticket.since :]
         messages.extend(message.to_message() for message in ticket.catch_up)
         self.conversation.compaction = ticket.compaction  # the latest stored (another process may have compacted)
-        history = Conversation(list(messages), ticket.compaction)
+        history = self._seen(list(messages), ticket.compaction)
         messages.append(user)
         self._synced = ticket.user_seq
         self._ticket = ticket
+        self._checkpoint(ticket.user_seq)
         return history
+
+    def _checkpoint(self, seq: int) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.begin(seq)
+
+    def _kept(self, count: int) -> list[int]:
+        """The seqs of the first ``count`` messages that no rewind covers."""
+        return [seq for seq in range(1, count + 1) if not any(r.covers(seq) for r in self.rewinds)]
+
+    def _seen(self, messages: list[Message], compaction: Compaction | None) -> Conversation:
+        """What the model sees of ``messages`` (message ``i`` is seq ``i + 1``): without the rewound ones. A
+        stored compaction (through a seq) counts the kept messages it covers; one that ends inside a rewound range
+        summarised rewound turns and is left out (the model then gets the messages themselves)."""
+        if not self.rewinds:
+            return Conversation(messages, compaction)
+        kept = self._kept(len(messages))
+        if compaction is not None:
+            if any(r.covers(compaction.through) for r in self.rewinds):
+                compaction = None
+            else:
+                through = sum(1 for seq in kept if seq <= compaction.through)
+                compaction = Compaction(through, compaction.summary) if through else None
+        return Conversation([messages[seq - 1] for seq in kept], compaction)
+
+    def seen(self) -> Conversation:
+        """The conversation as the model sees it now (what ``/compact`` summarises)."""
+        return self._seen(list(self.conversation.messages), self.conversation.compaction)
+
+    def _stored(self, compaction: Compaction) -> Compaction:
+        """A compaction of the model's view (through its ``through``-th message) as stored: through that message's
+        seq."""
+        if not self.rewinds or compaction.through < 1:
+            return compaction
+        kept = self._kept(len(self.conversation.messages))
+        through = kept[min(compaction.through, len(kept)) - 1] if kept else compaction.through
+        return Compaction(through, compaction.summary)
+
+    def prompt_seqs(self) -> list[tuple[int, Message]]:
+        """The prompts the model still sees, oldest first: each user message's seq and the message."""
+        return [
+            (i + 1, m)
+            for i, m in enumerate(self.conversation.messages)
+            if m.role == "user" and not any(r.covers(i + 1) for r in self.rewinds)
+        ]
+
+    async def rewind_conversation(self, start: int) -> Rewind:
+        """The model no longer sees the messages from ``start`` (a prompt's seq) to the last one (store first, then
+        memory); they stay in the history. Called in the session's FIFO slot (no turn runs)."""
+        rewind = Rewind(start, max(start, len(self.conversation.messages)))
+        if self._journal is not None:
+            await self._journal.record_rewind(self.session_id, rewind)
+        self.rewinds = [r for r in self.rewinds if r.through != rewind.through] + [rewind]
+        return rewind
 
     async def record_steps(self, steps: tuple[ModelStep, ...]) -> None:
         """Record the tool-calling steps of the running turn so far (store only: memory gets them with the answer),
@@ -184,6 +242,7 @@ class SessionEntry:
     async def record_compaction(self, compaction: Compaction) -> None:
         """Keep ``compaction`` as what the model sees instead of messages ``1..through`` (store first, then memory);
         called by the turn that holds the FIFO, for messages before its prompt. The messages stay as they are."""
+        compaction = self._stored(compaction)
         if self._journal is not None:
             await self._journal.record_compaction(self.session_id, compaction)
         self.conversation.compaction = compaction
@@ -252,6 +311,8 @@ class SessionEntry:
         The running prompt's outcome is decided first (``PromptJob.seal``): what is stored is what it answers.
         """
         running = self.fifo.running
+        if self.checkpoints is not None:
+            self.checkpoints.end()
         if running is not None:
             answer = running.seal(answer)
         if self._journal is None:

@@ -16,6 +16,7 @@ import anyio
 import anyio.lowlevel
 
 from ..domain import Emit, Prompt, StopReason
+from ..tools import checkpoints_used
 from ._prompt import Cause, PromptJob
 from ._session import ForkRequest, SessionEntry, now
 
@@ -84,7 +85,8 @@ async def _run(session: SessionEntry, job: PromptJob, runner: TurnRunner) -> Non
     try:
         with scope:
             job.start(scope)
-            result = await runner(session, job.prompt, job.stream.send, job.client)
+            with checkpoints_used(session.checkpoints):  # what its tools change is checkpointed (/rewind)
+                result = await runner(session, job.prompt, job.stream.send, job.client)
     except Exception as exc:  # the runner's failure belongs to this prompt's caller
         error = exc
     except BaseException:  # cancelled from outside our scope (host shutdown), or KeyboardInterrupt & co

@@ -240,6 +240,25 @@ class DaemonClient:
             raise DaemonProtocolError(f"POST {url}: no modeId in {dict(body)!r}", method="POST", url=url)
         return mode
 
+    async def rewind(
+        self,
+        session_id: str,
+        prompt: int | None = None,
+        *,
+        preview: bool = False,
+        files_only: bool = False,
+        conversation_only: bool = False,
+        force: bool = False,
+    ) -> Mapping[str, Any]:
+        """``POST /session/{id}/rewind``: without ``prompt`` the session's prompts (``{"prompts": [...]}``); with it,
+        a ``preview`` (the files and their diffs, the conflicts) or the rewind to before that prompt (what it
+        restored and removed). Files changed since by someone else: a ``DaemonHTTPError`` (409, code
+        ``rewind_conflict``) unless ``force``."""
+        body: dict[str, Any] = {} if prompt is None else {"prompt": prompt}
+        flags = {"preview": preview, "filesOnly": files_only, "conversationOnly": conversation_only, "force": force}
+        body.update({name: True for name, value in flags.items() if value})
+        return await self._json("POST", self._session_path(session_id, "/rewind"), json=body)
+
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> SessionConfig:
         """``POST /session/{id}/config``: set a session config option, like ACP's ``session/set_config_option`` —
         ``"mode"`` (as :meth:`set_mode`) or ``"model"`` (stored; the session's next model requests use it,

@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..checkpoints import Rewindable
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
 from ._files import CommandFiles, UserCommand, expand
 from ._mcp_prompts import prompt_commands, run_prompt
+from ._rewind import run_rewind
 from ._types import CommandHost, CommandSession, Compacts, Runner
 
 if TYPE_CHECKING:
@@ -45,6 +47,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("init", "Write or update AGENTS.md, the project's instructions for agents", "what to stress (optional)"),
     Command("mode", "Show the session's mode, or switch it", "mode id (empty: show the modes)"),
     Command("model", "Show the session's model, or switch it", "model name (empty: show the models)"),
+    Command(
+        "rewind",
+        "Undo what the agent did: put the files and the conversation back as before a prompt",
+        "prompt number, --files-only, --conversation-only, --force (empty: list the prompts)",
+    ),
     Command("help", "What each slash command does"),
 )
 
@@ -108,6 +115,7 @@ class SlashCommands(Generic[S]):
             "init": self._init,
             "mode": self._mode,
             "model": self._model,
+            "rewind": self._rewind,
             "help": self._help,
         }
         self.commands = tuple(command for command in COMMANDS if command.name in self._handlers)
@@ -155,7 +163,8 @@ class SlashCommands(Generic[S]):
         runner: object = self._runner  # a turn runner that may also compact
         if not isinstance(runner, Compacts):
             return await _say(emit, "This agent's turns do not compact.")
-        outcome = await runner.compact(session, emit)
+        seen = getattr(session, "seen", None)  # after a /rewind: what the model sees, not the whole history
+        outcome = await runner.compact(session if seen is None else _Seen(session, seen()), emit)
         return "end_turn" if outcome.text is None else await _say(emit, outcome.text)
 
     async def _init(
@@ -202,6 +211,14 @@ class SlashCommands(Generic[S]):
         await session.set_model(wanted)
         return await _say(emit, f"Model set to {wanted}: the next requests use it.")
 
+    async def _rewind(
+        self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
+    ) -> StopReason:
+        rewindable: object = session  # a session that keeps checkpoints (the bridge's do)
+        if not isinstance(rewindable, Rewindable):
+            return await _say(emit, "This session keeps no checkpoints.")
+        return await _say(emit, await run_rewind(rewindable, argument, client))
+
     async def _help(
         self, session: S, argument: str, prompt: Prompt, emit: Emit, client: ToolClient | None
     ) -> StopReason:
@@ -211,6 +228,18 @@ class SlashCommands(Generic[S]):
             lines.append(f"- {usage}: {command.description}")
         lines.append("\nAny other text starting with / goes to the model as it is.")  # a paragraph of its own
         return await _say(emit, "\n".join(lines))
+
+
+class _Seen:
+    """A session as ``/compact`` gives it to the turn: its conversation is what the model sees (no rewound turn);
+    everything else is the session's (``record_compaction`` maps the view's count back to a stored seq)."""
+
+    def __init__(self, session: object, conversation: object) -> None:
+        self._session = session
+        self.conversation = conversation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
 
 
 def _sentence(problem: str) -> str:

@@ -42,6 +42,8 @@ _STATUS_BY_KIND: dict[str, int] = {
     "method_not_allowed": 405,
     "session_closed": 409,
     "session_busy": 409,
+    "rewind_conflict": 409,
+    "rewind_refused": 409,
     "request_timeout": 408,
     "payload_too_large": 413,
     "unsupported_media_type": 415,

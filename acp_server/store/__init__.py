@@ -20,6 +20,7 @@ from ._open import DATABASE_NAME, check_store_url, default_state_dir, open_store
 from ._sqlite import SCHEMA_VERSION, SqliteSessionStore
 from ._types import (
     DEFAULT_PAGE_SIZE,
+    Rewind,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -33,6 +34,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "InvalidCursorError",
     "MemorySessionStore",
+    "Rewind",
     "SessionBusyError",
     "SessionPage",
     "SessionRecord",

@@ -20,6 +20,7 @@ from ._owner import make_instance, make_owner, owner_alive, owner_pid
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
+    Rewind,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -250,6 +251,11 @@ class SessionStore(abc.ABC):
         """One transaction: keep ``compaction`` as the session's latest (the history is not touched). Refused with
         :class:`StoreIOError` when it summarises messages the session does not have, or not whole turns (``through``
         odd, or not after the latest one); an unknown session raises :class:`StoredSessionNotFoundError`."""
+
+    @abc.abstractmethod
+    async def record_rewind(self, session_id: str, rewind: Rewind) -> None:
+        """One transaction: keep ``rewind`` (``/rewind``: messages ``start..through`` out of what the model sees; the
+        history is not touched). An unknown session raises :class:`StoredSessionNotFoundError`."""
 
     def __repr__(self) -> str:
         state = "unavailable" if self._problem is not None else self._life.value

@@ -16,6 +16,7 @@ from ._exceptions import StoredSessionNotFoundError, StoreIOError, StoreUnavaila
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
+    Rewind,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -48,6 +49,7 @@ class MemorySessionStore(SessionStore):
         self._sessions: dict[str, SessionRecord] = {}
         self._rows: dict[str, list[_Row]] = {}
         self._compactions: dict[str, Compaction] = {}  # the latest of each session that has one
+        self._rewinds: dict[str, tuple[Rewind, ...]] = {}
 
     @property
     def location(self) -> str:
@@ -60,6 +62,7 @@ class MemorySessionStore(SessionStore):
         self._sessions.clear()
         self._rows.clear()
         self._compactions.clear()
+        self._rewinds.clear()
 
     async def _enter(self) -> None:
         self._check()
@@ -101,7 +104,7 @@ class MemorySessionStore(SessionStore):
         if record is None:
             return None
         messages = tuple(self._read(session_id, row) for row in self._rows[session_id])
-        return SessionSnapshot(record, messages, self._compactions.get(session_id))
+        return SessionSnapshot(record, messages, self._compactions.get(session_id), self._rewinds.get(session_id, ()))
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
@@ -151,6 +154,8 @@ class MemorySessionStore(SessionStore):
         ]
         if source_id in self._compactions:
             self._compactions[session_id] = self._compactions[source_id]
+        if source_id in self._rewinds:
+            self._rewinds[session_id] = self._rewinds[source_id]
         return record
 
     async def delete_session(self, session_id: str) -> None:
@@ -161,6 +166,7 @@ class MemorySessionStore(SessionStore):
         self._refuse_running(session_id, _pending(rows))
         del self._sessions[session_id], self._rows[session_id]
         self._compactions.pop(session_id, None)
+        self._rewinds.pop(session_id, None)
 
     async def set_mode(self, session_id: str, mode: str) -> None:
         await self._enter()
@@ -241,6 +247,13 @@ class MemorySessionStore(SessionStore):
         if (ticket.session_id, ticket.answer_seq) not in self._live:  # its end_turn was called (and failed)
             raise StoreIOError(self.location, f"the answer {ticket.answer_seq} is no longer pending")
         row.message = replace(row.message, steps=steps)
+
+    async def record_rewind(self, session_id: str, rewind: Rewind) -> None:
+        await self._enter()
+        if session_id not in self._sessions:
+            raise StoredSessionNotFoundError(session_id)
+        kept = tuple(r for r in self._rewinds.get(session_id, ()) if r.through != rewind.through)
+        self._rewinds[session_id] = (*kept, rewind)
 
     async def record_compaction(self, session_id: str, compaction: Compaction) -> None:
         await self._enter()

@@ -32,6 +32,7 @@ from ..tasks import Lifecycle
 from ._exceptions import StoreClosedError, StoreError, StoreIOError, StoreUnavailableError
 from ._pg_link import Link, is_connection_loss
 from ._pg_owners import Owners
+from ._rewinds import REWINDS_TABLE
 from ._sqlite import SqliteSessionStore
 from ._types import TurnTicket
 
@@ -90,6 +91,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE session_owners (session_id TEXT PRIMARY KEY, instance TEXT NOT NULL, since_us BIGINT NOT NULL)",
     ),
     ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 3: JSON array of the extra roots
+    (REWINDS_TABLE.replace("INTEGER", "BIGINT"),),  # 4: the conversation's rewinds (/rewind)
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ._exceptions import StoreUnavailableError, UnavailableReason
+from ._rewinds import REWINDS_TABLE
 from ._types import cwd_key
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "connect", "prepare", "read", "write"]
@@ -84,6 +85,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 6: JSON array of the extra roots
+    (REWINDS_TABLE,),  # 7: the conversation's rewinds (/rewind)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -40,6 +40,7 @@ from ._exceptions import (
     StoreUnavailableError,
     UnavailableReason,
 )
+from ._rewinds import REWINDS, copy_rewinds, insert_rewind, rewinds_of
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, connect
 from ._schema import read as _read
 from ._schema import write as _write
@@ -61,6 +62,7 @@ from ._sql import (
 from ._types import (
     DEFAULT_PAGE_SIZE,
     FinalOutcome,
+    Rewind,
     SessionPage,
     SessionRecord,
     SessionSnapshot,
@@ -210,11 +212,13 @@ class SqliteSessionStore(SessionStore):
                 head = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
                 rows = conn.execute(MESSAGES_AFTER, (session_id, 0))
                 compaction = conn.execute(LATEST_COMPACTION, (session_id,))
+                rewinds = conn.execute(REWINDS, (session_id,))
                 row = head.fetchone()
                 if row is None:
                     return None
                 messages = self._messages(conn, session_id, rows.fetchall())
-                return SessionSnapshot(record_of(row), messages, compaction_of(compaction.fetchone()))
+                latest = compaction_of(compaction.fetchone())
+                return SessionSnapshot(record_of(row), messages, latest, rewinds_of(rewinds.fetchall()))
 
         return await self._call(read)
 
@@ -279,6 +283,7 @@ class SqliteSessionStore(SessionStore):
                     "SELECT ?, through, summary, created_us FROM compactions WHERE session_id = ?",
                     (session_id, source_id),
                 )
+                copy_rewinds(conn, source_id, session_id)
                 pending = "SELECT seq FROM messages WHERE session_id = ? AND outcome = 'pending'"
                 for (seq,) in conn.execute(pending, (source_id,)).fetchall():  # a turn running (or dead) there
                     journaled = journaled_steps(conn, source_id, seq)
@@ -297,7 +302,7 @@ class SqliteSessionStore(SessionStore):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
                 self._refuse_running(session_id, conn.execute(PENDING, (session_id,)).fetchall())
-                for table in ("answer_calls", "compactions", "messages"):  # children first: no cascade relied on
+                for table in ("answer_calls", "compactions", "rewinds", "messages"):  # children first: no cascade
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
@@ -464,6 +469,17 @@ class SqliteSessionStore(SessionStore):
                     "INSERT INTO compactions (session_id, through, summary, created_us) VALUES (?, ?, ?, ?)",
                     (session_id, through, compaction.summary, now),
                 )
+
+        await self._call(record)
+
+    async def record_rewind(self, session_id: str, rewind: Rewind) -> None:
+        now = self._tick()
+
+        def record(conn: sqlite3.Connection) -> None:
+            with _write(conn):
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                    raise StoredSessionNotFoundError(session_id)
+                insert_rewind(conn, session_id, rewind, now)
 
         await self._call(record)
 

@@ -53,6 +53,7 @@ from ._exceptions import InvalidCursorError
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "Rewind",
     "SessionPage",
     "SessionRecord",
     "SessionSnapshot",
@@ -150,12 +151,26 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class Rewind:
+    """A rewind of the conversation (``/rewind``): messages ``start..through`` (``start`` a prompt's) are out of
+    what the model sees from then on; they stay stored, as they were."""
+
+    start: int
+    through: int
+
+    def covers(self, seq: int) -> bool:
+        return self.start <= seq <= self.through
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
-    """A session and its whole history, read in one transaction, with its latest compaction (None: none)."""
+    """A session and its whole history, read in one transaction, with its latest compaction (None: none) and its
+    rewinds (oldest first)."""
 
     record: SessionRecord
     messages: tuple[StoredMessage, ...]
     compaction: Compaction | None = None
+    rewinds: tuple[Rewind, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

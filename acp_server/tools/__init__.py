@@ -20,7 +20,8 @@ first 8 KiB, or not UTF-8) are refused; so are files over 10 MiB (grep skips the
 unbounded: globs match without backtracking, grep's regular expressions release the GIL and have a time budget,
 the blocking work runs in worker threads that a cancel abandons at once. The details of each part are in its
 module: confinement ``_workspace``, ``.gitignore`` support ``_gitignore``, globs ``_globs``, searches
-``_search``, commands ``_command`` (and its watchdog ``_command_watchdog``).
+``_search``, commands ``_command`` (and its watchdog ``_command_watchdog``). Writes, edits and commands tell the
+running prompt's checkpoints (``_checkpoint_hook``; :mod:`acp_server.checkpoints`) before and after they change files.
 
 Each built-in tool is one module of :mod:`acp_server.tools.builtin`, one class (arguments model, name, kind,
 title, description, ``prepare``); every tool is one :class:`~acp_server.tools.registry.Tool` to the registry, and
@@ -34,7 +35,9 @@ a session's tools are a :class:`~acp_server.tools.registry.ToolSet`: the built-i
 
 from ._call import _guarded as guarded_run
 from ._call import failure
+from ._checkpoint_hook import CheckpointRecorder, checkpoints_used, current_recorder
 from ._command import SECRET_ENV
+from ._dirfd import open_parent
 from ._exceptions import ToolCallError, ToolError
 from ._group_watch import watched_group
 from ._output import OUTPUT_LIMIT_BYTES, cap_text
@@ -43,6 +46,7 @@ from ._project_text import ProjectText, read_project_text
 from ._sandbox import CREDENTIAL_STORES, SandboxPolicy, SandboxSupport
 from ._sandbox import configure as configure_sandbox
 from ._sandbox import support as sandbox_support
+from ._textfile import remove_file, write_bytes_atomic
 from ._types import (
     PERMISSION_OPTIONS,
     ContentSink,
@@ -59,6 +63,7 @@ from ._types import (
     permission_choice,
 )
 from ._validate import arguments_json, schema_check
+from ._walk import Walk
 from ._web import WebPolicy
 from ._workspace import Target, Workspace
 from .builtin import READ_ONLY_TOOLS, TOOL_NAMES, openai_tools
@@ -72,6 +77,7 @@ __all__ = [
     "READ_ONLY_TOOLS",
     "SECRET_ENV",
     "TOOL_NAMES",
+    "CheckpointRecorder",
     "ContentSink",
     "EditorReader",
     "EditorTerminal",
@@ -90,18 +96,24 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "ToolSet",
+    "Walk",
     "WebPolicy",
     "Workspace",
     "arguments_json",
     "cap_text",
+    "checkpoints_used",
     "configure_sandbox",
+    "current_recorder",
     "failure",
     "guarded_run",
+    "open_parent",
     "openai_tools",
     "permission_choice",
     "prepare_call",
     "read_project_text",
+    "remove_file",
     "sandbox_support",
     "schema_check",
     "watched_group",
+    "write_bytes_atomic",
 ]

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 
+import anyio
+
 from ..errors import RemoteError
+from ._checkpoint_hook import current_recorder
 from ._dirfd import open_parent
 from ._exceptions import ToolCallError
 from ._output import OUTPUT_LIMIT_BYTES, utf8_len
@@ -76,6 +79,20 @@ async def current_text(target: Target, client: ToolClient | None) -> str | None:
 
 
 async def write_text(target: Target, content: str, client: ToolClient | None) -> None:
+    """Write ``content`` to ``target`` (the editor's, else atomically on disk), its prior state checkpointed first
+    (:mod:`._checkpoint_hook`: what ``/rewind`` restores)."""
+    recorder = current_recorder()
+    if recorder is not None:
+        await recorder.before_change(target)
+    try:
+        await _write(target, content, client)
+    finally:
+        if recorder is not None:
+            with anyio.CancelScope(shield=True):  # a write cut by a cancel is recorded too
+                await recorder.after_change(target)
+
+
+async def _write(target: Target, content: str, client: ToolClient | None) -> None:
     writer = None if client is None else client.writer
     if writer is not None:
         os.close(open_parent(target, create=True, verb="write")[0])  # its directories, confined; the editor writes

@@ -29,7 +29,9 @@ __all__ = [
     "read_searchable",
     "read_text",
     "read_text_prefix",
+    "remove_file",
     "too_large",
+    "write_bytes_atomic",
     "write_text_atomic",
 ]
 
@@ -198,6 +200,35 @@ def write_text_atomic(target: Target, content: str) -> None:
         _replace_in(parent, name, data)
     except OSError as exc:
         raise ToolCallError(f"cannot write {target.rel}: {exc.strerror or exc}") from None
+    finally:
+        os.close(parent)
+
+
+def write_bytes_atomic(target: Target, data: bytes) -> None:
+    """:func:`write_text_atomic` for any bytes (a checkpoint's restored file)."""
+    parent, name = open_parent(target, create=True, verb="write")
+    try:
+        _replace_in(parent, name, data)
+    except OSError as exc:
+        raise ToolCallError(f"cannot write {target.rel}: {exc.strerror or exc}") from None
+    finally:
+        os.close(parent)
+
+
+def remove_file(target: Target) -> None:
+    """Remove the file ``target`` (reached through directory descriptors like a write); gone already: done."""
+    try:
+        parent, name = open_parent(target, create=False, verb="remove")
+    except ToolCallError:
+        if not os.path.lexists(target.real):
+            return
+        raise
+    try:
+        os.unlink(name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ToolCallError(f"cannot remove {target.rel}: {exc.strerror or exc}") from None
     finally:
         os.close(parent)
 

@@ -33,7 +33,7 @@ def test_the_fixture_is_a_version_5_database_of_ours(old_db: Path) -> None:
         assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
         assert "additional_directories" not in _columns(raw)
     raw.close()
-    assert SCHEMA_VERSION == 6  # a new version needs its own fixture made by the code before it (data/make_v5.py)
+    assert SCHEMA_VERSION >= 6  # version 7 has its own fixture, made by the version 6 code (data/make_v6.py)
 
 
 async def test_a_version_5_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:

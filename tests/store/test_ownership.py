@@ -156,7 +156,7 @@ async def test_sqlite_and_memory_claim_nothing(kind: str, tmp_path: Path) -> Non
 
 
 async def test_a_version_1_database_is_upgraded_and_keeps_its_sessions(pg_dsn: str) -> None:
-    assert PG_SCHEMA_VERSION == 3
+    assert PG_SCHEMA_VERSION == 4
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the previous release
         conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
         for statement in MIGRATIONS[0]:
@@ -168,7 +168,7 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_sessions(pg_dsn: s
         assert (await store.get_session("old")) is not None
         await store.claim("old")
     with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(3,)]
+        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(PG_SCHEMA_VERSION,)]
 
 
 async def test_a_version_2_database_is_upgraded_and_its_sessions_have_no_additional_directories(
@@ -189,7 +189,7 @@ async def test_a_version_2_database_is_upgraded_and_its_sessions_have_no_additio
         old = await store.get_session("old")
         assert old is not None and old.additional_directories == ("/x",)
     with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(3,)]
+        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(PG_SCHEMA_VERSION,)]
 
 
 def test_lock_keys_are_stable_signed_64_bit() -> None:

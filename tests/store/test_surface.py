@@ -33,6 +33,7 @@ def test_exported_members() -> None:
         "SCHEMA_VERSION",
         "InvalidCursorError",
         "MemorySessionStore",
+        "Rewind",
         "SessionBusyError",
         "SessionPage",
         "SessionRecord",

@@ -19,6 +19,7 @@ ROUTES: tuple[BaseRoute, ...] = (
     Route("/session/{session_id}/delete", sessions.remove_session, methods=["POST"]),
     Route("/session/{session_id}/mode", sessions.set_mode, methods=["POST"]),
     Route("/session/{session_id}/config", sessions.set_config, methods=["POST"]),
+    Route("/session/{session_id}/rewind", sessions.rewind, methods=["POST"]),
     Route("/session/{session_id}/permission/{requestId}", prompts.answer_permission, methods=["POST"]),
     Route("/session/{session_id}/prompt", prompts.prompt, methods=["POST"]),
     Route("/session/{session_id}/cancel", prompts.cancel, methods=["POST"]),

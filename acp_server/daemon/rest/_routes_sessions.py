@@ -11,17 +11,27 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ...acp import run_rewind_method
 from ...mcp import parse_mcp_servers
 from .._exceptions import InvalidRequestError
 from ._daemon import Daemon
 from ._request import daemon_of, json_object, required_str
 
-__all__ = ["create_session", "delete_session", "remove_session", "resume_session", "set_config", "set_mode"]
+__all__ = [
+    "create_session",
+    "delete_session",
+    "remove_session",
+    "resume_session",
+    "rewind",
+    "set_config",
+    "set_mode",
+]
 
 _SESSION_FIELDS = frozenset({"cwd", "modeId", "mcpServers", "additionalDirectories"})
 _RESUME_FIELDS = frozenset({"cwd", "mcpServers", "additionalDirectories"})
 _MODE_FIELDS = frozenset({"modeId"})
 _CONFIG_FIELDS = frozenset({"configId", "value"})
+_REWIND_FIELDS = frozenset({"prompt", "preview", "filesOnly", "conversationOnly", "force"})
 
 
 def session_answer(daemon: Daemon, session_id: str) -> dict[str, Any]:
@@ -101,3 +111,11 @@ async def set_config(request: Request) -> Response:
     value = required_str(body, "value")
     await daemon.set_config_option(session_id, config_id, value)
     return JSONResponse({**session_answer(daemon, session_id), "configOptions": daemon.config_options(session_id)})
+
+
+async def rewind(request: Request) -> Response:
+    """``POST /session/{id}/rewind`` → 200: the session's prompts (no ``prompt``), a preview (``preview``), or the
+    rewind (see ``_acp-server/rewind``: the same request and answers); files are written locally."""
+    body = await json_object(request, _REWIND_FIELDS)
+    params = {**body, "sessionId": request.path_params["session_id"]}
+    return JSONResponse(await run_rewind_method(daemon_of(request).bridge, params, None))

@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
+import anyio
 from pydantic import Field
 
 from .. import _sandbox
+from .._checkpoint_hook import current_recorder
 from .._command import DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS, run_local, run_terminal
 from .._exceptions import ToolCallError
 from .._types import ContentSink, PreparedCall, ToolClient, ToolResult
@@ -101,14 +103,23 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
             raise ToolCallError("outside_sandbox needs a reason: say why the command cannot run in the sandbox")
 
         async def run(sink: ContentSink) -> ToolResult:
-            if sandboxed:
-                result = await run_local(command, workspace, timeout_ms, sandboxed=True)
-                if result.output.startswith("Exit code: 0\n"):
-                    return result
-                return dataclasses.replace(result, output=result.output + SANDBOX_HINT)
-            if terminal is not None:
-                return await run_terminal(terminal, command, workspace, timeout_ms, sink)
-            return await run_local(command, workspace, timeout_ms)
+            recorder = current_recorder()  # what the command changes in the roots is checkpointed (/rewind)
+            snapshot = None if recorder is None else await recorder.before_command(workspace)
+            note = ""
+            try:
+                if sandboxed:
+                    result = await run_local(command, workspace, timeout_ms, sandboxed=True)
+                    if not result.output.startswith("Exit code: 0\n"):
+                        result = dataclasses.replace(result, output=result.output + SANDBOX_HINT)
+                elif terminal is not None:
+                    result = await run_terminal(terminal, command, workspace, timeout_ms, sink)
+                else:
+                    result = await run_local(command, workspace, timeout_ms)
+            finally:
+                if recorder is not None:
+                    with anyio.CancelScope(shield=True):  # a cancelled command's changes are recorded too (bounded)
+                        note = await recorder.after_command(snapshot)
+            return dataclasses.replace(result, output=f"{result.output}\n\n{note}") if note else result
 
         if sandboxed:
             return dataclasses.replace(self.call(title=_title(command) + " in the sandbox", run=run), sandboxed=True)
