@@ -52,6 +52,7 @@ __all__ = [
     "TurnEvent",
     "UsageReported",
     "UserChunk",
+    "answer_message_id",
     "base64_size",
 ]
 
@@ -121,16 +122,25 @@ class Prompt:
 
 @dataclass(frozen=True, slots=True)
 class TextChunk:
-    """A piece of the assistant's answer."""
+    """A piece of the assistant's answer; ``message_id`` (local to the session, see :func:`answer_message_id`) is
+    the same for every piece of one message."""
 
     text: str
+    message_id: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
 class ThoughtChunk:
-    """A piece of the model's reasoning."""
+    """A piece of the model's reasoning; ``message_id`` as :class:`TextChunk`'s."""
 
     text: str
+    message_id: str = field(default="", kw_only=True)
+
+
+def answer_message_id(seq: int, step: int, kind: Literal["text", "thought"]) -> str:
+    """The session-local id of one message of the answer stored as ``seq``: its text or its thought of request
+    ``step`` (0-based; a tool call ends a message). Live chunks and their replay share it."""
+    return f"{seq}.{step}" if kind == "text" else f"{seq}.{step}.thought"
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +224,8 @@ class ToolCallStarted:
     """A tool call the model asked for, announced before it runs (status ``pending``).
 
     ``call_id`` is the model's id of the call; ``raw_input`` its parsed arguments (None when they were not JSON);
-    ``content`` what the user should see before deciding (an edit's diff).
+    ``content`` what the user should see before deciding (an edit's diff); ``name`` the tool's name as the model
+    called it (``read_file``, ``mcp__server__tool``).
     """
 
     call_id: str
@@ -223,6 +234,7 @@ class ToolCallStarted:
     raw_input: object = None
     locations: tuple[ToolLocation, ...] = ()
     content: tuple[ToolContent, ...] = ()
+    name: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
+from uuid import uuid4
 
 from ..domain import (
     Compacted,
@@ -32,6 +33,7 @@ from ..domain import (
     ToolLocation,
     TurnEvent,
     UsageReported,
+    answer_message_id,
 )
 from ..errors import InvalidInputError
 from ..store import StoredMessage
@@ -45,6 +47,7 @@ __all__ = [
     "update_from_event",
     "usage_update",
     "wire_block",
+    "wire_message_id",
 ]
 
 
@@ -133,6 +136,8 @@ def _locations(locations: tuple[ToolLocation, ...]) -> list[dict[str, Any]]:
 def tool_call_fields(event: ToolCallStarted) -> dict[str, Any]:
     """The ``ToolCall`` fields of an announced call (``tool_call`` updates and permission requests share them)."""
     fields: dict[str, Any] = {"toolCallId": event.call_id, "title": event.title, "kind": event.kind}
+    if event.name:
+        fields["name"] = event.name
     fields["status"] = "pending"
     if event.raw_input is not None:
         fields["rawInput"] = event.raw_input
@@ -197,15 +202,25 @@ def compaction_note(event: Compacting | Compacted) -> str:
     return f"Conversation compacted: {what}; about {event.estimate} tokens are sent now.\n\n"
 
 
+def wire_message_id(session_id: str, local: str) -> str | None:
+    """The ``messageId`` of a session-local message id (None: the chunk has none): ``<sessionId>/<local>``."""
+    return f"{session_id}/{local}" if local else None
+
+
 def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     """The ``session/update`` params for one live turn event (a compaction: its note, as a thought)."""
     if isinstance(event, TextChunk):
-        return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
+        message_id = wire_message_id(session_id, event.message_id)
+        return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text}, message_id)
     if isinstance(event, RetryNotice):  # a thought, marked so that a client may show it as a status instead
         retry = {"attempt": event.attempt, "delayMs": event.delay_ms, "reason": event.reason}
-        return _notification(session_id, "agent_thought_chunk", _text(event.text), meta={"acpServer": {"retry": retry}})
+        message_id = wire_message_id(session_id, event.message_id)
+        return _notification(
+            session_id, "agent_thought_chunk", _text(event.text), message_id, {"acpServer": {"retry": retry}}
+        )
     if isinstance(event, ThoughtChunk):
-        return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text})
+        message_id = wire_message_id(session_id, event.message_id)
+        return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text}, message_id)
     if isinstance(event, ToolCallStarted):
         return _tool_update(session_id, {"sessionUpdate": "tool_call", **tool_call_fields(event)})
     if isinstance(event, ToolCallUpdated):
@@ -215,7 +230,9 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     if isinstance(event, PlanUpdated):
         return _tool_update(session_id, plan_update(event.entries))
     if isinstance(event, Compacting | Compacted):
-        return _notification(session_id, "agent_thought_chunk", _text(compaction_note(event)))
+        return _notification(
+            session_id, "agent_thought_chunk", _text(compaction_note(event)), f"{session_id}/compaction-{uuid4().hex}"
+        )
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
 
 
@@ -223,6 +240,7 @@ def _replayed_call(session_id: str, call: ToolCallRecord) -> Iterator[dict[str, 
     """A stored call as one ``tool_call`` (as announced) and its final ``tool_call_update``."""
     start: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call.call_id, "title": call.title}
     start["kind"] = call.kind
+    start["name"] = call.name
     start["status"] = "pending"
     raw_input = _raw_arguments(call.arguments)
     if raw_input is not None:
@@ -260,10 +278,12 @@ def replay_updates(
     The last plan an answer set (its last ``update_plan`` call that completed) is replayed as one ``plan`` update
     right after that call: the plan as that turn left it, not every intermediate one.
 
-    Every chunk carries ``messageId`` (``<sessionId>/<seq>``). An answer that did not complete is marked on each of
-    its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``, ``interrupted``, ``running``) and
-    ``stopReason``; an unfinished answer with no text is still replayed, as one empty ``agent_message_chunk``, so the
-    mark is never lost. Each value is exactly what the official ``SessionNotification`` model dumps.
+    Every chunk carries ``messageId``: ``<sessionId>/<seq>`` for a user message, for an answer's text and thought
+    of each request what went out live (:func:`~acp_server.domain.answer_message_id`). An answer that did not
+    complete is marked on each of its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``,
+    ``interrupted``, ``running``) and ``stopReason``; an unfinished answer with no text is still replayed, as one
+    empty ``agent_message_chunk``, so the mark is never lost. Each value is valid against ACP's schema (a
+    ``tool_call``'s ``name`` is newer than the Python SDK's model).
 
     With a ``compaction``, the history is replayed whole all the same, and one ``agent_thought_chunk`` after message
     ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``).
@@ -273,13 +293,14 @@ def replay_updates(
         if compaction is not None and message.seq == compaction.through:
             note = f"Conversation compacted: the model is sent a summary of messages 1–{compaction.through}.\n\n"
             meta = {"acpServer": {"compactedThrough": compaction.through}}
-            yield _notification(session_id, "agent_thought_chunk", _text(note), f"{session_id}/{message.seq}", meta)
+            note_id = f"{session_id}/{message.seq}.compaction"
+            yield _notification(session_id, "agent_thought_chunk", _text(note), note_id, meta)
 
 
 def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any]]:
     """The updates of one stored message (see :func:`replay_updates`)."""
-    message_id = f"{session_id}/{message.seq}"
     if message.role == "user":
+        message_id = f"{session_id}/{message.seq}"
         for part in message.parts or (TextPart(message.content),):
             yield _notification(session_id, "user_message_chunk", wire_block(part), message_id)
         return
@@ -290,19 +311,23 @@ def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any
             mark["stopReason"] = message.stop_reason
         meta = {"acpServer": mark}
     last_plan = next((c for s in reversed(message.steps) for c in reversed(s.calls) if c.plan is not None), None)
-    for step in message.steps:
+    seq = message.seq
+    for index, step in enumerate(message.steps):
         if step.reasoning:
-            yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), message_id, meta)
+            thought_id = f"{session_id}/{answer_message_id(seq, index, 'thought')}"
+            yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), thought_id, meta)
         if step.text:
-            yield _notification(session_id, "agent_message_chunk", _text(step.text), message_id, meta)
+            text_id = f"{session_id}/{answer_message_id(seq, index, 'text')}"
+            yield _notification(session_id, "agent_message_chunk", _text(step.text), text_id, meta)
         for call in step.calls:
             yield from _replayed_call(session_id, call)
             if call is last_plan and call.plan is not None:
                 yield _tool_update(session_id, plan_update(call.plan))
-    chunks: list[tuple[str, str]] = []
+    last = len(message.steps)  # the answer's last request: its text is the message's content
+    chunks: list[tuple[str, str, str]] = []
     if message.reasoning:
-        chunks.append(("agent_thought_chunk", message.reasoning))
+        chunks.append(("agent_thought_chunk", message.reasoning, answer_message_id(seq, last, "thought")))
     if message.content or (not chunks and meta is not None):
-        chunks.append(("agent_message_chunk", message.content))
-    for kind, text in chunks:
-        yield _notification(session_id, kind, {"type": "text", "text": text}, message_id, meta)
+        chunks.append(("agent_message_chunk", message.content, answer_message_id(seq, last, "text")))
+    for kind, text, local in chunks:
+        yield _notification(session_id, kind, {"type": "text", "text": text}, f"{session_id}/{local}", meta)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
+from uuid import uuid4
 
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..modes import MODES
@@ -189,5 +190,5 @@ def _sentence(problem: str) -> str:
 
 
 async def _say(emit: Emit, text: str) -> StopReason:
-    await emit(TextChunk(text))
+    await emit(TextChunk(text, message_id=f"command-{uuid4().hex}"))  # a message of its own
     return "end_turn"

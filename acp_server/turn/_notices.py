@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 from ..domain import RetryNotice
 from ..pipeline import RetryEvent
 
@@ -13,4 +15,5 @@ def retry_notice(event: RetryEvent) -> RetryNotice:
     the reasoning around it)."""
     reason = event.classification.reason
     text = f"\n(The model request failed: {reason}. Retrying in {event.delay_s:.1f} s, attempt {event.attempt + 1}.)\n"
-    return RetryNotice(text, event.attempt, round(event.delay_s * 1000), reason)
+    delay_ms = round(event.delay_s * 1000)
+    return RetryNotice(text, event.attempt, delay_ms, reason, message_id=f"retry-{uuid4().hex}")  # a message of its own

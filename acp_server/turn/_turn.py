@@ -39,6 +39,7 @@ from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
+from ._answer import Answer
 from ._calls import CallAssembler, run_call
 from ._compaction import CompactOutcome, TurnContext, summary_text
 from ._exceptions import ContextWindowTooSmallError, ModelNotConfiguredError
@@ -172,37 +173,6 @@ def tools_of(session: SessionLike) -> ToolSet:
     built-ins."""
     tools = getattr(session, "tools", None)
     return tools if isinstance(tools, ToolSet) else BUILTIN
-
-
-class _Answer:
-    """What the turn has made so far: the finished tool steps, and the request being streamed."""
-
-    __slots__ = ("calls", "context", "reasoning", "steps", "text")
-
-    def __init__(self) -> None:
-        self.context: TurnContext | None = None  # set once the turn's view is built: its last usage is stored
-        self.steps: list[ModelStep] = []
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-        self.calls: list[ToolCallRecord] | None = None  # the ended calls of the step being run
-
-    def step(self) -> ModelStep:
-        return ModelStep("".join(self.text), "".join(self.reasoning), tuple(self.calls or ()))
-
-    def next_request(self) -> None:
-        self.text, self.reasoning, self.calls = [], [], None
-
-    def message(self, stop_reason: StopReason | None, outcome: Outcome) -> Message:
-        """The answer to store: finished steps, the step cut short (if its calls had begun), the text streamed —
-        without the images the calls returned (they lived for this turn only)."""
-        steps = [step.without_images() for step in self.steps]
-        if self.calls is not None:
-            steps.append(self.step().without_images())
-            content, reasoning = "", ""
-        else:
-            content, reasoning = "".join(self.text), "".join(self.reasoning)
-        usage = None if self.context is None else self.context.usage
-        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
 
 
 class ModelTurn:
@@ -393,7 +363,7 @@ class ModelTurn:
         content = user_content(read)
         user = Message("user", read.text)
         history = await session.begin_turn(prompt, user)
-        answer = _Answer()
+        answer = Answer(len(history.messages) + 2)  # the store numbers from 1: the prompt, then this answer
         settings = self.settings
         seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
@@ -406,10 +376,10 @@ class ModelTurn:
                 await announcer.fragments(calls, delta.tool_calls)  # shown while they stream
             if delta.reasoning:
                 answer.reasoning.append(delta.reasoning)
-                await emit(ThoughtChunk(delta.reasoning))
+                await emit(ThoughtChunk(delta.reasoning, message_id=answer.thought_id))
             if delta.text:
                 answer.text.append(delta.text)
-                await emit(TextChunk(delta.text))
+                await emit(TextChunk(delta.text, message_id=answer.text_id))
 
         try:
             await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt

@@ -21,15 +21,27 @@ def _thought(text: str) -> dict[str, Any]:
     return dumps(schema.SessionNotification(session_id=SID, update=update))
 
 
+def _live(event: Compacting | Compacted) -> dict[str, Any]:
+    """A live note without its ``messageId`` (each note is a message of its own: a fresh id), which is checked."""
+    params = update_from_event(SID, event)
+    assert params["update"].pop("messageId").startswith(f"{SID}/compaction-")
+    return params
+
+
+def test_each_compaction_note_is_a_message_of_its_own() -> None:
+    ids = {update_from_event(SID, Compacted(8, 900, 4000))["update"]["messageId"] for _ in range(2)}
+    assert len(ids) == 2
+
+
 def test_compaction_notes_are_official_thought_chunks() -> None:
-    started = update_from_event(SID, Compacting("threshold", 3300, 4000))
+    started = _live(Compacting("threshold", 3300, 4000))
     assert started == _thought(
         "The conversation is nearing the model's context window: compacting it (about 3300 tokens of a 4000-token "
         "window)…\n\n"
     )
     refused = update_from_event(SID, Compacting("refused", 5000))["update"]["content"]["text"]
     assert refused.startswith("The model refused the request as too long") and "window" not in refused.split("(")[1]
-    done = update_from_event(SID, Compacted(8, 900, 4000))
+    done = _live(Compacted(8, 900, 4000))
     assert done == _thought("Conversation compacted: messages 1–8 are summarised; about 900 tokens are sent now.\n\n")
     elided = update_from_event(SID, Compacted(0, 2000))["update"]["content"]["text"]
     assert "older tool outputs are elided" in elided
@@ -50,4 +62,5 @@ def test_a_replay_is_whole_and_marks_where_the_summary_ends() -> None:
         2,
         {"acpServer": {"compactedThrough": 2}},
     )
+    mark["update"]["messageId"] = f"{SID}/2.compaction"  # a message of its own
     assert marked == [*plain[:2], mark, *plain[2:]]

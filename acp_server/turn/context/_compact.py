@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
+from uuid import uuid4
 
 from ...domain import Compacted, Compacting, Compaction, Emit, Message, ModelStep, ThoughtChunk
 from .._exceptions import CompactionFailedError, ContextWindowExceededError
@@ -204,7 +205,7 @@ class Compactor:
                     f"The summary was not smaller than the ~{replaced} tokens it would replace: it was thrown away, "
                     "the conversation is sent as it was.\n\n"
                 )
-                await self._emit(ThoughtChunk(note))
+                await self._emit(ThoughtChunk(note, message_id=f"compaction-{uuid4().hex}"))
                 return messages
         await self._emit(Compacted(view.start, estimate, window))
         return messages
