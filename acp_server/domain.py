@@ -24,6 +24,8 @@ __all__ = [
     "ImagePart",
     "Message",
     "ModelStep",
+    "Notice",
+    "NoticeSeverity",
     "Outcome",
     "PlanEntry",
     "PlanPriority",
@@ -146,11 +148,26 @@ def answer_message_id(seq: int, step: int, kind: Literal["text", "thought"]) -> 
 @dataclass(frozen=True, slots=True)
 class RetryNotice(ThoughtChunk):
     """The model request failed and is retried in ``delay_ms``: a thought for whoever watches (``text`` says it),
-    never stored nor sent to the model. ``attempt`` is the 1-based attempt that failed, ``reason`` why."""
+    never stored nor sent to the model. ``attempt`` is the 1-based attempt that failed, ``reason`` why; ``title``
+    says it as a notice (for a client that shows notices)."""
 
     attempt: int = 0
     delay_ms: int = 0
     reason: str = ""
+    title: str = ""
+
+
+NoticeSeverity: TypeAlias = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know beside the conversation (an MCP server gone, an instructions file cut, a
+    learned context window): live only — never stored, never replayed, never sent to the model."""
+
+    severity: NoticeSeverity
+    title: str
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +343,7 @@ TurnEvent: TypeAlias = (
     | UsageReported
     | Compacting
     | Compacted
+    | Notice
 )
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""

@@ -18,15 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..commands import Command
-from ..domain import Compacted, PromptEnded, UsageReported
+from ..domain import Compacted, Notice, PromptEnded, RetryNotice, UsageReported
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ._auth import AuthRequiredError, EndpointGate, EndpointNotUsableError, auth_methods, check_method
 from ._commands import after_queued, commands_update
 from ._config import config_options
-from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
+from ._convert import notice_update, prompt_from_blocks, replay_updates, update_from_event, usage_update
 from ._editor import AcpEditor, ClientCapabilities
 from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
@@ -289,6 +290,11 @@ class AcpAgent:
                         continue  # ACP's usage_update requires the window: an unknown one is never invented
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(event)})
                     continue
+                if isinstance(event, Notice | RetryNotice) and self._client_caps.notices:
+                    await peer.notify("session/update", {"sessionId": session_id, "update": notice_update(event)})
+                    continue
+                if isinstance(event, Notice):
+                    continue  # a client that shows no notices is not told (ACP: only when advertised)
                 await peer.notify("session/update", update_from_event(session_id, event))
                 if isinstance(event, Compacted) and event.size is not None:  # what the context holds now
                     used = UsageReported(event.estimate, 0, event.size)
@@ -326,9 +332,17 @@ class AcpAgent:
         except Exception:  # the check is advice: it never fails session/new
             logger.exception("session %s: could not check its model's context window", entry.session_id)
             return
-        if problem is not None:
-            message = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{problem}\n\n"}}
-            peer.after_reply("session/update", {"sessionId": entry.session_id, "update": message})
+        if problem is None:
+            return
+        update: dict[str, Any]
+        if self._client_caps.notices:
+            title = "The model's context window is too small for this session"
+            update = notice_update(Notice("error", title, str(problem)))
+        else:
+            content = {"type": "text", "text": f"{problem}\n\n"}
+            message_id = f"{entry.session_id}/window-{uuid4().hex}"
+            update = {"sessionUpdate": "agent_message_chunk", "content": content, "messageId": message_id}
+        peer.after_reply("session/update", {"sessionId": entry.session_id, "update": update})
 
     def _tell_commands(self, entry: SessionEntry) -> None:
         """(bridge listener, run after what was queued: the answer announcing them first) The session's commands

@@ -14,6 +14,7 @@ from ..domain import (
     DiffContent,
     ImageContent,
     ImagePart,
+    Notice,
     PlanEntry,
     PlanUpdated,
     Prompt,
@@ -40,6 +41,7 @@ from ..store import StoredMessage
 
 __all__ = [
     "compaction_note",
+    "notice_update",
     "plan_update",
     "prompt_from_blocks",
     "replay_updates",
@@ -171,6 +173,17 @@ def _progress(event: ToolCallUpdated) -> dict[str, Any]:
     return update
 
 
+def notice_update(event: Notice | RetryNotice) -> dict[str, Any]:
+    """The ``notice`` update of a notice (ACP 1.25; only for a client that advertised ``session.notices``)."""
+    if isinstance(event, RetryNotice):
+        title = event.title or event.text.strip()
+        return {"sessionUpdate": "notice", "severity": "warning", "title": title, "description": event.reason}
+    update: dict[str, Any] = {"sessionUpdate": "notice", "severity": event.severity, "title": event.title}
+    if event.description:
+        update["description"] = event.description
+    return update
+
+
 def usage_update(event: UsageReported) -> dict[str, Any]:
     """The ``usage_update`` of one model request: ``used`` tokens, and ``size`` only when the window is known (the
     ACP schema requires it: the ACP face sends no ``usage_update`` without it)."""
@@ -229,6 +242,8 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, usage_update(event))
     if isinstance(event, PlanUpdated):
         return _tool_update(session_id, plan_update(event.entries))
+    if isinstance(event, Notice):
+        return _tool_update(session_id, notice_update(event))
     if isinstance(event, Compacting | Compacted):
         return _notification(
             session_id, "agent_thought_chunk", _text(compaction_note(event)), f"{session_id}/compaction-{uuid4().hex}"

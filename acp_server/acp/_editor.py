@@ -32,9 +32,10 @@ logger = logging.getLogger("acp_server.acp")
 
 
 class ClientCapabilities:
-    """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent."""
+    """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent.
+    ``notices``: ``session.notices`` (ACP 1.25: an object, ``{}`` advertises it)."""
 
-    __slots__ = ("read_text_file", "terminal", "write_text_file")
+    __slots__ = ("notices", "read_text_file", "terminal", "write_text_file")
 
     def __init__(self, raw: object = None) -> None:
         caps = raw if isinstance(raw, dict) else {}
@@ -43,6 +44,9 @@ class ClientCapabilities:
         self.read_text_file = fs.get("readTextFile") is True
         self.write_text_file = fs.get("writeTextFile") is True
         self.terminal = caps.get("terminal") is True
+        session = caps.get("session") if isinstance(caps.get("session"), dict) else {}
+        assert isinstance(session, dict)
+        self.notices = isinstance(session.get("notices"), dict)
 
     def tool_client(self, editor: AcpEditor) -> ToolClient:
         """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals

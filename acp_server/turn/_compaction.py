@@ -18,6 +18,7 @@ from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
 from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
+from ._notices import window_notice
 from .context import (
     CHARS_PER_TOKEN,
     Budget,
@@ -87,6 +88,7 @@ class TurnContext:
         self._model = ""
         keep = session.record_compaction if isinstance(session, KeepsCompactions) else None
         self._compactor = Compactor(view, ask=self._ask_model, keep=keep, emit=emit)
+        self._emit = emit
         self._usage = _last_usage(view.history)
         self.usage: ContextUsage | None = None  # the last request's, as the endpoint reported it
 
@@ -133,8 +135,8 @@ class TurnContext:
                 raise
             estimate = self._compactor.estimate(messages, budget, tool_tokens)
             logger.warning("the endpoint refused a request of ~%d tokens as too long (%s)", estimate, exc)
-            if refusal.window is not None:
-                self._catalog.learn_window(model, refusal.window)
+            if refusal.window is not None and self._catalog.learn_window(model, refusal.window):
+                await self._emit(window_notice(model, refusal.window))
             budget = self.budget(model)
             self.view.oversize = self.oversize(model)
             self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN

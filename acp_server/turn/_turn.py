@@ -47,7 +47,7 @@ from ._in_flight import InFlight
 from ._links import with_linked_files
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
-from ._notices import retry_notice
+from ._notices import instructions_cut, retry_notice, server_notices
 from ._request_fields import RequestFields, answer_bound
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, build_system_prompt
 from ._usage import usage_of
@@ -270,7 +270,7 @@ class ModelTurn:
 
         async def on_retry(event: RetryEvent) -> None:
             if emit is not None:
-                await emit(retry_notice(event))
+                await emit(retry_notice(event, policy))
 
         while True:
             try:
@@ -382,7 +382,13 @@ class ModelTurn:
                 await emit(TextChunk(delta.text, message_id=answer.text_id))
 
         try:
-            await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
+            fallen = await tools_of(session).prepare_prompt()  # a session's dead MCP servers reconnect, once per prompt
+            for notice in server_notices(fallen):
+                await emit(notice)
+            if not history.messages and settings.project_instructions:  # a session's first prompt: told once
+                told = await instructions_cut(session.cwd)
+                if told is not None:
+                    await emit(told)
             context = answer.context = await self._context(session, history, content, emit)
             model = self.models.resolve(session.model)
             problem = self._window_problem(session, context.view.system, context.budget(model))
