@@ -16,6 +16,7 @@ __all__ = [
     "Compacted",
     "Compacting",
     "Compaction",
+    "CompactionStopped",
     "ContextUsage",
     "Conversation",
     "DiffContent",
@@ -56,6 +57,7 @@ __all__ = [
     "UserChunk",
     "answer_message_id",
     "base64_size",
+    "compaction_id",
 ]
 
 StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -314,23 +316,45 @@ class Compacting:
 
     ``reason``: ``threshold`` (the next request would pass the compaction threshold), ``refused`` (the endpoint
     refused the last one as too long), ``requested`` (``/compact``); ``estimate``: tokens the request would have
-    had; ``size``: the context window when known.
+    had; ``size``: the context window when known. ``compaction_id``: the compaction's id, the same on its
+    :class:`Compacted` or :class:`CompactionStopped` (see :func:`compaction_id`).
     """
 
     reason: Literal["threshold", "refused", "requested"]
     estimate: int
     size: int | None = None
+    compaction_id: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Compacted:
     """The compaction announced by the last :class:`Compacting` is done: messages ``1..through`` of the session
     are summarised (``through`` 0: only older tool outputs were elided); ``estimate`` is what the next request
-    holds now (the context's new ``used``)."""
+    holds now (the context's new ``used``); ``summary`` the summary kept (``""``: outputs elided only)."""
 
     through: int
     estimate: int
     size: int | None = None
+    compaction_id: str = field(default="", kw_only=True)
+    summary: str = field(default="", kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStopped:
+    """The compaction announced by the last :class:`Compacting` ended without a summary: ``failed`` (``error``
+    says why; ``note``, when not empty, is what a client that shows no compaction updates is told) or
+    ``cancelled`` (the prompt was)."""
+
+    compaction_id: str
+    status: Literal["failed", "cancelled"]
+    error: str = ""
+    note: str = ""
+
+
+def compaction_id(through: int) -> str:
+    """The session-local id of the compaction that summarises messages ``1..through`` (its stored record's key;
+    live and replayed updates share it)."""
+    return f"compaction-{through}"
 
 
 TurnEvent: TypeAlias = (
@@ -343,6 +367,7 @@ TurnEvent: TypeAlias = (
     | UsageReported
     | Compacting
     | Compacted
+    | CompactionStopped
     | Notice
 )
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]

@@ -22,12 +22,19 @@ from uuid import uuid4
 
 from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..commands import Command
-from ..domain import Compacted, Notice, PromptEnded, RetryNotice, UsageReported
+from ..domain import Compacted, Compacting, CompactionStopped, Notice, PromptEnded, RetryNotice, UsageReported
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ._auth import AuthRequiredError, EndpointGate, EndpointNotUsableError, auth_methods, check_method
 from ._commands import after_queued, commands_update
 from ._config import config_options
-from ._convert import notice_update, prompt_from_blocks, replay_updates, update_from_event, usage_update
+from ._convert import (
+    compaction_update,
+    notice_update,
+    prompt_from_blocks,
+    replay_updates,
+    update_from_event,
+    usage_update,
+)
 from ._editor import AcpEditor, ClientCapabilities
 from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
@@ -183,7 +190,8 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(
             session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
         )
-        for update in replay_updates(session_id, history, entry.conversation.compaction):
+        compaction, told = entry.conversation.compaction, self._client_caps.compaction
+        for update in replay_updates(session_id, history, compaction, compaction_updates=told):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
@@ -295,7 +303,10 @@ class AcpAgent:
                     continue
                 if isinstance(event, Notice):
                     continue  # a client that shows no notices is not told (ACP: only when advertised)
-                await peer.notify("session/update", update_from_event(session_id, event))
+                if isinstance(event, Compacting | Compacted | CompactionStopped) and self._client_caps.compaction:
+                    await peer.notify("session/update", compaction_update(session_id, event))
+                elif not isinstance(event, CompactionStopped) or event.note:  # else: nothing was said before
+                    await peer.notify("session/update", update_from_event(session_id, event))
                 if isinstance(event, Compacted) and event.size is not None:  # what the context holds now
                     used = UsageReported(event.estimate, 0, event.size)
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(used)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 from uuid import uuid4
 
@@ -11,6 +12,7 @@ from ..domain import (
     Compacted,
     Compacting,
     Compaction,
+    CompactionStopped,
     DiffContent,
     ImageContent,
     ImagePart,
@@ -35,12 +37,14 @@ from ..domain import (
     TurnEvent,
     UsageReported,
     answer_message_id,
+    compaction_id,
 )
 from ..errors import InvalidInputError
 from ..store import StoredMessage
 
 __all__ = [
     "compaction_note",
+    "compaction_update",
     "notice_update",
     "plan_update",
     "prompt_from_blocks",
@@ -206,6 +210,25 @@ _COMPACTING = {
 }
 
 
+def compaction_update(session_id: str, event: Compacting | Compacted | CompactionStopped) -> dict[str, Any]:
+    """The ``compaction_update`` of a compaction's start, end or stop (ACP 1.25; only for a client that advertised
+    ``session.compaction``): one ``compactionId`` from ``in_progress`` to ``completed`` (with the summary, when
+    one was kept), ``failed`` (with ``error``) or ``cancelled``."""
+    wire_id = f"{session_id}/{event.compaction_id}"
+    update: dict[str, Any] = {"sessionUpdate": "compaction_update", "compactionId": wire_id}
+    if isinstance(event, Compacting):
+        update["status"] = "in_progress"
+    elif isinstance(event, Compacted):
+        update["status"] = "completed"
+        if event.summary:
+            update["summary"] = [_text(event.summary)]
+    else:
+        update["status"] = event.status
+        if event.error:
+            update["error"] = event.error
+    return {"sessionId": session_id, "update": update}
+
+
 def compaction_note(event: Compacting | Compacted) -> str:
     """What the user is told of a compaction, as an ``agent_thought_chunk`` (its own paragraph)."""
     if isinstance(event, Compacting):
@@ -244,6 +267,9 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, plan_update(event.entries))
     if isinstance(event, Notice):
         return _tool_update(session_id, notice_update(event))
+    if isinstance(event, CompactionStopped):  # told as before: the note of a summary thrown away, if any
+        note_id = f"{session_id}/{event.compaction_id}"
+        return _notification(session_id, "agent_thought_chunk", _text(event.note), note_id)
     if isinstance(event, Compacting | Compacted):
         return _notification(
             session_id, "agent_thought_chunk", _text(compaction_note(event)), f"{session_id}/compaction-{uuid4().hex}"
@@ -285,7 +311,11 @@ def _raw_arguments(arguments: str) -> Any:
 
 
 def replay_updates(
-    session_id: str, messages: Iterable[StoredMessage], compaction: Compaction | None = None
+    session_id: str,
+    messages: Iterable[StoredMessage],
+    compaction: Compaction | None = None,
+    *,
+    compaction_updates: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
@@ -301,11 +331,16 @@ def replay_updates(
     ``tool_call``'s ``name`` is newer than the Python SDK's model).
 
     With a ``compaction``, the history is replayed whole all the same, and one ``agent_thought_chunk`` after message
-    ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``).
+    ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``);
+    with ``compaction_updates`` (the client advertised ``session.compaction``) it is that compaction's
+    ``compaction_update`` instead, ``completed`` with its summary, under the id it went out with live.
     """
     for message in messages:
         yield from _replayed(session_id, message)
-        if compaction is not None and message.seq == compaction.through:
+        if compaction is not None and message.seq == compaction.through and compaction_updates:
+            done = Compacted(compaction.through, 0, compaction_id=compaction_id(compaction.through))
+            yield compaction_update(session_id, replace(done, summary=compaction.summary))
+        elif compaction is not None and message.seq == compaction.through:
             note = f"Conversation compacted: the model is sent a summary of messages 1–{compaction.through}.\n\n"
             meta = {"acpServer": {"compactedThrough": compaction.through}}
             note_id = f"{session_id}/{message.seq}.compaction"

@@ -33,9 +33,10 @@ logger = logging.getLogger("acp_server.acp")
 
 class ClientCapabilities:
     """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent.
-    ``notices``: ``session.notices`` (ACP 1.25: an object, ``{}`` advertises it)."""
+    ``notices``, ``compaction``: ``session.notices``, ``session.compaction`` (ACP 1.25: an object, ``{}``
+    advertises it)."""
 
-    __slots__ = ("notices", "read_text_file", "terminal", "write_text_file")
+    __slots__ = ("compaction", "notices", "read_text_file", "terminal", "write_text_file")
 
     def __init__(self, raw: object = None) -> None:
         caps = raw if isinstance(raw, dict) else {}
@@ -47,6 +48,7 @@ class ClientCapabilities:
         session = caps.get("session") if isinstance(caps.get("session"), dict) else {}
         assert isinstance(session, dict)
         self.notices = isinstance(session.get("notices"), dict)
+        self.compaction = isinstance(session.get("compaction"), dict)
 
     def tool_client(self, editor: AcpEditor) -> ToolClient:
         """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals

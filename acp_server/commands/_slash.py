@@ -41,7 +41,11 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("compact", "Compact the conversation now: older turns summarised for the model (the history stays whole)"),
+    Command(
+        "compact",
+        "Compact the conversation now: older turns summarised for the model (the history stays whole)",
+        "what the summary should keep (optional)",
+    ),
     Command("init", "Write or update AGENTS.md, the project's instructions for agents", "what to stress (optional)"),
     Command("mode", "Show the session's mode, or switch it", "mode id (empty: show the modes)"),
     Command("model", "Show the session's model, or switch it", "model name (empty: show the models)"),
@@ -126,7 +130,7 @@ class SlashCommands(Generic[S]):
         runner: object = self._runner  # a turn runner that may also compact
         if not isinstance(runner, Compacts):
             return await _say(emit, "This agent's turns do not compact.")
-        outcome = await runner.compact(session, emit)
+        outcome = await runner.compact(session, emit, argument)  # /compact <instructions>: what the summary keeps
         return "end_turn" if outcome.text is None else await _say(emit, outcome.text)
 
     async def _init(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
@@ -165,14 +166,15 @@ class TurnContext:
         else:
             self._catalog.note_accepted(model, estimate)
 
-    async def compact(self, model: str, tool_tokens: int) -> CompactOutcome:
+    async def compact(self, model: str, tool_tokens: int, instructions: str = "") -> CompactOutcome:
         """Compact now, whatever the estimate (``/compact``): every stored turn is summarised, when there is enough
-        to summarise and the summary is smaller."""
+        to summarise and the summary is smaller; ``instructions`` go to the summary request."""
         self._model = model
         budget = self.budget(model)
         self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
         messages = self.view.messages()
-        messages = await self._compactor.fit(messages, (), budget, tool_tokens=tool_tokens, reason="requested")
+        requested = partial(self._compactor.fit, reason="requested", instructions=instructions)
+        messages = await requested(messages, (), budget, tool_tokens=tool_tokens)
         estimate = self._compactor.estimate(messages, budget, tool_tokens)
         return CompactOutcome(self._compactor.outcome, estimate, budget.window)
 

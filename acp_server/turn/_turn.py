@@ -303,16 +303,17 @@ class ModelTurn:
         budget = Budget(self.models.budget_window(model), self.settings.compact_threshold)
         return None if budget.window is None else self._window_problem(session, await self._system(session), budget)
 
-    async def compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
+    async def compact(self, session: SessionLike, emit: Emit, instructions: str = "") -> CompactOutcome:
         """Compact the session's conversation now (``/compact``): every stored turn is summarised into its
         compaction record; nothing is added to the conversation. The caller holds the session's FIFO slot (the slash
         commands' ``/compact`` does). In flight throughout: the model list is never asked for meanwhile. The outcome's
         ``text`` is what the user is answered when nothing was compacted ("Nothing to compact yet: …"). Raises
-        :class:`ContextWindowTooSmallError` when the window cannot hold any prompt (no compaction can help)."""
+        :class:`ContextWindowTooSmallError` when the window cannot hold any prompt (no compaction can help).
+        ``instructions`` (``/compact <instructions>``) go to the summary request."""
         with self._in_flight:
-            return await self._compact(session, emit)
+            return await self._compact(session, emit, instructions)
 
-    async def _compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
+    async def _compact(self, session: SessionLike, emit: Emit, instructions: str) -> CompactOutcome:
         await self._client_ready()  # the summary request's client, its modules imported off the event loop
         history = session.conversation
         context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
@@ -321,7 +322,7 @@ class ModelTurn:
         if problem is not None:
             raise problem
         tools = tools_of(session)
-        return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
+        return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))), instructions)
 
     async def aclose(self) -> None:
         if self._client is not None:

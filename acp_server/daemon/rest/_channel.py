@@ -15,7 +15,7 @@ import anyio
 
 from ...acp import update_from_event
 from ...bridge import PromptHandle
-from ...domain import Compacted, PromptEnded, PromptEvent, TextChunk, ThoughtChunk
+from ...domain import Compacted, CompactionStopped, PromptEnded, PromptEvent, TextChunk, ThoughtChunk
 from .._errors import turn_error_payload
 from ._event_log import EventLog, update_event_name
 from ._permissions import PermissionDesk
@@ -83,6 +83,8 @@ class SessionChannel:
         elif isinstance(event, ThoughtChunk):
             texts.for_thought(event.message_id)
             self.log.publish_text("session_update", texts.thought_key, event.text, texts.thought)
+        elif isinstance(event, CompactionStopped) and not event.note:
+            return  # a compaction that failed or was cancelled: the turn's outcome says it
         elif not isinstance(event, PromptEnded):
             update = update_from_event(self.session_id, event)
             name = update_event_name(event)
