@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
-from uuid import uuid4
 
 from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..commands import Command
@@ -47,6 +46,8 @@ from ._params import (
 )
 from ._peer import Peer
 from ._replies import UsageTotals, capabilities, iso, session_info
+from ._session_status import check_session_title, in_memory, retitle_stored, session_status
+from ._window import window_problem_update
 
 if TYPE_CHECKING:
     from acp.schema import (
@@ -177,7 +178,9 @@ class AcpAgent:
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
         self._announce_commands(entry, peer)
-        await self._tell_window_problem(entry, peer)
+        told = await window_problem_update(self._bridge, entry, self._client_caps.notices)
+        if told is not None:  # once, following the answer: what takes the room, what would help
+            peer.after_reply("session/update", told)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -266,6 +269,20 @@ class AcpAgent:
         await self._sync_title(entry, peer)
         return {}
 
+    async def set_session_title(self, params: Any, peer: Peer) -> dict[str, Any]:
+        """``session/set_title`` (unstable): :meth:`set_title` under ACP's name, answering the title stored; a
+        stored session this process does not hold is retitled in the store."""
+        session_id, title = check_session_title(params)
+        if in_memory(self._bridge, session_id):
+            await self.set_title(params, peer)
+        else:
+            await retitle_stored(self._bridge, session_id, title)
+        return {"title": title}
+
+    async def session_status(self, params: Any, peer: Peer) -> dict[str, Any]:
+        """``session/status`` (unstable): ``open`` or ``saved``, without side effects."""
+        return {"status": await session_status(self._bridge, params)}
+
     async def prompt(self, request: PromptRequest, peer: Peer) -> dict[str, Any]:
         """Admit the prompt (a refusal is this request's error), relay its events in order, answer its outcome."""
         prompt = prompt_from_blocks(request.prompt)
@@ -333,27 +350,6 @@ class AcpAgent:
         """The session's slash commands, to follow the answer that makes it known to the client (just attached)."""
         commands = self._told[entry.session_id].commands = self._bridge.commands_of(entry)
         peer.after_reply("session/update", commands_update(entry.session_id, commands))
-
-    async def _tell_window_problem(self, entry: SessionEntry, peer: Peer) -> None:
-        """A new session whose model's window cannot hold a prompt beside its instructions and tools is told so
-        once, as an agent message following the answer (what takes the room, what would help); each prompt then
-        fails with ``context_window_too_small``."""
-        try:
-            problem = await self._bridge.window_problem(entry)
-        except Exception:  # the check is advice: it never fails session/new
-            logger.exception("session %s: could not check its model's context window", entry.session_id)
-            return
-        if problem is None:
-            return
-        update: dict[str, Any]
-        if self._client_caps.notices:
-            title = "The model's context window is too small for this session"
-            update = notice_update(Notice("error", title, str(problem)))
-        else:
-            content = {"type": "text", "text": f"{problem}\n\n"}
-            message_id = f"{entry.session_id}/window-{uuid4().hex}"
-            update = {"sessionUpdate": "agent_message_chunk", "content": content, "messageId": message_id}
-        peer.after_reply("session/update", {"sessionId": entry.session_id, "update": update})
 
     def _tell_commands(self, entry: SessionEntry) -> None:
         """(bridge listener, run after what was queued: the answer announcing them first) The session's commands

@@ -62,7 +62,8 @@ ENTRIES: list[tuple[str, Method | Notification]] = [*METHODS.items(), *NOTIFICAT
 def test_every_table_entry_names_a_real_acp_schema_model() -> None:
     for name, entry in ENTRIES:
         if entry.model is None:
-            assert name in ("initialize", "_acp-server/set_title")  # hand-checked: fast, or an extension
+            # hand-checked: fast, an extension, or newer than the Python SDK's schema (unstable in ACP 1.25)
+            assert name in ("initialize", "_acp-server/set_title", "session/set_title", "session/status")
             continue
         found = getattr(acp.schema, entry.model, None)
         assert isinstance(found, type) and issubclass(found, BaseModel), (name, entry.model)
