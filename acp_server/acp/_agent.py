@@ -21,19 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..bridge import Choice, PromptHandle, SessionBridge, SessionEntry, SettingsChange
 from ..commands import Command
-from ..domain import Compacted, Compacting, CompactionStopped, Notice, PromptEnded, RetryNotice, UsageReported
+from ..domain import Compacted, PromptEnded, UsageReported
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ._auth import AuthRequiredError, EndpointGate, EndpointNotUsableError, auth_methods, check_method
 from ._commands import after_queued, commands_update
 from ._config import config_options
-from ._convert import (
-    compaction_update,
-    notice_update,
-    prompt_from_blocks,
-    replay_updates,
-    update_from_event,
-    usage_update,
-)
+from ._convert import prompt_from_blocks, replay_updates, usage_update
 from ._editor import AcpEditor, ClientCapabilities
 from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
@@ -45,6 +38,7 @@ from ._params import (
     invalid_params,
 )
 from ._peer import Peer
+from ._relay import live_update
 from ._replies import UsageTotals, capabilities, iso, session_info
 from ._session_status import check_session_title, in_memory, retitle_stored, session_status
 from ._window import window_problem_update
@@ -193,8 +187,9 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(
             session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
         )
-        compaction, told = entry.conversation.compaction, self._client_caps.compaction
-        for update in replay_updates(session_id, history, compaction, compaction_updates=told):
+        caps, compaction = self._client_caps, entry.conversation.compaction
+        told = partial(replay_updates, compaction_updates=caps.compaction, plan_ops=caps.plan)  # as advertised
+        for update in told(session_id, history, compaction):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
@@ -315,15 +310,9 @@ class AcpAgent:
                         continue  # ACP's usage_update requires the window: an unknown one is never invented
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(event)})
                     continue
-                if isinstance(event, Notice | RetryNotice) and self._client_caps.notices:
-                    await peer.notify("session/update", {"sessionId": session_id, "update": notice_update(event)})
-                    continue
-                if isinstance(event, Notice):
-                    continue  # a client that shows no notices is not told (ACP: only when advertised)
-                if isinstance(event, Compacting | Compacted | CompactionStopped) and self._client_caps.compaction:
-                    await peer.notify("session/update", compaction_update(session_id, event))
-                elif not isinstance(event, CompactionStopped) or event.note:  # else: nothing was said before
-                    await peer.notify("session/update", update_from_event(session_id, event))
+                told = live_update(session_id, event, self._client_caps)  # as this client's capabilities say
+                if told is not None:
+                    await peer.notify("session/update", told)
                 if isinstance(event, Compacted) and event.size is not None:  # what the context holds now
                     used = UsageReported(event.estimate, 0, event.size)
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(used)})

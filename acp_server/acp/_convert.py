@@ -46,6 +46,7 @@ __all__ = [
     "compaction_note",
     "compaction_update",
     "notice_update",
+    "plan_id_of",
     "plan_update",
     "prompt_from_blocks",
     "replay_updates",
@@ -197,10 +198,21 @@ def usage_update(event: UsageReported) -> dict[str, Any]:
     return update
 
 
-def plan_update(entries: tuple[PlanEntry, ...]) -> dict[str, Any]:
-    """The ``plan`` update of a whole plan (ACP: every update carries every entry, the client replaces its list)."""
+def plan_update(entries: tuple[PlanEntry, ...], plan_id: str | None = None) -> dict[str, Any]:
+    """The ``plan`` update of a whole plan (ACP: every update carries every entry, the client replaces its list);
+    with a ``plan_id`` (the client advertised ``plan``: ACP's unstable plan operations) a ``plan_update`` of that
+    plan's items, or ``plan_removed`` when the model cleared it."""
     wire = [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries]
-    return {"sessionUpdate": "plan", "entries": wire}
+    if plan_id is None:
+        return {"sessionUpdate": "plan", "entries": wire}
+    if not wire:
+        return {"sessionUpdate": "plan_removed", "planId": plan_id}
+    return {"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": plan_id, "entries": wire}}
+
+
+def plan_id_of(session_id: str) -> str:
+    """The session's one plan's id (the model keeps one plan per session)."""
+    return f"{session_id}/plan"
 
 
 _COMPACTING = {
@@ -316,6 +328,7 @@ def replay_updates(
     compaction: Compaction | None = None,
     *,
     compaction_updates: bool = False,
+    plan_ops: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
@@ -333,10 +346,11 @@ def replay_updates(
     With a ``compaction``, the history is replayed whole all the same, and one ``agent_thought_chunk`` after message
     ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``);
     with ``compaction_updates`` (the client advertised ``session.compaction``) it is that compaction's
-    ``compaction_update`` instead, ``completed`` with its summary, under the id it went out with live.
+    ``compaction_update`` instead, ``completed`` with its summary, under the id it went out with live. With
+    ``plan_ops`` (the client advertised ``plan``) plans are ``plan_update`` / ``plan_removed`` of the session's plan.
     """
     for message in messages:
-        yield from _replayed(session_id, message)
+        yield from _replayed(session_id, message, plan_id_of(session_id) if plan_ops else None)
         if compaction is not None and message.seq == compaction.through and compaction_updates:
             done = Compacted(compaction.through, 0, compaction_id=compaction_id(compaction.through))
             yield compaction_update(session_id, replace(done, summary=compaction.summary))
@@ -347,7 +361,7 @@ def replay_updates(
             yield _notification(session_id, "agent_thought_chunk", _text(note), note_id, meta)
 
 
-def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any]]:
+def _replayed(session_id: str, message: StoredMessage, plan_id: str | None = None) -> Iterator[dict[str, Any]]:
     """The updates of one stored message (see :func:`replay_updates`)."""
     if message.role == "user":
         message_id = f"{session_id}/{message.seq}"
@@ -372,7 +386,7 @@ def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any
         for call in step.calls:
             yield from _replayed_call(session_id, call)
             if call is last_plan and call.plan is not None:
-                yield _tool_update(session_id, plan_update(call.plan))
+                yield _tool_update(session_id, plan_update(call.plan, plan_id))
     last = len(message.steps)  # the answer's last request: its text is the message's content
     chunks: list[tuple[str, str, str]] = []
     if message.reasoning:

@@ -36,7 +36,7 @@ class ClientCapabilities:
     ``notices``, ``compaction``: ``session.notices``, ``session.compaction`` (ACP 1.25: an object, ``{}``
     advertises it)."""
 
-    __slots__ = ("compaction", "notices", "read_text_file", "terminal", "write_text_file")
+    __slots__ = ("compaction", "notices", "plan", "read_text_file", "terminal", "write_text_file")
 
     def __init__(self, raw: object = None) -> None:
         caps = raw if isinstance(raw, dict) else {}
@@ -49,6 +49,7 @@ class ClientCapabilities:
         assert isinstance(session, dict)
         self.notices = isinstance(session.get("notices"), dict)
         self.compaction = isinstance(session.get("compaction"), dict)
+        self.plan = isinstance(caps.get("plan"), dict)  # unstable: plan_update / plan_removed
 
     def tool_client(self, editor: AcpEditor) -> ToolClient:
         """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals
