@@ -43,3 +43,17 @@ async def test_events_carry_message_ids_and_tool_names(tmp_path: Path) -> None:
     assert len({message_id for _, message_id in texts}) == 3
     started = next(e for e in seen if e.event == "tool_call" and e.data["update"]["sessionUpdate"] == "tool_call")
     assert started.data["update"]["name"] == "read_file"
+
+
+async def test_a_notice_is_a_session_update_event(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("Be brief.\n" * 4000)  # 40 KB: over the 32 KiB cap
+    async with LoopbackModel() as model, running_daemon(model) as served:
+        created = await served.client.post("/session", json={"cwd": str(tmp_path)})
+        session_id = created.json()["sessionId"]
+        model.enqueue(Answer(text="ok", reasoning=""))
+        async with served.events(session_id) as events:
+            assert (await served.prompt(session_id, "hi")).status_code == 202
+            seen = await events.until(lambda e: e.event == "turn_complete", timeout=10)
+    [notice] = [e for e in seen if e.event == "session_update" and e.data["update"]["sessionUpdate"] == "notice"]
+    validate_update({k: v for k, v in notice.data.items() if k != "promptId"})
+    assert notice.data["update"]["title"] == "Project instructions were cut: AGENTS.md"
