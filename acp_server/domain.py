@@ -16,6 +16,7 @@ __all__ = [
     "Compacted",
     "Compacting",
     "Compaction",
+    "CompactionStopped",
     "ContextUsage",
     "Conversation",
     "DiffContent",
@@ -24,6 +25,8 @@ __all__ = [
     "ImagePart",
     "Message",
     "ModelStep",
+    "Notice",
+    "NoticeSeverity",
     "Outcome",
     "PlanEntry",
     "PlanPriority",
@@ -52,7 +55,9 @@ __all__ = [
     "TurnEvent",
     "UsageReported",
     "UserChunk",
+    "answer_message_id",
     "base64_size",
+    "compaction_id",
 ]
 
 StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -121,26 +126,50 @@ class Prompt:
 
 @dataclass(frozen=True, slots=True)
 class TextChunk:
-    """A piece of the assistant's answer."""
+    """A piece of the assistant's answer; ``message_id`` (local to the session, see :func:`answer_message_id`) is
+    the same for every piece of one message."""
 
     text: str
+    message_id: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
 class ThoughtChunk:
-    """A piece of the model's reasoning."""
+    """A piece of the model's reasoning; ``message_id`` as :class:`TextChunk`'s."""
 
     text: str
+    message_id: str = field(default="", kw_only=True)
+
+
+def answer_message_id(seq: int, step: int, kind: Literal["text", "thought"]) -> str:
+    """The session-local id of one message of the answer stored as ``seq``: its text or its thought of request
+    ``step`` (0-based; a tool call ends a message). Live chunks and their replay share it."""
+    return f"{seq}.{step}" if kind == "text" else f"{seq}.{step}.thought"
 
 
 @dataclass(frozen=True, slots=True)
 class RetryNotice(ThoughtChunk):
     """The model request failed and is retried in ``delay_ms``: a thought for whoever watches (``text`` says it),
-    never stored nor sent to the model. ``attempt`` is the 1-based attempt that failed, ``reason`` why."""
+    never stored nor sent to the model. ``attempt`` is the 1-based attempt that failed, ``reason`` why; ``title``
+    says it as a notice (for a client that shows notices)."""
 
     attempt: int = 0
     delay_ms: int = 0
     reason: str = ""
+    title: str = ""
+
+
+NoticeSeverity: TypeAlias = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know beside the conversation (an MCP server gone, an instructions file cut, a
+    learned context window): live only — never stored, never replayed, never sent to the model."""
+
+    severity: NoticeSeverity
+    title: str
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +243,8 @@ class ToolCallStarted:
     """A tool call the model asked for, announced before it runs (status ``pending``).
 
     ``call_id`` is the model's id of the call; ``raw_input`` its parsed arguments (None when they were not JSON);
-    ``content`` what the user should see before deciding (an edit's diff).
+    ``content`` what the user should see before deciding (an edit's diff); ``name`` the tool's name as the model
+    called it (``read_file``, ``mcp__server__tool``).
     """
 
     call_id: str
@@ -223,6 +253,7 @@ class ToolCallStarted:
     raw_input: object = None
     locations: tuple[ToolLocation, ...] = ()
     content: tuple[ToolContent, ...] = ()
+    name: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,23 +316,45 @@ class Compacting:
 
     ``reason``: ``threshold`` (the next request would pass the compaction threshold), ``refused`` (the endpoint
     refused the last one as too long), ``requested`` (``/compact``); ``estimate``: tokens the request would have
-    had; ``size``: the context window when known.
+    had; ``size``: the context window when known. ``compaction_id``: the compaction's id, the same on its
+    :class:`Compacted` or :class:`CompactionStopped` (see :func:`compaction_id`).
     """
 
     reason: Literal["threshold", "refused", "requested"]
     estimate: int
     size: int | None = None
+    compaction_id: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Compacted:
     """The compaction announced by the last :class:`Compacting` is done: messages ``1..through`` of the session
     are summarised (``through`` 0: only older tool outputs were elided); ``estimate`` is what the next request
-    holds now (the context's new ``used``)."""
+    holds now (the context's new ``used``); ``summary`` the summary kept (``""``: outputs elided only)."""
 
     through: int
     estimate: int
     size: int | None = None
+    compaction_id: str = field(default="", kw_only=True)
+    summary: str = field(default="", kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStopped:
+    """The compaction announced by the last :class:`Compacting` ended without a summary: ``failed`` (``error``
+    says why; ``note``, when not empty, is what a client that shows no compaction updates is told) or
+    ``cancelled`` (the prompt was)."""
+
+    compaction_id: str
+    status: Literal["failed", "cancelled"]
+    error: str = ""
+    note: str = ""
+
+
+def compaction_id(through: int) -> str:
+    """The session-local id of the compaction that summarises messages ``1..through`` (its stored record's key;
+    live and replayed updates share it)."""
+    return f"compaction-{through}"
 
 
 TurnEvent: TypeAlias = (
@@ -314,6 +367,8 @@ TurnEvent: TypeAlias = (
     | UsageReported
     | Compacting
     | Compacted
+    | CompactionStopped
+    | Notice
 )
 Emit: TypeAlias = Callable[[TurnEvent], Awaitable[None]]
 """Where a turn sends its events, in order; awaiting it is the backpressure of whoever reads them."""

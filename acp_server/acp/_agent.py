@@ -26,7 +26,7 @@ from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ._auth import AuthRequiredError, EndpointGate, EndpointNotUsableError, auth_methods, check_method
 from ._commands import after_queued, commands_update
 from ._config import config_options
-from ._convert import prompt_from_blocks, replay_updates, update_from_event, usage_update
+from ._convert import prompt_from_blocks, replay_updates, usage_update
 from ._editor import AcpEditor, ClientCapabilities
 from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
@@ -39,8 +39,11 @@ from ._params import (
 )
 from ._peer import Peer
 from ._providers import ProviderControl
+from ._relay import live_update
 from ._replies import UsageTotals, capabilities, iso, session_info
 from ._rewind import REWIND_METHOD, run_rewind_method
+from ._session_status import check_session_title, in_memory, retitle_stored, session_status
+from ._window import window_problem_update
 
 if TYPE_CHECKING:
     from acp.schema import (
@@ -183,7 +186,9 @@ class AcpAgent:
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
         self._announce_commands(entry, peer)
-        await self._tell_window_problem(entry, peer)
+        told = await window_problem_update(self._bridge, entry, self._client_caps.notices)
+        if told is not None:  # once, following the answer: what takes the room, what would help
+            peer.after_reply("session/update", told)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}
 
     async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
@@ -196,7 +201,9 @@ class AcpAgent:
         entry, history = await self._bridge.load_session(
             session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
         )
-        for update in replay_updates(session_id, history, entry.conversation.compaction, entry.rewinds):
+        caps, compaction = self._client_caps, entry.conversation.compaction
+        told = partial(replay_updates, compaction_updates=caps.compaction, plan_ops=caps.plan)  # as advertised
+        for update in told(session_id, history, compaction, entry.rewinds):
             await peer.notify("session/update", update)
         self._attach(entry, None)  # no title told on this load yet
         await self._sync_title(entry, peer)
@@ -277,6 +284,20 @@ class AcpAgent:
         editor = AcpEditor(peer, str(session_id), fs_timeout_ms=self._options.fs_request_timeout_ms)
         return await run_rewind_method(self._bridge, params, self._client_caps.tool_client(editor).writer)
 
+    async def set_session_title(self, params: Any, peer: Peer) -> dict[str, Any]:
+        """``session/set_title`` (unstable): :meth:`set_title` under ACP's name, answering the title stored; a
+        stored session this process does not hold is retitled in the store."""
+        session_id, title = check_session_title(params)
+        if in_memory(self._bridge, session_id):
+            await self.set_title(params, peer)
+        else:
+            await retitle_stored(self._bridge, session_id, title)
+        return {"title": title}
+
+    async def session_status(self, params: Any, peer: Peer) -> dict[str, Any]:
+        """``session/status`` (unstable): ``open`` or ``saved``, without side effects."""
+        return {"status": await session_status(self._bridge, params)}
+
     async def prompt(self, request: PromptRequest, peer: Peer) -> dict[str, Any]:
         """Admit the prompt (a refusal is this request's error), relay its events in order, answer its outcome."""
         prompt = prompt_from_blocks(request.prompt)
@@ -309,7 +330,9 @@ class AcpAgent:
                         continue  # ACP's usage_update requires the window: an unknown one is never invented
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(event)})
                     continue
-                await peer.notify("session/update", update_from_event(session_id, event))
+                told = live_update(session_id, event, self._client_caps)  # as this client's capabilities say
+                if told is not None:
+                    await peer.notify("session/update", told)
                 if isinstance(event, Compacted) and event.size is not None:  # what the context holds now
                     used = UsageReported(event.estimate, 0, event.size)
                     await peer.notify("session/update", {"sessionId": session_id, "update": usage_update(used)})
@@ -336,19 +359,6 @@ class AcpAgent:
         """The session's slash commands, to follow the answer that makes it known to the client (just attached)."""
         commands = self._told[entry.session_id].commands = self._bridge.commands_of(entry)
         peer.after_reply("session/update", commands_update(entry.session_id, commands))
-
-    async def _tell_window_problem(self, entry: SessionEntry, peer: Peer) -> None:
-        """A new session whose model's window cannot hold a prompt beside its instructions and tools is told so
-        once, as an agent message following the answer (what takes the room, what would help); each prompt then
-        fails with ``context_window_too_small``."""
-        try:
-            problem = await self._bridge.window_problem(entry)
-        except Exception:  # the check is advice: it never fails session/new
-            logger.exception("session %s: could not check its model's context window", entry.session_id)
-            return
-        if problem is not None:
-            message = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{problem}\n\n"}}
-            peer.after_reply("session/update", {"sessionId": entry.session_id, "update": message})
 
     def _tell_commands(self, entry: SessionEntry) -> None:
         """(bridge listener, run after what was queued: the answer announcing them first) The session's commands

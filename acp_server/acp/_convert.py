@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
+from uuid import uuid4
 
 from ..domain import (
     Compacted,
     Compacting,
     Compaction,
+    CompactionStopped,
     DiffContent,
     ImageContent,
     ImagePart,
+    Notice,
     PlanEntry,
     PlanUpdated,
     Prompt,
@@ -32,12 +36,17 @@ from ..domain import (
     ToolLocation,
     TurnEvent,
     UsageReported,
+    answer_message_id,
+    compaction_id,
 )
 from ..errors import InvalidInputError
 from ..store import Rewind, StoredMessage
 
 __all__ = [
     "compaction_note",
+    "compaction_update",
+    "notice_update",
+    "plan_id_of",
     "plan_update",
     "prompt_from_blocks",
     "replay_updates",
@@ -45,6 +54,7 @@ __all__ = [
     "update_from_event",
     "usage_update",
     "wire_block",
+    "wire_message_id",
 ]
 
 
@@ -133,6 +143,8 @@ def _locations(locations: tuple[ToolLocation, ...]) -> list[dict[str, Any]]:
 def tool_call_fields(event: ToolCallStarted) -> dict[str, Any]:
     """The ``ToolCall`` fields of an announced call (``tool_call`` updates and permission requests share them)."""
     fields: dict[str, Any] = {"toolCallId": event.call_id, "title": event.title, "kind": event.kind}
+    if event.name:
+        fields["name"] = event.name
     fields["status"] = "pending"
     if event.raw_input is not None:
         fields["rawInput"] = event.raw_input
@@ -166,6 +178,17 @@ def _progress(event: ToolCallUpdated) -> dict[str, Any]:
     return update
 
 
+def notice_update(event: Notice | RetryNotice) -> dict[str, Any]:
+    """The ``notice`` update of a notice (ACP 1.25; only for a client that advertised ``session.notices``)."""
+    if isinstance(event, RetryNotice):
+        title = event.title or event.text.strip()
+        return {"sessionUpdate": "notice", "severity": "warning", "title": title, "description": event.reason}
+    update: dict[str, Any] = {"sessionUpdate": "notice", "severity": event.severity, "title": event.title}
+    if event.description:
+        update["description"] = event.description
+    return update
+
+
 def usage_update(event: UsageReported) -> dict[str, Any]:
     """The ``usage_update`` of one model request: ``used`` tokens, and ``size`` only when the window is known (the
     ACP schema requires it: the ACP face sends no ``usage_update`` without it)."""
@@ -175,10 +198,21 @@ def usage_update(event: UsageReported) -> dict[str, Any]:
     return update
 
 
-def plan_update(entries: tuple[PlanEntry, ...]) -> dict[str, Any]:
-    """The ``plan`` update of a whole plan (ACP: every update carries every entry, the client replaces its list)."""
+def plan_update(entries: tuple[PlanEntry, ...], plan_id: str | None = None) -> dict[str, Any]:
+    """The ``plan`` update of a whole plan (ACP: every update carries every entry, the client replaces its list);
+    with a ``plan_id`` (the client advertised ``plan``: ACP's unstable plan operations) a ``plan_update`` of that
+    plan's items, or ``plan_removed`` when the model cleared it."""
     wire = [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries]
-    return {"sessionUpdate": "plan", "entries": wire}
+    if plan_id is None:
+        return {"sessionUpdate": "plan", "entries": wire}
+    if not wire:
+        return {"sessionUpdate": "plan_removed", "planId": plan_id}
+    return {"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": plan_id, "entries": wire}}
+
+
+def plan_id_of(session_id: str) -> str:
+    """The session's one plan's id (the model keeps one plan per session)."""
+    return f"{session_id}/plan"
 
 
 _COMPACTING = {
@@ -186,6 +220,25 @@ _COMPACTING = {
     "refused": "The model refused the request as too long for its context window: compacting the conversation",
     "requested": "Compacting the conversation",
 }
+
+
+def compaction_update(session_id: str, event: Compacting | Compacted | CompactionStopped) -> dict[str, Any]:
+    """The ``compaction_update`` of a compaction's start, end or stop (ACP 1.25; only for a client that advertised
+    ``session.compaction``): one ``compactionId`` from ``in_progress`` to ``completed`` (with the summary, when
+    one was kept), ``failed`` (with ``error``) or ``cancelled``."""
+    wire_id = f"{session_id}/{event.compaction_id}"
+    update: dict[str, Any] = {"sessionUpdate": "compaction_update", "compactionId": wire_id}
+    if isinstance(event, Compacting):
+        update["status"] = "in_progress"
+    elif isinstance(event, Compacted):
+        update["status"] = "completed"
+        if event.summary:
+            update["summary"] = [_text(event.summary)]
+    else:
+        update["status"] = event.status
+        if event.error:
+            update["error"] = event.error
+    return {"sessionId": session_id, "update": update}
 
 
 def compaction_note(event: Compacting | Compacted) -> str:
@@ -197,15 +250,25 @@ def compaction_note(event: Compacting | Compacted) -> str:
     return f"Conversation compacted: {what}; about {event.estimate} tokens are sent now.\n\n"
 
 
+def wire_message_id(session_id: str, local: str) -> str | None:
+    """The ``messageId`` of a session-local message id (None: the chunk has none): ``<sessionId>/<local>``."""
+    return f"{session_id}/{local}" if local else None
+
+
 def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
     """The ``session/update`` params for one live turn event (a compaction: its note, as a thought)."""
     if isinstance(event, TextChunk):
-        return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text})
+        message_id = wire_message_id(session_id, event.message_id)
+        return _notification(session_id, "agent_message_chunk", {"type": "text", "text": event.text}, message_id)
     if isinstance(event, RetryNotice):  # a thought, marked so that a client may show it as a status instead
         retry = {"attempt": event.attempt, "delayMs": event.delay_ms, "reason": event.reason}
-        return _notification(session_id, "agent_thought_chunk", _text(event.text), meta={"acpServer": {"retry": retry}})
+        message_id = wire_message_id(session_id, event.message_id)
+        return _notification(
+            session_id, "agent_thought_chunk", _text(event.text), message_id, {"acpServer": {"retry": retry}}
+        )
     if isinstance(event, ThoughtChunk):
-        return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text})
+        message_id = wire_message_id(session_id, event.message_id)
+        return _notification(session_id, "agent_thought_chunk", {"type": "text", "text": event.text}, message_id)
     if isinstance(event, ToolCallStarted):
         return _tool_update(session_id, {"sessionUpdate": "tool_call", **tool_call_fields(event)})
     if isinstance(event, ToolCallUpdated):
@@ -214,8 +277,15 @@ def update_from_event(session_id: str, event: TurnEvent) -> dict[str, Any]:
         return _tool_update(session_id, usage_update(event))
     if isinstance(event, PlanUpdated):
         return _tool_update(session_id, plan_update(event.entries))
+    if isinstance(event, Notice):
+        return _tool_update(session_id, notice_update(event))
+    if isinstance(event, CompactionStopped):  # told as before: the note of a summary thrown away, if any
+        note_id = f"{session_id}/{event.compaction_id}"
+        return _notification(session_id, "agent_thought_chunk", _text(event.note), note_id)
     if isinstance(event, Compacting | Compacted):
-        return _notification(session_id, "agent_thought_chunk", _text(compaction_note(event)))
+        return _notification(
+            session_id, "agent_thought_chunk", _text(compaction_note(event)), f"{session_id}/compaction-{uuid4().hex}"
+        )
     return _notification(session_id, "user_message_chunk", wire_block(event.part))
 
 
@@ -223,6 +293,7 @@ def _replayed_call(session_id: str, call: ToolCallRecord) -> Iterator[dict[str, 
     """A stored call as one ``tool_call`` (as announced) and its final ``tool_call_update``."""
     start: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call.call_id, "title": call.title}
     start["kind"] = call.kind
+    start["name"] = call.name
     start["status"] = "pending"
     raw_input = _raw_arguments(call.arguments)
     if raw_input is not None:
@@ -256,6 +327,9 @@ def replay_updates(
     messages: Iterable[StoredMessage],
     compaction: Compaction | None = None,
     rewinds: Iterable[Rewind] = (),
+    *,
+    compaction_updates: bool = False,
+    plan_ops: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """``session/update`` params replaying a stored history, in order: per user message one
     ``user_message_chunk`` per prompt part; per answer, each tool step (its thought and text chunks, then per call
@@ -263,19 +337,24 @@ def replay_updates(
     The last plan an answer set (its last ``update_plan`` call that completed) is replayed as one ``plan`` update
     right after that call: the plan as that turn left it, not every intermediate one.
 
-    Every chunk carries ``messageId`` (``<sessionId>/<seq>``). An answer that did not complete is marked on each of
-    its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``, ``interrupted``, ``running``) and
-    ``stopReason``; an unfinished answer with no text is still replayed, as one empty ``agent_message_chunk``, so the
-    mark is never lost. Each value is exactly what the official ``SessionNotification`` model dumps.
+    Every chunk carries ``messageId``: ``<sessionId>/<seq>`` for a user message, for an answer's text and thought
+    of each request what went out live (:func:`~acp_server.domain.answer_message_id`). An answer that did not
+    complete is marked on each of its chunks with ``_meta.acpServer.outcome`` (``failed``, ``cancelled``,
+    ``interrupted``, ``running``) and ``stopReason``; an unfinished answer with no text is still replayed, as one
+    empty ``agent_message_chunk``, so the mark is never lost. Each value is valid against ACP's schema (a
+    ``tool_call``'s ``name`` is newer than the Python SDK's model).
 
     With a ``compaction``, the history is replayed whole all the same, and one ``agent_thought_chunk`` after message
-    ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``).
+    ``through`` says what the model sees instead of messages ``1..through`` (``_meta.acpServer.compactedThrough``);
+    with ``compaction_updates`` (the client advertised ``session.compaction``) it is that compaction's
+    ``compaction_update`` instead, ``completed`` with its summary, under the id it went out with live. With
+    ``plan_ops`` (the client advertised ``plan``) plans are ``plan_update`` / ``plan_removed`` of the session's plan.
     Each rewind (``/rewind``) is one ``agent_message_chunk`` after the last message it covers, saying the model no
     longer sees messages ``start..through`` (``_meta.acpServer.rewound``); those messages are replayed all the same.
     """
     by_end = {rewind.through: rewind for rewind in rewinds}
     for message in messages:
-        yield from _replayed(session_id, message)
+        yield from _replayed(session_id, message, plan_id_of(session_id) if plan_ops else None)
         rewind = by_end.get(message.seq)
         if rewind is not None:
             note = (
@@ -283,17 +362,22 @@ def replay_updates(
                 "that prompt on); they stay in the history.\n\n"
             )
             mark: dict[str, Any] = {"acpServer": {"rewound": {"start": rewind.start, "through": rewind.through}}}
-            yield _notification(session_id, "agent_message_chunk", _text(note), f"{session_id}/{message.seq}", mark)
-        if compaction is not None and message.seq == compaction.through:
+            rewind_id = f"{session_id}/{message.seq}.rewind"
+            yield _notification(session_id, "agent_message_chunk", _text(note), rewind_id, mark)
+        if compaction is not None and message.seq == compaction.through and compaction_updates:
+            done = Compacted(compaction.through, 0, compaction_id=compaction_id(compaction.through))
+            yield compaction_update(session_id, replace(done, summary=compaction.summary))
+        elif compaction is not None and message.seq == compaction.through:
             note = f"Conversation compacted: the model is sent a summary of messages 1–{compaction.through}.\n\n"
             meta = {"acpServer": {"compactedThrough": compaction.through}}
-            yield _notification(session_id, "agent_thought_chunk", _text(note), f"{session_id}/{message.seq}", meta)
+            note_id = f"{session_id}/{message.seq}.compaction"
+            yield _notification(session_id, "agent_thought_chunk", _text(note), note_id, meta)
 
 
-def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any]]:
+def _replayed(session_id: str, message: StoredMessage, plan_id: str | None = None) -> Iterator[dict[str, Any]]:
     """The updates of one stored message (see :func:`replay_updates`)."""
-    message_id = f"{session_id}/{message.seq}"
     if message.role == "user":
+        message_id = f"{session_id}/{message.seq}"
         for part in message.parts or (TextPart(message.content),):
             yield _notification(session_id, "user_message_chunk", wire_block(part), message_id)
         return
@@ -304,19 +388,23 @@ def _replayed(session_id: str, message: StoredMessage) -> Iterator[dict[str, Any
             mark["stopReason"] = message.stop_reason
         meta = {"acpServer": mark}
     last_plan = next((c for s in reversed(message.steps) for c in reversed(s.calls) if c.plan is not None), None)
-    for step in message.steps:
+    seq = message.seq
+    for index, step in enumerate(message.steps):
         if step.reasoning:
-            yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), message_id, meta)
+            thought_id = f"{session_id}/{answer_message_id(seq, index, 'thought')}"
+            yield _notification(session_id, "agent_thought_chunk", _text(step.reasoning), thought_id, meta)
         if step.text:
-            yield _notification(session_id, "agent_message_chunk", _text(step.text), message_id, meta)
+            text_id = f"{session_id}/{answer_message_id(seq, index, 'text')}"
+            yield _notification(session_id, "agent_message_chunk", _text(step.text), text_id, meta)
         for call in step.calls:
             yield from _replayed_call(session_id, call)
             if call is last_plan and call.plan is not None:
-                yield _tool_update(session_id, plan_update(call.plan))
-    chunks: list[tuple[str, str]] = []
+                yield _tool_update(session_id, plan_update(call.plan, plan_id))
+    last = len(message.steps)  # the answer's last request: its text is the message's content
+    chunks: list[tuple[str, str, str]] = []
     if message.reasoning:
-        chunks.append(("agent_thought_chunk", message.reasoning))
+        chunks.append(("agent_thought_chunk", message.reasoning, answer_message_id(seq, last, "thought")))
     if message.content or (not chunks and meta is not None):
-        chunks.append(("agent_message_chunk", message.content))
-    for kind, text in chunks:
-        yield _notification(session_id, kind, {"type": "text", "text": text}, message_id, meta)
+        chunks.append(("agent_message_chunk", message.content, answer_message_id(seq, last, "text")))
+    for kind, text, local in chunks:
+        yield _notification(session_id, kind, {"type": "text", "text": text}, f"{session_id}/{local}", meta)

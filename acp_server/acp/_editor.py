@@ -32,9 +32,11 @@ logger = logging.getLogger("acp_server.acp")
 
 
 class ClientCapabilities:
-    """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent."""
+    """What the client advertised in ``initialize`` (``clientCapabilities``); anything malformed reads as absent.
+    ``notices``, ``compaction``: ``session.notices``, ``session.compaction`` (ACP 1.25: an object, ``{}``
+    advertises it)."""
 
-    __slots__ = ("read_text_file", "terminal", "write_text_file")
+    __slots__ = ("compaction", "notices", "plan", "read_text_file", "terminal", "write_text_file")
 
     def __init__(self, raw: object = None) -> None:
         caps = raw if isinstance(raw, dict) else {}
@@ -43,6 +45,11 @@ class ClientCapabilities:
         self.read_text_file = fs.get("readTextFile") is True
         self.write_text_file = fs.get("writeTextFile") is True
         self.terminal = caps.get("terminal") is True
+        session = caps.get("session") if isinstance(caps.get("session"), dict) else {}
+        assert isinstance(session, dict)
+        self.notices = isinstance(session.get("notices"), dict)
+        self.compaction = isinstance(session.get("compaction"), dict)
+        self.plan = isinstance(caps.get("plan"), dict)  # unstable: plan_update / plan_removed
 
     def tool_client(self, editor: AcpEditor) -> ToolClient:
         """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals

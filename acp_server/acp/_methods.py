@@ -58,7 +58,9 @@ METHODS: Mapping[str, Method] = {
     "session/fork": Method("ForkSessionRequest", AcpAgent.fork_session, check=_DIRECTORIES),
     "session/set_mode": Method("SetSessionModeRequest", AcpAgent.set_mode),
     "session/set_config_option": Method("SetSessionConfigOptionSelectRequest", AcpAgent.set_config_option),
-    SET_TITLE_METHOD: Method(None, AcpAgent.set_title),  # an extension: no schema model, checked by hand
+    "session/set_title": Method(None, AcpAgent.set_session_title),  # unstable: no schema model, checked by hand
+    "session/status": Method(None, AcpAgent.session_status),  # unstable: no schema model, checked by hand
+    SET_TITLE_METHOD: Method(None, AcpAgent.set_title),  # the extension it was before: still answered
     REWIND_METHOD: Method(None, AcpAgent.rewind),  # an extension, checked by hand (acp/_rewind.py)
     # ACP's unstable provider methods, only where the agent has a ProviderControl (see bind)
     "providers/list": Method("ListProvidersRequest", list_providers, params_optional=True),

@@ -31,6 +31,8 @@ def capabilities(bridge: SessionBridge) -> dict[str, Any]:
             "fork": {},
             "delete": {},
             "additionalDirectories": {},
+            "title": {},  # unstable: session/set_title
+            "status": {},  # unstable: session/status
         },
         "_meta": {
             "acpServer": {

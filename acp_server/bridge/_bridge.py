@@ -12,10 +12,9 @@ Invariants:
 - Per session, one worker runs FIFO items strictly one at a time, in order; sessions run concurrently.
 - Every admitted prompt's event stream ends with exactly one outcome, and a prompt's stream ends before the next
   prompt of its session starts.
-- Every task belongs to the bridge's task group; nothing is started before ``__aenter__``. ``create_session``
-  makes an unjournaled, memory-only session (tests, embedding); every other way in is journaled.
-- A journaled session is attached only once the store has let this bridge claim it (``SessionStore.claim``: one live
-  owner per session with PostgreSQL), and released when it is detached or the bridge closes.
+- Every task belongs to the bridge's task group; nothing starts before ``__aenter__``.
+- ``create_session`` makes an unjournaled, memory-only session; any other is journaled, attached only once the store
+  let this bridge claim it (one live owner per session with PostgreSQL), released when detached or at close.
 """
 
 from __future__ import annotations

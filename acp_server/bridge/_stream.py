@@ -20,17 +20,19 @@ DEFAULT_COALESCE_BYTES = 8192
 
 
 class _Merged:
-    """Consecutive chunks of one kind that waited together: their texts, joined once when the reader takes them."""
+    """Consecutive chunks of one kind and one message that waited together: their texts, joined once when the
+    reader takes them."""
 
-    __slots__ = ("kind", "parts", "size")
+    __slots__ = ("kind", "message_id", "parts", "size")
 
     def __init__(self, first: TextChunk | ThoughtChunk, second: TextChunk | ThoughtChunk) -> None:
         self.kind = type(first)
+        self.message_id = first.message_id
         self.parts = [first.text, second.text]
         self.size = len(first.text) + len(second.text)
 
     def take(self) -> TextChunk | ThoughtChunk:
-        return self.kind("".join(self.parts))
+        return self.kind("".join(self.parts), message_id=self.message_id)
 
 
 _Buffered: TypeAlias = "PromptEvent | _Merged"
@@ -115,17 +117,21 @@ class PromptStream:
         self._wake_reader()
 
     def _joined(self, event: TurnEvent) -> bool:
-        """Join ``event`` to the waiting last entry if both are text (or both thought) and the sum fits."""
+        """Join ``event`` to the waiting last entry if both are text (or both thought) of one message and the sum
+        fits."""
         if not isinstance(event, TextChunk | ThoughtChunk):
             return False
         last = self._buffer[-1]
         if isinstance(last, _Merged):
-            if last.kind is type(event) and last.size + len(event.text) <= self._coalesce:
+            joins = last.kind is type(event) and last.message_id == event.message_id
+            if joins and last.size + len(event.text) <= self._coalesce:
                 last.parts.append(event.text)
                 last.size += len(event.text)
                 return True
             return False
-        if type(last) is type(event) and len(last.text) + len(event.text) <= self._coalesce:
+        if not isinstance(last, TextChunk | ThoughtChunk) or type(last) is not type(event):
+            return False
+        if last.message_id == event.message_id and len(last.text) + len(event.text) <= self._coalesce:
             self._buffer[-1] = _Merged(last, event)
             return True
         return False

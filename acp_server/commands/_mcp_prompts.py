@@ -10,6 +10,7 @@ sent. Bad arguments, a server's refusal or silence: a message to the user, the t
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
+from uuid import uuid4
 
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
 from ..mcp import McpPrompt, McpPromptError, bind_arguments, prompt_parts
@@ -49,7 +50,7 @@ async def run_prompt(
             raise McpPromptError(f"/{command.command} failed: {exc}.") from None
         parts = prompt_parts(result, command)
     except McpPromptError as exc:
-        await emit(TextChunk(str(exc)))
+        await emit(TextChunk(str(exc), message_id=f"command-{uuid4().hex}"))
         return "end_turn"
     first = next(index for index, part in enumerate(prompt.parts) if isinstance(part, TextPart))
     return await runner(session, Prompt((*prompt.parts[:first], *parts, *prompt.parts[first + 1 :])), emit, client)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from uuid import uuid4
 
 from ..checkpoints import Rewindable
 from ..domain import Emit, Prompt, StopReason, TextChunk, TextPart
@@ -43,7 +44,11 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("compact", "Compact the conversation now: older turns summarised for the model (the history stays whole)"),
+    Command(
+        "compact",
+        "Compact the conversation now: older turns summarised for the model (the history stays whole)",
+        "what the summary should keep (optional)",
+    ),
     Command("init", "Write or update AGENTS.md, the project's instructions for agents", "what to stress (optional)"),
     Command("mode", "Show the session's mode, or switch it", "mode id (empty: show the modes)"),
     Command("model", "Show the session's model, or switch it", "model name (empty: show the models)"),
@@ -164,7 +169,8 @@ class SlashCommands(Generic[S]):
         if not isinstance(runner, Compacts):
             return await _say(emit, "This agent's turns do not compact.")
         seen = getattr(session, "seen", None)  # after a /rewind: what the model sees, not the whole history
-        outcome = await runner.compact(session if seen is None else _Seen(session, seen()), emit)
+        told = session if seen is None else _Seen(session, seen())
+        outcome = await runner.compact(told, emit, argument)  # /compact <instructions>: what the summary keeps
         return "end_turn" if outcome.text is None else await _say(emit, outcome.text)
 
     async def _init(
@@ -248,5 +254,5 @@ def _sentence(problem: str) -> str:
 
 
 async def _say(emit: Emit, text: str) -> StopReason:
-    await emit(TextChunk(text))
+    await emit(TextChunk(text, message_id=f"command-{uuid4().hex}"))  # a message of its own
     return "end_turn"

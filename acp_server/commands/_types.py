@@ -56,7 +56,7 @@ class Compacts(Protocol):
     """A runner that compacts a session's conversation now (the model's turn does); ``/compact`` calls it in the
     session's FIFO slot."""
 
-    async def compact(self, session: Any, emit: Emit, /) -> CompactResult: ...
+    async def compact(self, session: Any, emit: Emit, instructions: str = "", /) -> CompactResult: ...
 
 
 class ModelChoice(Protocol):

@@ -80,6 +80,7 @@ class McpServers:
         self._names = ToolNames()  # the session's MCP tool names, stable across re-listings and reconnections
         self._tg: TaskGroup | None = None
         self._closed = False
+        self._told_down: set[str] = set()  # servers down whose user was told so (a notice): told again once up
         tools.before_prompt = self.revive  # once per prompt, the turn revives the servers that died
 
     def _published(self, connection: McpConnection) -> None:
@@ -146,18 +147,26 @@ class McpServers:
             self.close()
             raise
 
-    async def revive(self) -> None:
+    async def revive(self) -> tuple[tuple[str, str], ...]:
         """Start again, once, every server that has stopped (not one that was closed); bounded like
-        :meth:`connect`."""
+        :meth:`connect`. Returns the servers still down whose fall was not told yet (name, why): told once per
+        fall, again after it came back and fell again."""
         if self._closed or self._tg is None:
-            return
+            return ()
         dead = [c for c in self._connections.values() if c.ended.is_set() or (c.ready.is_set() and not c.up)]
-        if not dead:
-            return
         for connection in dead:
             connection.close()
             logger.info("mcp %s: reconnecting (%s)", connection.name, connection.problem)
-        await self._wait_all([self._start(connection.config) for connection in dead])
+        if dead:
+            await self._wait_all([self._start(connection.config) for connection in dead])
+        fallen: list[tuple[str, str]] = []
+        for name, connection in self._connections.items():
+            if connection.up:
+                self._told_down.discard(name)
+            elif (connection.ready.is_set() or connection.ended.is_set()) and name not in self._told_down:
+                self._told_down.add(name)
+                fallen.append((name, connection.problem or "not connected"))
+        return tuple(fallen)
 
     def status(self) -> list[dict[str, Any]]:
         """Each server's state for the client: ``{name, transport, status: connected|failed, tools, error?}``."""

@@ -81,8 +81,9 @@ class ToolSet:
     __slots__ = ("_builtin", "_cache", "_sources", "_tools", "before_prompt")
 
     def __init__(self, builtin: Iterable[Tool]) -> None:
-        self.before_prompt: Callable[[], Awaitable[None]] | None = None
-        """Called by the turn once per prompt, before its first request (its MCP servers reconnect the dead)."""
+        self.before_prompt: Callable[[], Awaitable[tuple[tuple[str, str], ...]]] | None = None
+        """Called by the turn once per prompt, before its first request (its MCP servers reconnect the dead); it
+        returns the sources newly down after that, each with why (the user is told once per fall)."""
         self._builtin: tuple[Tool, ...] = tuple(builtin)
         self._sources: dict[str, tuple[Tool, ...]] = {}
         self._tools: dict[str, Tool] = {}
@@ -96,10 +97,12 @@ class ToolSet:
         self._tools = tools
         self._cache = {}
 
-    async def prepare_prompt(self) -> None:
-        """What the set does once per prompt before the model is asked (see :attr:`before_prompt`)."""
+    async def prepare_prompt(self) -> tuple[tuple[str, str], ...]:
+        """What the set does once per prompt before the model is asked (see :attr:`before_prompt`): the sources
+        newly down, with why."""
         if self.before_prompt is not None:
-            await self.before_prompt()
+            return await self.before_prompt()
+        return ()
 
     def copy(self) -> ToolSet:
         """A set with the same built-ins and no other source (what a new session starts from)."""

@@ -99,7 +99,8 @@ class CallAnnouncer:
                 shown = _Shown(calls.claim_id(index, self._seen), now)
                 self._by_index[index] = self._open[shown.call_id] = shown
                 tools = self._tools
-                await self._emit(ToolCallStarted(shown.call_id, tool_title(call.name, tools), tools.kind(call.name)))
+                title, kind = tool_title(call.name, tools), tools.kind(call.name)
+                await self._emit(ToolCallStarted(shown.call_id, title, kind, name=call.name))
             elif now - shown.updated_at >= UPDATE_INTERVAL_S and 0 < call.size <= MAX_PARTIAL_BYTES:
                 update = self._progress(shown, "".join(call.arguments).encode("utf-8", "replace"))
                 if update is not None:

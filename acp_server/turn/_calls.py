@@ -303,12 +303,14 @@ async def run_call(
         if announced:
             final = dataclasses.replace(final, title=title, kind=kind, raw_input=raw_input)
         else:
-            await emit(ToolCallStarted(call_id, title, kind, raw_input))
+            await emit(ToolCallStarted(call_id, title, kind, raw_input, name=stored_name))
         output = f"Error: {text}"
         failed = ToolCallRecord(call_id, stored_name, arguments, output, "failed", title, kind, content=message)
         await _end(emit, final, partial(done, failed))
         return
-    started = ToolCallStarted(call_id, prepared.title, prepared.kind, raw_input, prepared.locations, prepared.preview)
+    started = ToolCallStarted(
+        call_id, prepared.title, prepared.kind, raw_input, prepared.locations, prepared.preview, name=name
+    )
     record = _Recorder(call_id, name, arguments, prepared, done)
     if announced:  # what it is now known to be, as an update of what was shown while it streamed
         await emit(

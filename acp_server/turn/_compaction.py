@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..domain import Compaction, ContextUsage, Conversation, Emit, ModelStep
 from ..pipeline import ChatRequest, Delta, Finished, ModelHTTPError, ModelTurnError, StreamPolicy, run_chat
 from ._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._models import ModelCatalog
+from ._notices import window_notice
 from .context import (
     CHARS_PER_TOKEN,
     Budget,
@@ -87,6 +89,7 @@ class TurnContext:
         self._model = ""
         keep = session.record_compaction if isinstance(session, KeepsCompactions) else None
         self._compactor = Compactor(view, ask=self._ask_model, keep=keep, emit=emit)
+        self._emit = emit
         self._usage = _last_usage(view.history)
         self.usage: ContextUsage | None = None  # the last request's, as the endpoint reported it
 
@@ -133,8 +136,8 @@ class TurnContext:
                 raise
             estimate = self._compactor.estimate(messages, budget, tool_tokens)
             logger.warning("the endpoint refused a request of ~%d tokens as too long (%s)", estimate, exc)
-            if refusal.window is not None:
-                self._catalog.learn_window(model, refusal.window)
+            if refusal.window is not None and self._catalog.learn_window(model, refusal.window):
+                await self._emit(window_notice(model, refusal.window))
             budget = self.budget(model)
             self.view.oversize = self.oversize(model)
             self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
@@ -163,14 +166,15 @@ class TurnContext:
         else:
             self._catalog.note_accepted(model, estimate)
 
-    async def compact(self, model: str, tool_tokens: int) -> CompactOutcome:
+    async def compact(self, model: str, tool_tokens: int, instructions: str = "") -> CompactOutcome:
         """Compact now, whatever the estimate (``/compact``): every stored turn is summarised, when there is enough
-        to summarise and the summary is smaller."""
+        to summarise and the summary is smaller; ``instructions`` go to the summary request."""
         self._model = model
         budget = self.budget(model)
         self.view.summary_chars = budget.summary_tokens * CHARS_PER_TOKEN
         messages = self.view.messages()
-        messages = await self._compactor.fit(messages, (), budget, tool_tokens=tool_tokens, reason="requested")
+        requested = partial(self._compactor.fit, reason="requested", instructions=instructions)
+        messages = await requested(messages, (), budget, tool_tokens=tool_tokens)
         estimate = self._compactor.estimate(messages, budget, tool_tokens)
         return CompactOutcome(self._compactor.outcome, estimate, budget.window)
 

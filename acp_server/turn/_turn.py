@@ -39,6 +39,7 @@ from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
+from ._answer import Answer
 from ._calls import CallAssembler, run_call
 from ._clients import ClientSlot
 from ._compaction import CompactOutcome, TurnContext, summary_text
@@ -47,7 +48,7 @@ from ._in_flight import InFlight
 from ._links import with_linked_files
 from ._mode_watch import ModeWatch
 from ._models import ModelCatalog
-from ._notices import retry_notice
+from ._notices import instructions_cut, retry_notice, server_notices
 from ._request_fields import RequestFields, answer_bound
 from ._side import side_answer
 from ._subagent import SubagentSettings, bounded_turn, subagent_client
@@ -179,37 +180,6 @@ def tools_of(session: SessionLike) -> ToolSet:
     return tools if isinstance(tools, ToolSet) else BUILTIN
 
 
-class _Answer:
-    """What the turn has made so far: the finished tool steps, and the request being streamed."""
-
-    __slots__ = ("calls", "context", "reasoning", "steps", "text")
-
-    def __init__(self) -> None:
-        self.context: TurnContext | None = None  # set once the turn's view is built: its last usage is stored
-        self.steps: list[ModelStep] = []
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-        self.calls: list[ToolCallRecord] | None = None  # the ended calls of the step being run
-
-    def step(self) -> ModelStep:
-        return ModelStep("".join(self.text), "".join(self.reasoning), tuple(self.calls or ()))
-
-    def next_request(self) -> None:
-        self.text, self.reasoning, self.calls = [], [], None
-
-    def message(self, stop_reason: StopReason | None, outcome: Outcome) -> Message:
-        """The answer to store: finished steps, the step cut short (if its calls had begun), the text streamed —
-        without the images the calls returned (they lived for this turn only)."""
-        steps = [step.without_images() for step in self.steps]
-        if self.calls is not None:
-            steps.append(self.step().without_images())
-            content, reasoning = "", ""
-        else:
-            content, reasoning = "".join(self.text), "".join(self.reasoning)
-        usage = None if self.context is None else self.context.usage
-        return Message("assistant", content, reasoning, stop_reason, outcome, tuple(steps), usage)
-
-
 class ModelTurn:
     """Runs turns against one OpenAI-compatible endpoint; the HTTP client is created on first use and reused.
 
@@ -306,7 +276,7 @@ class ModelTurn:
 
         async def on_retry(event: RetryEvent) -> None:
             if emit is not None:
-                await emit(retry_notice(event))
+                await emit(retry_notice(event, policy))
 
         while True:
             try:
@@ -338,15 +308,16 @@ class ModelTurn:
         budget = Budget(self.models.budget_window(model), self.settings.compact_threshold)
         return None if budget.window is None else self._window_problem(session, await self._system(session), budget)
 
-    async def compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
-        """Compact the session's conversation now (``/compact``): every stored turn is summarised into its compaction
-        record; nothing is added to the conversation. The caller holds the session's FIFO slot. In flight throughout:
-        the model list is never asked for meanwhile. The outcome's ``text`` is what the user is answered when nothing
-        was compacted. Raises :class:`ContextWindowTooSmallError` when the window cannot hold any prompt."""
+    async def compact(self, session: SessionLike, emit: Emit, instructions: str = "") -> CompactOutcome:
+        """Compact the session's conversation now (``/compact``, its ``instructions`` to the summary request): every
+        stored turn is summarised into its compaction record; nothing is added to the conversation. The caller holds
+        the session's FIFO slot. In flight throughout: the model list is never asked for meanwhile. The outcome's
+        ``text`` is what the user is answered when nothing was compacted. Raises :class:`ContextWindowTooSmallError`
+        when the window cannot hold any prompt."""
         with self._in_flight:
-            return await self._compact(session, emit)
+            return await self._compact(session, emit, instructions)
 
-    async def _compact(self, session: SessionLike, emit: Emit) -> CompactOutcome:
+    async def _compact(self, session: SessionLike, emit: Emit, instructions: str) -> CompactOutcome:
         await self._client_ready()  # the summary request's client, its modules imported off the event loop
         history = session.conversation
         context = await self._context(session, Conversation(list(history.messages), history.compaction), "", emit)
@@ -355,7 +326,7 @@ class ModelTurn:
         if problem is not None:
             raise problem
         tools = tools_of(session)
-        return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))))
+        return await context.compact(model, json_tokens(tools.entries(tools.offered(session.mode))), instructions)
 
     async def aclose(self) -> None:
         await self._clients.aclose()
@@ -393,7 +364,7 @@ class ModelTurn:
         content = user_content(read)
         user = Message("user", read.text)
         history = await session.begin_turn(prompt, user)
-        answer = _Answer()
+        answer = Answer(len(history.messages) + 2)  # the store numbers from 1: the prompt, then this answer
         settings = self.settings
         seen = {c.call_id for m in history.messages for step in m.steps for c in step.calls}  # ids in the session
 
@@ -406,13 +377,19 @@ class ModelTurn:
                 await announcer.fragments(calls, delta.tool_calls)  # shown while they stream
             if delta.reasoning:
                 answer.reasoning.append(delta.reasoning)
-                await emit(ThoughtChunk(delta.reasoning))
+                await emit(ThoughtChunk(delta.reasoning, message_id=answer.thought_id))
             if delta.text:
                 answer.text.append(delta.text)
-                await emit(TextChunk(delta.text))
+                await emit(TextChunk(delta.text, message_id=answer.text_id))
 
         try:
-            await tools_of(session).prepare_prompt()  # e.g. a session's dead MCP servers reconnect, once per prompt
+            fallen = await tools_of(session).prepare_prompt()  # a session's dead MCP servers reconnect, once per prompt
+            for notice in server_notices(fallen):
+                await emit(notice)
+            if not history.messages and settings.project_instructions:  # a session's first prompt: told once
+                told = await instructions_cut(session.cwd)
+                if told is not None:
+                    await emit(told)
             context = answer.context = await self._context(session, history, content, emit)
             model = self.models.resolve(session.model)
             problem = self._window_problem(session, context.view.system, context.budget(model))

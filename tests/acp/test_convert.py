@@ -133,7 +133,8 @@ def test_update_from_event_is_what_the_official_session_notification_dumps(event
     assert dumps(schema.SessionNotification.model_validate(params)) == params
 
 
-def note(kind: str, text: str, seq: int, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def note(kind: str, text: str, seq: int, meta: dict[str, Any] | None = None, step: int = 0) -> dict[str, Any]:
+    """A replayed chunk of the answer stored as ``seq``: its message id is its request's (``step``), per kind."""
     cls: Any = {
         "agent_message_chunk": schema.AgentMessageChunk,
         "agent_thought_chunk": schema.AgentThoughtChunk,
@@ -141,7 +142,7 @@ def note(kind: str, text: str, seq: int, meta: dict[str, Any] | None = None) -> 
     update = cls(
         session_update=kind,
         content=schema.TextContentBlock(type="text", text=text),
-        message_id=f"{SID}/{seq}",
+        message_id=f"{SID}/{seq}.{step}" + (".thought" if kind == "agent_thought_chunk" else ""),
         field_meta=meta,
     )
     return dumps(schema.SessionNotification(session_id=SID, update=update))

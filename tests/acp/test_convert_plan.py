@@ -15,6 +15,7 @@ from acp_server.acp import replay_updates, update_from_event
 from acp_server.domain import ModelStep, PlanEntry, PlanUpdated, TextPart, ToolCallRecord
 from acp_server.store import SqliteSessionStore, StoredMessage
 from acp_server.store._types import steps_from_json, steps_to_json
+from tests.acp_wire_schema import validate_update
 
 from .test_convert import SID, dumps
 
@@ -83,7 +84,9 @@ def test_replay_sends_each_answers_last_plan_once_right_after_its_call() -> None
     assert updates[plans[0][0] - 1]["update"]["toolCallId"] == "p2"
     assert updates[plans[1][0] - 1]["update"]["toolCallId"] == "p3"  # a call with no plan after it sends none
     for params in updates:
-        assert dumps(schema.SessionNotification.model_validate(params)) == params
+        validate_update(params)  # ACP 1.25's schema: a tool call's name is newer than the Python SDK's model
+        if params["update"]["sessionUpdate"] != "tool_call":
+            assert dumps(schema.SessionNotification.model_validate(params)) == params
 
 
 def test_the_step_codec_keeps_the_plan_and_reads_a_newer_versions_values_safely() -> None:

@@ -22,6 +22,7 @@ from acp_server.domain import (
     ToolLocation,
 )
 from acp_server.store import StoredMessage
+from tests.acp_wire_schema import validate_update
 
 from .test_convert import SID, dumps
 
@@ -169,7 +170,9 @@ BAD = ToolCallRecord("b1", "nope", "{not json", "Error: unknown tool 'nope'", "f
 
 
 def start_of(record: ToolCallRecord, raw_input: Any) -> dict[str, Any]:
-    return notification(
+    """The replayed ``tool_call``: what the official model dumps, with the tool's ``name`` (ACP 1.25; newer than
+    the Python SDK's model)."""
+    params = notification(
         schema.ToolCallStart(
             session_update="tool_call",
             tool_call_id=record.call_id,
@@ -180,6 +183,9 @@ def start_of(record: ToolCallRecord, raw_input: Any) -> dict[str, Any]:
             locations=official_locations(record.locations),
         )
     )
+    update = params["update"]
+    params["update"] = {**{k: v for k, v in update.items() if k != "status"}, "name": record.name, "status": "pending"}
+    return params
 
 
 def end_of(record: ToolCallRecord, content: list[Any] | None) -> dict[str, Any]:
@@ -194,13 +200,13 @@ def end_of(record: ToolCallRecord, content: list[Any] | None) -> dict[str, Any]:
     )
 
 
-def chunk(kind: str, text: str, seq: int, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def chunk(kind: str, text: str, seq: int, meta: dict[str, Any] | None = None, step: int = 0) -> dict[str, Any]:
     cls: Any = schema.AgentMessageChunk if kind == "agent_message_chunk" else schema.AgentThoughtChunk
     return notification(
         cls(
             session_update=kind,
             content=schema.TextContentBlock(type="text", text=text),
-            message_id=f"{SID}/{seq}",
+            message_id=f"{SID}/{seq}.{step}" + (".thought" if kind == "agent_thought_chunk" else ""),
             field_meta=meta,
         )
     )
@@ -237,14 +243,16 @@ def test_replayed_steps_are_their_chunks_then_each_call_as_announced_and_as_it_e
         start_of(RUN, {"command": "make"}),
         # The terminal is gone once replayed: what the model got stands in for it.
         end_of(RUN, [schema.ContentToolCallContent(type="content", content=text)]),
-        chunk("agent_thought_chunk", "final thought", 2),
-        chunk("agent_message_chunk", "All done.", 2),
+        chunk("agent_thought_chunk", "final thought", 2, step=2),
+        chunk("agent_message_chunk", "All done.", 2, step=2),
         chunk("agent_message_chunk", "Again.", 4, cancelled),
         start_of(READ, {"path": "a.py"}),
         end_of(READ, [official_content(TextContent("     1\tx\n"))]),
-        chunk("agent_message_chunk", "", 4, cancelled),  # the mark is never lost
+        chunk("agent_message_chunk", "", 4, cancelled, step=1),  # the mark is never lost
     ]
     replayed = list(replay_updates(SID, history))
     assert replayed == expected
     for params in replayed:
-        assert round_trip(params) == params
+        validate_update(params)
+        if params["update"]["sessionUpdate"] != "tool_call":
+            assert round_trip(params) == params

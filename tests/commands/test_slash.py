@@ -30,9 +30,11 @@ class ModelRunner:
         self.prompts: list[Prompt] = []
         self.compactions = 0
         self.compact_answer = compact_answer
+        self.instructions: list[str] = []
 
-    async def compact(self, session: object, emit: Emit, /) -> Compacted:
+    async def compact(self, session: object, emit: Emit, instructions: str = "", /) -> Compacted:
         self.compactions += 1
+        self.instructions.append(instructions)
         return Compacted(self.compact_answer)
 
     async def __call__(self, session: object, prompt: Prompt, emit: Emit, client: object = None, /) -> StopReason:
@@ -140,6 +142,7 @@ async def test_compact_calls_the_turns_compaction_whatever_follows_the_command()
         entry = bridge.create_session("/p")
         await run(bridge, entry.session_id, text("/compact  now please"))
         assert runner.compactions == 1
+        assert runner.instructions == ["now please"]  # what follows the command: the summary's instructions
         assert runner.prompts == []  # parsed once, here: the turn is never handed the command as a prompt
         assert "compact" in {command.name for command in bridge.commands}
 

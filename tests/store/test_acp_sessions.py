@@ -105,7 +105,8 @@ async def test_initialize_advertises_durable_sessions(agent: tuple[Agent, Peer, 
     capabilities = reply["agentCapabilities"]
     assert capabilities["loadSession"] is True
     assert capabilities["sessionCapabilities"] == {
-        "list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}, "additionalDirectories": {}
+        "list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}, "additionalDirectories": {},
+        "title": {}, "status": {},
     }
     assert capabilities["_meta"]["acpServer"]["sessionStore"] == {"persistent": True, "available": True}
 
@@ -134,17 +135,17 @@ async def test_load_replays_the_history_exactly_then_answers(agent: tuple[Agent,
         ("user_message_chunk", "file:///a.py", f"{sid}/1", None),
         ("user_message_chunk", "file:///b.txt", f"{sid}/1", None),
         ("user_message_chunk", None, f"{sid}/1", None),  # the image
-        ("agent_thought_chunk", "looking", f"{sid}/2", None),
-        ("agent_message_chunk", "seen", f"{sid}/2", None),
+        ("agent_thought_chunk", "looking", f"{sid}/2.0.thought", None),
+        ("agent_message_chunk", "seen", f"{sid}/2.0", None),
         ("user_message_chunk", "stop", f"{sid}/3", None),
-        ("agent_message_chunk", "par", f"{sid}/4", cancelled),
+        ("agent_message_chunk", "par", f"{sid}/4.0", cancelled),
         ("user_message_chunk", "think only", f"{sid}/5", None),
-        ("agent_thought_chunk", "thoughts", f"{sid}/6", {"acpServer": {"outcome": "failed"}}),
+        ("agent_thought_chunk", "thoughts", f"{sid}/6.0.thought", {"acpServer": {"outcome": "failed"}}),
         ("user_message_chunk", "silent", f"{sid}/7", None),
-        ("agent_message_chunk", "", f"{sid}/8", {"acpServer": {"outcome": "failed"}}),
+        ("agent_message_chunk", "", f"{sid}/8.0", {"acpServer": {"outcome": "failed"}}),
         ("user_message_chunk", "empty", f"{sid}/9", None),
         ("user_message_chunk", "running", f"{sid}/11", None),
-        ("agent_message_chunk", "", f"{sid}/12", {"acpServer": {"outcome": "running"}}),
+        ("agent_message_chunk", "", f"{sid}/12.0", {"acpServer": {"outcome": "running"}}),
     ]
     image = peer.sent[3][1]["update"]["content"]
     assert image == {"type": "image", "data": "aGk=", "mimeType": "image/png"}

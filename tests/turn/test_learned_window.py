@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from acp_server.domain import Notice
 from acp_server.provider.offline import ErrorStatus
 from acp_server.turn import MIN_LEARNED_WINDOW, ContextWindowExceededError, ModelCatalog
 
@@ -58,3 +59,17 @@ async def test_one_lying_refusal_costs_at_most_the_prompt_it_answered(tmp_path: 
             assert outcome.ended.stop_reason == "end_turn", outcome.ended.error
         other = await bridge.open_session(str(tmp_path))
         assert (await ask(bridge, other.session_id, "hello there")).ended.stop_reason == "end_turn"
+
+
+async def test_a_learned_window_is_told_as_an_info_notice_once(tmp_path: Path) -> None:
+    async with long_session_stack(tmp_path, known_window=False) as (model, _store, bridge):
+        session = await bridge.open_session(str(tmp_path))
+        assert (await ask(bridge, session.session_id, words(20))).ended.stop_reason == "end_turn"
+        model.enqueue(_lie(3000))  # plausible: above the floor and every request it accepted
+        told = await ask(bridge, session.session_id, words(20, 1))  # fails: nothing to compact (see above)
+        notices = [event for event in told.events if isinstance(event, Notice)]
+        assert [(n.severity, n.title) for n in notices] == [
+            ("info", "Learned the context window of test-model: 3,000 tokens")
+        ]
+        again = await ask(bridge, session.session_id, words(20, 2))
+        assert not [event for event in again.events if isinstance(event, Notice)]

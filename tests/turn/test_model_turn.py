@@ -119,7 +119,11 @@ async def test_a_turn_records_the_prompt_streams_thought_then_text_in_order_and_
 
     assert await turn(session, prompt, emit) == "end_turn"
 
-    streamed = [ThoughtChunk("think"), ThoughtChunk(" hard"), TextChunk("one"), TextChunk(" two"), TextChunk(" three")]
+    # The answer is stored as message 5 (3 before it, then the prompt): its first request's thought and text are
+    # a message each, every chunk of one with the same id.
+    thought, text = ThoughtChunk, TextChunk
+    streamed: list[TurnEvent] = [thought("think", message_id="5.0.thought"), thought(" hard", message_id="5.0.thought")]
+    streamed += [text("one", message_id="5.0"), text(" two", message_id="5.0"), text(" three", message_id="5.0")]
     [usage] = [e for e in emit.events if isinstance(e, UsageReported)]
     streamed.append(usage)  # what the request used, after it (the loopback model counts words and chunks)
     assert emit.events == streamed
@@ -187,7 +191,7 @@ async def test_a_cancelled_turn_records_what_was_streamed_as_cancelled(model: Lo
         emit.on_event = lambda n: scope.cancel() if n == 3 else None
         await turn(session, text_prompt("alpha beta gamma delta"), emit)
     assert scope.cancelled_caught  # the cancellation propagated out of the turn
-    assert emit.events == [TextChunk("You"), TextChunk(" said:"), TextChunk(" alpha")]
+    assert emit.events == [TextChunk(t, message_id="2.0") for t in ("You", " said:", " alpha")]
     assert session.calls[-1] == ("end", Message("assistant", "You said: alpha", "", "cancelled", "cancelled"))
     assert [kind for kind, _ in session.calls].count("end") == 1
     with anyio.fail_after(5):
@@ -203,7 +207,7 @@ async def test_a_failed_turn_records_what_was_streamed_as_failed_and_raises(
     with pytest.raises(Exception) as caught:
         await turn(session, text_prompt("x y"), emit)
     assert not isinstance(caught.value, AssertionError)
-    assert emit.events == [TextChunk("You"), TextChunk(" said:")]
+    assert emit.events == [TextChunk("You", message_id="2.0"), TextChunk(" said:", message_id="2.0")]
     assert session.calls[-1] == ("end", Message("assistant", "You said:", "", None, "failed"))
 
 

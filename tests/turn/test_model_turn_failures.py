@@ -47,7 +47,7 @@ async def test_a_stream_cut_without_finish_is_recorded_failed_with_what_streamed
         with pytest.raises(ModelTransportError) as caught:
             await _turn(model, StreamPolicy(), session, emit)
     assert caught.value.details()["reason"] == "eof_without_finish"
-    assert emit.events == [TextChunk("You"), TextChunk(" said:")]
+    assert emit.events == [TextChunk("You", message_id="2.0"), TextChunk(" said:", message_id="2.0")]
     assert session.calls[-1] == ("end", Message("assistant", "You said:", "", None, "failed"))
 
 
@@ -71,7 +71,7 @@ async def test_split_surrogate_halves_are_streamed_and_stored_as_one_character()
         session = Session(model)
         emit = Events(session)
         assert await _turn(model, StreamPolicy(), session, emit) == "end_turn"
-    assert emit.events == [TextChunk("\U0001f600")]
+    assert emit.events == [TextChunk("\U0001f600", message_id="2.0")]
     assert session.calls[-1] == ("end", Message("assistant", "\U0001f600", "", "end_turn", "complete"))
 
 
@@ -117,6 +117,6 @@ async def test_a_retry_wait_is_told_as_a_thought_before_the_wait_and_is_neither_
     assert (notice.attempt, notice.delay_ms, notice.reason) == (1, 1500, "server error (HTTP 503)")
     assert "Retrying in 1.5 s" in notice.text
     assert times[0] - started < 1.5 <= second.received_at - first.received_at  # told before it waits
-    assert answer[0] == TextChunk("fine")
+    assert answer[0] == TextChunk("fine", message_id="2.0")
     assert session.calls[-1] == ("end", Message("assistant", "fine", "", "end_turn", "complete"))
     assert second.messages == first.messages  # the model never hears of it

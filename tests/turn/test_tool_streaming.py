@@ -64,7 +64,7 @@ async def test_a_slowly_streamed_call_is_shown_from_its_name_on_and_updated_at_m
     assert stop == "end_turn" and (tmp_path / "notes.txt").read_text() == CONTENT
     events = [(t, e) for t, e in zip(emit.times, emit.events, strict=True) if getattr(e, "call_id", None) == "w1"]
     (shown_at, started), *streaming = events
-    assert started == ToolCallStarted("w1", "Write", "edit")  # pending, from the name alone
+    assert started == ToolCallStarted("w1", "Write", "edit", name="write_file")  # pending, from the name alone
     assert shown_at - first.received_at < 0.5  # about 3.7 s before the last fragment
     progress = [(t, e) for t, e in streaming if isinstance(e, ToolCallUpdated) and e.title is e.status is None]
     assert 8 <= len(progress) <= 16  # 37 fragments over 3.7 s: a few a second, not one per fragment
@@ -96,7 +96,7 @@ async def test_a_call_shown_while_streaming_that_never_runs_still_ends_failed(tm
         with pytest.raises(ModelTransportError):
             await _turn(model, session, emit)
     started, *_, final = emit.of("r1")
-    assert started == ToolCallStarted("r1", "Read", "read")
+    assert started == ToolCallStarted("r1", "Read", "read", name="read_file")
     note = TextContent("Not run: the turn ended before this call could run")
     assert final == ToolCallUpdated("r1", "failed", content=(note,))
     assert session.answer.outcome == "failed" and session.answer.steps == ()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_server.domain import Compacted, Compacting, TextChunk, ThoughtChunk
+from acp_server.domain import Compacted, Compacting, CompactionStopped, TextChunk
 from acp_server.provider.offline import Answer
 from acp_server.tools.builtin import BUILTIN
 from acp_server.turn import ContextWindowExceededError, ContextWindowTooSmallError
@@ -104,8 +104,8 @@ async def test_a_summary_not_smaller_than_what_it_replaces_is_thrown_away(tmp_pa
         assert outcome.ended.stop_reason == "end_turn"
         assert len(_summaries(model)) == 1
         assert not any(isinstance(e, Compacted) for e in outcome.events)  # never announced as done
-        thoughts = "".join(e.text for e in outcome.events if isinstance(e, ThoughtChunk))
-        assert "not smaller" in thoughts
+        [stopped] = [e for e in outcome.events if isinstance(e, CompactionStopped)]  # its note: told as a thought
+        assert stopped.status == "failed" and "not smaller" in stopped.error and "not smaller" in stopped.note
         text = "".join(e.text for e in outcome.events if isinstance(e, TextChunk))
         assert text.startswith("Nothing compacted: a summary would not be smaller")
         snapshot = await store.read_session(session.session_id)

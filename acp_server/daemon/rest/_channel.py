@@ -8,13 +8,14 @@ it buffer their events (up to their stream's capacity, then their turn waits) un
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import partial
 
 import anyio
 
 from ...acp import update_from_event
 from ...bridge import PromptHandle
-from ...domain import Compacted, PromptEnded, PromptEvent, TextChunk, ThoughtChunk
+from ...domain import Compacted, CompactionStopped, PromptEnded, PromptEvent, TextChunk, ThoughtChunk
 from .._errors import turn_error_payload
 from ._event_log import EventLog, update_event_name
 from ._permissions import PermissionDesk
@@ -77,9 +78,13 @@ class SessionChannel:
         if self.log.closed:
             return
         if isinstance(event, TextChunk):
+            texts.for_message(event.message_id)
             self.log.publish_text("session_update", texts.message_key, event.text, texts.message)
         elif isinstance(event, ThoughtChunk):
+            texts.for_thought(event.message_id)
             self.log.publish_text("session_update", texts.thought_key, event.text, texts.thought)
+        elif isinstance(event, CompactionStopped) and not event.note:
+            return  # a compaction that failed or was cancelled: the turn's outcome says it
         elif not isinstance(event, PromptEnded):
             update = update_from_event(self.session_id, event)
             name = update_event_name(event)
@@ -105,18 +110,42 @@ def _compacted(session_id: str, prompt_id: str, event: Compacted) -> dict[str, o
 
 class _TextData:
     """The ``session_update`` data of one prompt's message and thought chunks, for any text: what the event log
-    merges for a lagging subscriber (one key per prompt and kind)."""
+    merges for a lagging subscriber (one key per prompt, kind and message: chunks of two messages never merge).
+    ``message`` and ``thought`` are bound to the message they were made for (a merged frame is built later)."""
 
-    __slots__ = ("message_key", "prompt_id", "session_id", "thought_key")
+    __slots__ = (
+        "message",
+        "message_id",
+        "message_key",
+        "prompt_id",
+        "session_id",
+        "thought",
+        "thought_id",
+        "thought_key",
+    )
 
     def __init__(self, session_id: str, prompt_id: str) -> None:
         self.session_id = session_id
         self.prompt_id = prompt_id
-        self.message_key = (prompt_id, "agent_message_chunk")
-        self.thought_key = (prompt_id, "agent_thought_chunk")
+        self.message_id = self.thought_id = ""
+        self.message_key: tuple[str, str, str] = (prompt_id, "agent_message_chunk", "")
+        self.thought_key: tuple[str, str, str] = (prompt_id, "agent_thought_chunk", "")
+        self.message: Callable[[str], dict[str, object]] = partial(self._data, TextChunk, "")
+        self.thought: Callable[[str], dict[str, object]] = partial(self._data, ThoughtChunk, "")
 
-    def message(self, text: str) -> dict[str, object]:
-        return {"promptId": self.prompt_id, **update_from_event(self.session_id, TextChunk(text))}
+    def for_message(self, message_id: str) -> None:
+        """The message chunks that follow belong to ``message_id``."""
+        if message_id != self.message_id:
+            self.message_id = message_id
+            self.message_key = (self.prompt_id, "agent_message_chunk", message_id)
+            self.message = partial(self._data, TextChunk, message_id)
 
-    def thought(self, text: str) -> dict[str, object]:
-        return {"promptId": self.prompt_id, **update_from_event(self.session_id, ThoughtChunk(text))}
+    def for_thought(self, message_id: str) -> None:
+        """The thought chunks that follow belong to ``message_id``."""
+        if message_id != self.thought_id:
+            self.thought_id = message_id
+            self.thought_key = (self.prompt_id, "agent_thought_chunk", message_id)
+            self.thought = partial(self._data, ThoughtChunk, message_id)
+
+    def _data(self, kind: type[TextChunk | ThoughtChunk], message_id: str, text: str) -> dict[str, object]:
+        return {"promptId": self.prompt_id, **update_from_event(self.session_id, kind(text, message_id=message_id))}

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
+from uuid import uuid4
 
-from ...domain import Compacted, Compacting, Compaction, Emit, Message, ModelStep, ThoughtChunk
+from anyio import CancelScope, get_cancelled_exc_class
+
+from ...domain import Compacted, Compacting, Compaction, CompactionStopped, Emit, Message, ModelStep, compaction_id
 from .._exceptions import CompactionFailedError, ContextWindowExceededError
 from ._budget import CHARS_PER_TOKEN, MESSAGE_TOKENS, Budget, messages_tokens, text_tokens
 from ._view import ContextView, cut_summary, elided_output, turn_starts
@@ -78,11 +81,12 @@ def _rendered(message: Message) -> str:
 
 
 def summary_request(
-    previous: Compaction | None, messages: Sequence[Message], *, max_chars: int, words: int
+    previous: Compaction | None, messages: Sequence[Message], *, max_chars: int, words: int, instructions: str = ""
 ) -> list[dict[str, Any]]:
     """The messages of a plain, tool-less request for a summary of ``previous`` (if any) and ``messages``, within
     ``max_chars``: the previous summary cut to half of them at most, then the newest messages that fit (the oldest
-    left out, noted)."""
+    left out, noted). ``instructions``: what the user asked of the summary (``/compact <instructions>``), at most
+    :data:`MAX_COMPACT_INSTRUCTIONS` characters of it."""
     rendered = [_rendered(message) for message in messages]
     earlier = None if previous is None else cut_summary(previous.summary, max_chars // 2)
     budget = max_chars - (len(earlier) if earlier is not None else 0)
@@ -101,8 +105,11 @@ def summary_request(
         parts.append(f"[{len(rendered) - len(kept)} earlier messages left out]")
     parts.extend(kept)
     transcript = "\n\n".join(parts)
+    system = SUMMARY_INSTRUCTIONS.format(words=words)
+    if instructions.strip():
+        system += f"\n\nThe user asks this of the summary: {instructions.strip()[:MAX_COMPACT_INSTRUCTIONS]}"
     return [
-        {"role": "system", "content": SUMMARY_INSTRUCTIONS.format(words=words)},
+        {"role": "system", "content": system},
         {"role": "user", "content": f"The conversation to summarise:\n\n{transcript}\n\nWrite the summary now."},
     ]
 
@@ -116,6 +123,9 @@ def _stored_tokens(message: Message) -> int:
             total += 2 * MESSAGE_TOKENS + text_tokens(call.arguments) + text_tokens(call.output)
     return total
 
+
+MAX_COMPACT_INSTRUCTIONS = 2000
+"""Characters of ``/compact <instructions>`` the summary request carries."""
 
 Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
 """Runs a summary request, returns the summary (raises :class:`CompactionFailedError` when it fails)."""
@@ -150,6 +160,7 @@ class Compactor:
         *,
         tool_tokens: int = 0,
         reason: Literal["threshold", "refused", "requested"] = "threshold",
+        instructions: str = "",
     ) -> list[dict[str, Any]]:
         """``messages`` when they fit the budget, else the view compacted until they do (elision first, then a
         summary). ``reason`` other than ``threshold`` compacts whatever the estimate (a refusal, ``/compact``).
@@ -186,27 +197,40 @@ class Compactor:
             if reason == "refused":
                 raise ContextWindowExceededError(estimate, window, prompt=budget.estimate(view.content_tokens()))
             return messages
-        await self._emit(Compacting(reason, estimate, window))
-        if can_elide:
+        before = estimate
+        if can_elide:  # the view only: nothing is sent or stored before the compaction is announced
             view.elide = True
             messages = view.messages(steps)
             estimate = self.estimate(messages, budget, tool_tokens)
             self.outcome = "compacted"
         enough = limit is not None and estimate <= limit * _ELIDED_ENOUGH
-        if summarise and (reason != "threshold" or not enough):
-            if await self._summarise(through, budget, alone, replaced):
+        summarise = summarise and (reason != "threshold" or not enough)
+        # A summary's id is its stored record's (messages 1..through); outputs elided only are never stored.
+        known = compaction_id(through) if summarise else f"elided-{uuid4().hex}"
+        await self._emit(Compacting(reason, before, window, compaction_id=known))
+        if summarise:
+            try:
+                kept = await self._summarise(through, budget, alone, replaced, instructions)
+            except BaseException as exc:
+                if isinstance(exc, get_cancelled_exc_class()):
+                    stopped = CompactionStopped(known, "cancelled")
+                else:
+                    stopped = CompactionStopped(known, "failed", str(exc) or type(exc).__name__)
+                with CancelScope(shield=True):
+                    await self._emit(stopped)
+                raise
+            if kept:
                 messages = view.messages(steps)
                 estimate = self.estimate(messages, budget, tool_tokens)
                 self.outcome = "compacted"
             elif self.outcome == "nothing":
                 self.outcome = "not_smaller"
-                note = (
-                    f"The summary was not smaller than the ~{replaced} tokens it would replace: it was thrown away, "
-                    "the conversation is sent as it was.\n\n"
-                )
-                await self._emit(ThoughtChunk(note))
+                error = f"The summary was not smaller than the ~{replaced} tokens it would replace: it was thrown away"
+                note = f"{error}, the conversation is sent as it was.\n\n"
+                await self._emit(CompactionStopped(known, "failed", error, note))
                 return messages
-        await self._emit(Compacted(view.start, estimate, window))
+        summary = view.history.compaction.summary if summarise and view.history.compaction is not None else ""
+        await self._emit(Compacted(view.start, estimate, window, compaction_id=known, summary=summary))
         return messages
 
     def _replaced_tokens(self, through: int) -> int:
@@ -246,7 +270,9 @@ class Compactor:
             bound = min(bound, (limit - alone) // 2)
         return max(bound, _MIN_SUMMARY_TOKENS)
 
-    async def _summarise(self, through: int, budget: Budget, alone: int, replaced: int) -> bool:
+    async def _summarise(
+        self, through: int, budget: Budget, alone: int, replaced: int, instructions: str = ""
+    ) -> bool:
         """Ask for a summary of the view's messages up to ``through`` and keep it — unless it is not smaller than
         the ``replaced`` tokens: then nothing is kept (False)."""
         view = self.view
@@ -255,7 +281,11 @@ class Compactor:
         bound = self.summary_bound(budget, alone)
         words = max(50, min(1500, bound // 2))
         request = summary_request(
-            view.compaction, view.history.messages[view.start : through], max_chars=max_chars, words=words
+            view.compaction,
+            view.history.messages[view.start : through],
+            max_chars=max_chars,
+            words=words,
+            instructions=instructions,
         )
         summary = cut_summary((await self._ask(request)).strip(), bound * CHARS_PER_TOKEN)
         if not summary:
