@@ -30,20 +30,14 @@ import httpx2
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _proc import rss_kib
+
 from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.provider.offline import Answer, HangAfterHeaders, LoopbackModel
 
 LIMIT = 5
 PROMPTS_PER_SESSION = 7
 TEXT = [{"type": "text", "text": "benchmark prompt"}]
-
-
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def cpu_s(pid: int) -> float:

@@ -28,20 +28,14 @@ import httpx2
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _proc import rss_kib
+
 from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.provider.offline import Answer, LoopbackModel
 
 WORD_BYTES = 1024
 RSS_SLACK_KIB = 32 * 1024
 WITHIN_S = 30.0
-
-
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def daemon_sockets(port: int, peers: set[int]) -> tuple[int, int]:

@@ -19,16 +19,9 @@ import time
 
 import anyio
 from _pipe import AgentPipe, spawn
+from _proc import rss_mb
 
 RERUN = "python bench/bench_hostile_memory.py"
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 async def flood_without_reading(seconds: float) -> tuple[float, float, int]:

@@ -24,19 +24,12 @@ from typing import Any
 
 import anyio
 from _pipe import AgentPipe, spawn
+from _proc import rss_mb
 
 from acp_server.provider.offline import Answer, LoopbackModel, ScriptedCall, ToolCalls
 
 BYPASS = ("--default-mode", "bypass-permissions", "--allow-bypass-permissions")
 SERVER = str(Path(__file__).resolve().parent / "_mcp_echo_server.py")
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 async def prompt(agent: AgentPipe, session_id: str, tag: str, text: str) -> float:

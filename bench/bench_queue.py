@@ -17,16 +17,9 @@ from typing import Any
 
 import anyio
 from _pipe import spawn
+from _proc import rss_kib
 
 from acp_server.provider.offline import Answer, LoopbackModel
-
-
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def percentile(values: list[float], q: float) -> float:

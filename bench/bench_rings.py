@@ -27,20 +27,14 @@ import httpx2
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _proc import rss_kib
+
 from acp_server.daemon import ANNOUNCE_PREFIX
 from acp_server.provider.offline import Answer, LoopbackModel
 
 WORDS_PER_PROMPT = 1000
 CONCURRENCY = 8
 MIB = 1024 * 1024
-
-
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def _answer() -> Answer:
