@@ -81,7 +81,7 @@ async def test_a_declined_form_is_declined_to_the_server(tmp_path: Path) -> None
 
 async def test_a_client_that_did_not_advertise_is_never_asked(tmp_path: Path) -> None:
     result, asked = await _run(tmp_path, {}, "ask", {"action": "accept", "content": {"name": "x"}})
-    assert result == "error: Elicitation not supported" and asked == []
+    assert result == "not offered; error: Elicitation not supported" and asked == []
 
 
 async def test_an_oversized_schema_is_refused_without_asking(tmp_path: Path) -> None:

@@ -26,11 +26,13 @@ async def ask(ctx: Context) -> str:  # type: ignore[type-arg]
         },
         "required": ["name"],
     }
+    params = ctx.session.client_params  # a client that did not offer elicitation is asked anyway, as a server may
+    said = "" if params is not None and params.capabilities.elicitation is not None else "not offered; "
     try:
         result = await ctx.session.elicit_form("Who are you?", schema, related_request_id=ctx.request_id)
     except McpError as exc:
-        return f"error: {exc.error.message}"
-    return f"{result.action}: {json.dumps(result.content, sort_keys=True)}"
+        return f"{said}error: {exc.error.message}"
+    return f"{said}{result.action}: {json.dumps(result.content, sort_keys=True)}"
 
 
 @server.tool(annotations=READ)
