@@ -21,6 +21,7 @@ from ..errors import RemoteError
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ..tools import PERMISSION_OPTIONS, PermissionChoice, TerminalExit, TerminalOutput, ToolClient, permission_choice
 from ._convert import tool_call_fields
+from ._elicitation import elicitation_modes
 
 if TYPE_CHECKING:
     from ..bridge import PromptStream
@@ -36,7 +37,7 @@ class ClientCapabilities:
     ``notices``, ``compaction``: ``session.notices``, ``session.compaction`` (ACP 1.25: an object, ``{}``
     advertises it)."""
 
-    __slots__ = ("compaction", "notices", "plan", "read_text_file", "terminal", "write_text_file")
+    __slots__ = ("compaction", "elicitation", "notices", "plan", "read_text_file", "terminal", "write_text_file")
 
     def __init__(self, raw: object = None) -> None:
         caps = raw if isinstance(raw, dict) else {}
@@ -50,6 +51,7 @@ class ClientCapabilities:
         self.notices = isinstance(session.get("notices"), dict)
         self.compaction = isinstance(session.get("compaction"), dict)
         self.plan = isinstance(caps.get("plan"), dict)  # unstable: plan_update / plan_removed
+        self.elicitation = elicitation_modes(caps)  # "form", "url": an MCP server's elicitation/create is forwarded
 
     def tool_client(self, editor: AcpEditor) -> ToolClient:
         """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._agent import REWIND_METHOD, SET_TITLE_METHOD, AcpAgent, Peer
+from ._elicitation import opened, session_elicitor
 from ._params import check_additional_directories_sent
 from ._providers import PROVIDER_METHODS, disable_provider, list_providers, set_provider
 from ._schema import model, validate
@@ -76,6 +77,11 @@ NOTIFICATIONS: Mapping[str, Notification] = {
 
 def _request(agent: AcpAgent, name: str, method: Method) -> RequestHandler:
     async def call(params: Any, peer: Peer) -> Any:
+        # a session this request opens: its MCP servers' elicitations go to this connection's client, if it can
+        timeout_ms = agent._options.fs_request_timeout_ms
+        return await opened(session_elicitor(peer, agent._client_caps.elicitation, timeout_ms), handle(params, peer))
+
+    async def handle(params: Any, peer: Peer) -> Any:
         if method.model is None:
             return await method.handler(agent, params, peer)
         if params is None and method.params_optional:

@@ -90,6 +90,4 @@ def validate(model: type[M], params: Any, method: str) -> M:
             for err in exc.errors(include_url=False, include_input=False)
         ]
         first = errors[0] if errors else {"field": "?", "message": "invalid"}
-        raise InvalidInputError(
-            f"Invalid params for {method}: {first['field']}: {first['message']}", errors
-        ) from None
+        raise InvalidInputError(f"Invalid params for {method}: {first['field']}: {first['message']}", errors) from None

@@ -352,7 +352,7 @@ class SessionEntry:
         if self.mcp is None:
             if not servers:
                 return
-            self.mcp = McpServers(self.tools, self.cwd, settings, on_prompts)
+            self.mcp = McpServers(self.tools, self.cwd, settings, on_prompts, self.session_id)
         elif self.mcp.configs == tuple(servers):
             return
         await self.mcp.connect(servers, tg)

@@ -10,7 +10,8 @@ connection down.
 A call runs in the caller's task on the open session. The connection is *up* from the
 first listing until the transport ends, the server fails, or it is closed; then its tools' calls fail with the
 reason. Everything the server sends is handled in bounded memory: notifications only set a flag, server requests
-we do not support (sampling, elicitation, roots) are answered with the SDK's MCP error.
+we do not support (sampling, roots; elicitation when the session's editor cannot answer it, see ``_elicitation``) are
+answered with the SDK's MCP error.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from anyio.abc import TaskGroup
 from ..tools import ToolCallError
 from ..urls import without_url_secrets
 from ._config import McpServerConfig, server_environment
+from ._elicitation import Elicitor, elicitation_callback
 from ._exceptions import McpPromptError
 from ._stdio import stdio_transport
 
@@ -94,8 +96,12 @@ class McpConnection:
         request_timeout_s: float,
         version: str = "0",
         on_prompts: Callable[[McpConnection], None] | None = None,
+        session_id: str = "",
+        elicitor: Elicitor | None = None,
     ) -> None:
         self.config = config
+        # the editor that answers the server's elicitation/create (None: not offered): see ``_elicitation``
+        self._elicitation = elicitation_callback(config.name, session_id, elicitor)
         self.cwd = cwd
         self.tools: tuple[types.Tool, ...] = ()
         self.prompts: tuple[types.Prompt, ...] = ()  # empty: none, not listed yet, or not up
@@ -250,6 +256,7 @@ class McpConnection:
                     write,
                     message_handler=self._on_message,
                     logging_callback=self._on_log,
+                    elicitation_callback=self._elicitation,
                     client_info=info,
                 )
             )

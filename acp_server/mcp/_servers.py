@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 from ..tools.registry import ToolSet
 from ._config import McpServerConfig
 from ._connection import McpConnection
+from ._elicitation import SESSION_ELICITOR
 from ._exceptions import McpPromptError
 from ._prompts import McpPrompt, mcp_prompt
 from ._stdio import STOP_GRACE_S
@@ -69,9 +70,16 @@ class McpServers:
     """The MCP connections of one session, adding their tools to ``tools`` (each server as its own source)."""
 
     def __init__(
-        self, tools: ToolSet, cwd: str, settings: McpSettings, on_prompts: Callable[[], None] | None = None
+        self,
+        tools: ToolSet,
+        cwd: str,
+        settings: McpSettings,
+        on_prompts: Callable[[], None] | None = None,
+        session_id: str = "",
     ) -> None:
         self.tools = tools
+        self.session_id = session_id  # told to the editor with a server's elicitation
+        self._elicitor = SESSION_ELICITOR.get()  # the opener's editor answers the servers' elicitations
         self._on_prompts = on_prompts
         self.cwd = cwd
         self.settings = settings
@@ -108,6 +116,8 @@ class McpServers:
             version=self.settings.version,
             on_prompts=self._prompts_changed,
             request_timeout_s=self.settings.call_timeout_s,
+            session_id=self.session_id,
+            elicitor=self._elicitor,
         )
         self._connections[config.name] = connection
         connection.start(self._tg)
