@@ -11,12 +11,15 @@ from typing import Any
 from ..bridge import check_additional_directories
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
+from ..system_prompts import ClientPrompt, client_prompt_sent
 
 __all__ = [
     "MAX_TITLE_CHARS",
     "SET_TITLE_METHOD",
+    "Sent",
     "check_additional_directories_sent",
     "check_initialize",
+    "check_session_sent",
     "check_set_title",
     "deadline_from_meta",
     "invalid_params",
@@ -26,6 +29,9 @@ SET_TITLE_METHOD = "_acp-server/set_title"
 """The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
 
 MAX_TITLE_CHARS = 200
+
+Sent = ClientPrompt | None
+"""A session request's ``systemPrompt`` as sent and checked (None: omitted or null)."""
 
 
 @contextmanager
@@ -46,6 +52,14 @@ def check_additional_directories_sent(params: Any, method: str) -> None:
     if isinstance(sent, list):
         with invalid_params(method):
             check_additional_directories(sent)
+
+
+def check_session_sent(params: Any, method: str) -> Sent:
+    """What a session request (new, load, resume, fork) carries that its schema model drops or would only coarsely
+    check: ``additionalDirectories`` (see above) and ``systemPrompt`` (``system_prompts.client_prompt_sent``), whose
+    checked value is returned. Every refusal comes before anything is created, loaded, resumed or forked."""
+    check_additional_directories_sent(params, method)
+    return client_prompt_sent(params, method)
 
 
 def check_initialize(params: Any) -> int:
