@@ -1,17 +1,18 @@
 """The params checked by hand: ``initialize`` (its reply must not wait for the ~0.7 s schema import), the
-:data:`SET_TITLE_METHOD` extension (no schema model) and ``_meta.acpServer.promptDeadlineMs`` of a prompt. Each
-refusal is an :class:`InvalidInputError` naming the field, before any handler does anything."""
+:data:`SET_TITLE_METHOD` extension (no schema model), ``_meta.acpServer.promptDeadlineMs`` of a prompt and a session
+request's ``systemPrompt`` (the schema model drops it). Each refusal is an :class:`InvalidInputError` naming the
+field, before any handler does anything."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from ..bridge import check_additional_directories
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
-from ..system_prompts import ClientPrompt, client_prompt_sent
+from ..system_prompts import MAX_SYSTEM_PROMPT_BYTES, SYSTEM_PROMPT_MODES, ClientPrompt, SystemPromptMode
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -56,7 +57,7 @@ def check_additional_directories_sent(params: Any, method: str) -> None:
 
 def check_session_sent(params: Any, method: str) -> Sent:
     """What a session request (new, load, resume, fork) carries that its schema model drops or would only coarsely
-    check: ``additionalDirectories`` (see above) and ``systemPrompt`` (``system_prompts.client_prompt_sent``), whose
+    check: ``additionalDirectories`` (see above) and ``systemPrompt`` (:func:`client_prompt_sent`), whose
     checked value is returned. Every refusal comes before anything is created, loaded, resumed or forked."""
     check_additional_directories_sent(params, method)
     return client_prompt_sent(params, method)
@@ -119,3 +120,31 @@ def deadline_from_meta(meta: Any) -> int | None:
         field = "_meta.acpServer.promptDeadlineMs"
         raise InvalidInputError.for_field(field, problem, f"Invalid params for session/prompt: {field} {problem}")
     return value
+
+
+def client_prompt_sent(params: Any, method: str) -> ClientPrompt | None:
+    """``systemPrompt`` of a session request's params as sent (omitted or null: None); a refusal names the field."""
+
+    def refuse(field: str, problem: str) -> InvalidInputError:
+        return InvalidInputError.for_field(field, problem, f"Invalid params for {method}: {field}: {problem}")
+
+    sent = params.get("systemPrompt") if isinstance(params, dict) else None
+    if sent is None:
+        return None
+    if not isinstance(sent, dict):
+        raise refuse("systemPrompt", "must be an object")
+    mode = sent.get("mode")
+    if mode not in SYSTEM_PROMPT_MODES:
+        raise refuse("systemPrompt.mode", f"unsupported mode {mode!r}: this agent supports 'append' and 'override'")
+    content = sent.get("content")
+    if not isinstance(content, list) or not content:
+        raise refuse("systemPrompt.content", "must be a non-empty array of text content blocks")
+    texts: list[str] = []
+    for i, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+            raise refuse(f"systemPrompt.content[{i}]", "only text content blocks are supported")
+        texts.append(block["text"])
+    text = "\n\n".join(texts)
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SYSTEM_PROMPT_BYTES:
+        raise refuse("systemPrompt.content", f"holds more than {MAX_SYSTEM_PROMPT_BYTES} bytes of text")
+    return ClientPrompt(cast(SystemPromptMode, mode), text)
