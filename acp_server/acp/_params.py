@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
-from ..bridge import check_additional_directories
+from ..bridge import check_additional_directories, check_system_prompt
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
-from ..system_prompts import MAX_SYSTEM_PROMPT_BYTES, SYSTEM_PROMPT_MODES, ClientPrompt, SystemPromptMode
+from ..system_prompts import ClientPrompt
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -57,10 +57,11 @@ def check_additional_directories_sent(params: Any, method: str) -> None:
 
 def check_session_sent(params: Any, method: str) -> Sent:
     """What a session request (new, load, resume, fork) carries that its schema model drops or would only coarsely
-    check: ``additionalDirectories`` (see above) and ``systemPrompt`` (:func:`client_prompt_sent`), whose
+    check: ``additionalDirectories`` (see above) and ``systemPrompt`` (``bridge.check_system_prompt``), whose
     checked value is returned. Every refusal comes before anything is created, loaded, resumed or forked."""
     check_additional_directories_sent(params, method)
-    return client_prompt_sent(params, method)
+    with invalid_params(method):
+        return check_system_prompt(params.get("systemPrompt") if isinstance(params, dict) else None)
 
 
 def check_initialize(params: Any) -> int:
@@ -120,31 +121,3 @@ def deadline_from_meta(meta: Any) -> int | None:
         field = "_meta.acpServer.promptDeadlineMs"
         raise InvalidInputError.for_field(field, problem, f"Invalid params for session/prompt: {field} {problem}")
     return value
-
-
-def client_prompt_sent(params: Any, method: str) -> ClientPrompt | None:
-    """``systemPrompt`` of a session request's params as sent (omitted or null: None); a refusal names the field."""
-
-    def refuse(field: str, problem: str) -> InvalidInputError:
-        return InvalidInputError.for_field(field, problem, f"Invalid params for {method}: {field}: {problem}")
-
-    sent = params.get("systemPrompt") if isinstance(params, dict) else None
-    if sent is None:
-        return None
-    if not isinstance(sent, dict):
-        raise refuse("systemPrompt", "must be an object")
-    mode = sent.get("mode")
-    if mode not in SYSTEM_PROMPT_MODES:
-        raise refuse("systemPrompt.mode", f"unsupported mode {mode!r}: this agent supports 'append' and 'override'")
-    content = sent.get("content")
-    if not isinstance(content, list) or not content:
-        raise refuse("systemPrompt.content", "must be a non-empty array of text content blocks")
-    texts: list[str] = []
-    for i, block in enumerate(content):
-        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
-            raise refuse(f"systemPrompt.content[{i}]", "only text content blocks are supported")
-        texts.append(block["text"])
-    text = "\n\n".join(texts)
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_SYSTEM_PROMPT_BYTES:
-        raise refuse("systemPrompt.content", f"holds more than {MAX_SYSTEM_PROMPT_BYTES} bytes of text")
-    return ClientPrompt(cast(SystemPromptMode, mode), text)
