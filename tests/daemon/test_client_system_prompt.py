@@ -25,6 +25,7 @@ def _prompt(mode: str, text: str) -> dict[str, object]:
 async def test_a_rest_session_is_created_and_resumed_with_a_client_system_prompt(tmp_path: Path) -> None:
     async with LoopbackModel() as model, running_daemon(model, token=TOKEN) as served:
         model.enqueue(Answer(text="one"), Answer(text="two"))
+        assert "session.systemPrompt" in (await served.client.get("/capabilities")).json()["features"]
         body = {"cwd": str(tmp_path), "systemPrompt": _prompt("override", "Review only.")}
         response = await served.client.post("/session", json=body)
         assert response.status_code == 201, response.text

@@ -85,6 +85,7 @@ FEATURES: tuple[str, ...] = (
     "session.prompt.wait",
     "session.remove",
     "session.resume",
+    "session.systemPrompt",
 )
 """What ``/capabilities`` advertises; ``session.load`` (history replayed on the event stream) is not served yet."""
 
