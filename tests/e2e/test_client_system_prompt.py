@@ -92,6 +92,11 @@ async def test_append_override_refusals_and_a_load_after_a_restart(tmp_path: Pat
 
             forked = await _session(agent, {"sessionId": appended, "cwd": str(cwd), "mcpServers": []}, "session/fork")
             assert await _system_of(agent, model, forked) == f"{plain}\n\n{APPENDED}"  # the fork copies it
+            own = {**_new(cwd, "override", OVERRIDE), "sessionId": appended}
+            validate("ForkSessionRequest", own, unstable=True)
+            forked_own = await _session(agent, own, "session/fork")  # a fork that gives its own
+            assert await _system_of(agent, model, forked_own) == plain.replace(DEFAULT_SYSTEM_PROMPT, OVERRIDE, 1)
+            assert await _system_of(agent, model, appended) == f"{plain}\n\n{APPENDED}"  # the source keeps its own
 
         async with spawn_agent(*args, env=env) as agent:  # a restart: the prompt was stored with the session
             await agent.initialize()
