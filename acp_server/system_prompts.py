@@ -1,10 +1,11 @@
 """A client's own system prompt for a session (ACP ``systemPrompt`` on ``session/new|load|resume|fork``): how it
-is checked as sent, stored and combined with the agent's.
+is stored and combined with the agent's.
 
 ``append`` adds the client's text after the agent's whole prompt (how to work, the environment, the project
 instructions, the skills); ``override`` replaces only the agent's how-to-work text — the environment and the
 project instructions stay, as with ``--system-prompt-file``. Only ``text`` content is accepted, at most
-:data:`MAX_SYSTEM_PROMPT_BYTES` of it (UTF-8): the ACP layer refuses anything else naming the field.
+:data:`MAX_SYSTEM_PROMPT_BYTES` of it (UTF-8): ``bridge.check_system_prompt`` refuses anything else naming the
+field, for every face.
 """
 
 from __future__ import annotations
