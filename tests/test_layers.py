@@ -5,7 +5,7 @@ and no layer reaches into another's ``_private`` module. With them, the house ru
 Layers, lowest first (a module may import its own layer's modules and any lower layer's public names)::
 
     ground     the package root (``__version__``; it imports nothing), errors, domain, tasks, modes, urls,
-               grammar_bounds
+               grammar_bounds, system_prompts
     provider   the openai client factory and the offline model
     pipeline   watchdog, retries, streaming  tools   the built-in tools, the registry (beside each other)
     mcp        the MCP client: servers' connections, their tools (into tools' registry) and prompts
@@ -48,6 +48,7 @@ RANKS: dict[str, int] = {
     "urls": 0,
     "modes": 0,
     "grammar_bounds": 0,
+    "system_prompts": 0,
     "provider": 1,
     "pipeline": 2,
     "tools": 2,

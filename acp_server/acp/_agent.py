@@ -32,6 +32,7 @@ from ._mcp import mcp_meta, mcp_servers_of
 from ._params import (
     MAX_TITLE_CHARS,
     SET_TITLE_METHOD,
+    Sent,
     check_initialize,
     check_set_title,
     deadline_from_meta,
@@ -178,11 +179,12 @@ class AcpAgent:
         if gate is not None and not gate.usable():
             raise AuthRequiredError()
 
-    async def new_session(self, request: NewSessionRequest, peer: Peer) -> dict[str, Any]:
+    async def new_session(self, request: NewSessionRequest, peer: Peer, prompt: Sent = None) -> dict[str, Any]:
         self._require_endpoint()
-        servers = mcp_servers_of(request.mcp_servers)
-        roots = request.additional_directories or ()  # ACP: omitted or empty activates none
-        entry = await self._bridge.open_session(request.cwd, mcp_servers=servers, additional_directories=roots)
+        servers, roots = mcp_servers_of(request.mcp_servers), request.additional_directories or ()  # omitted: none
+        entry = await self._bridge.open_session(
+            request.cwd, mcp_servers=servers, additional_directories=roots, system_prompt=prompt
+        )
         logger.info("session %s created (cwd %s)", entry.session_id, request.cwd)
         self._attach(entry, "")
         self._announce_commands(entry, peer)
@@ -191,15 +193,14 @@ class AcpAgent:
             peer.after_reply("session/update", told)
         return {"sessionId": entry.session_id, **self._mode_state(entry), **mcp_meta(entry)}
 
-    async def load_session(self, request: LoadSessionRequest, peer: Peer) -> dict[str, Any]:
+    async def load_session(self, request: LoadSessionRequest, peer: Peer, prompt: Sent = None) -> dict[str, Any]:
         """Attach the session, replay its whole stored history as ``session/update`` (ending with its title's
         ``session_info_update`` when it has one: a client that loads without listing still shows it), then answer."""
         self._require_endpoint()
-        session_id = request.session_id
-        servers = mcp_servers_of(request.mcp_servers)
+        session_id, servers = request.session_id, mcp_servers_of(request.mcp_servers)
         roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
-        entry, history = await self._bridge.load_session(
-            session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        entry, history = await self._bridge.load_session(  # the prompt: None keeps the session's
+            session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots, system_prompt=prompt
         )
         caps, compaction = self._client_caps, entry.conversation.compaction
         told = partial(replay_updates, compaction_updates=caps.compaction, plan_ops=caps.plan)  # as advertised
@@ -211,13 +212,12 @@ class AcpAgent:
         self._announce_commands(entry, peer)
         return {**self._mode_state(entry), **mcp_meta(entry)}
 
-    async def resume_session(self, request: ResumeSessionRequest, peer: Peer) -> dict[str, Any]:
+    async def resume_session(self, request: ResumeSessionRequest, peer: Peer, prompt: Sent = None) -> dict[str, Any]:
         """Attach the session without replaying its history."""
         self._require_endpoint()
-        servers = mcp_servers_of(request.mcp_servers)
-        roots = request.additional_directories or ()  # the complete list from now on (omitted: none)
-        entry = await self._bridge.resume_session(
-            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        servers, roots = mcp_servers_of(request.mcp_servers), request.additional_directories or ()  # the whole list
+        entry = await self._bridge.resume_session(  # the prompt: None keeps the session's
+            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots, system_prompt=prompt
         )
         logger.info("session %s resumed", request.session_id)
         told = self._told.get(entry.session_id)
@@ -257,12 +257,11 @@ class AcpAgent:
             if handle.session_id == session_id:
                 await handle.events.wait_released()
 
-    async def fork_session(self, request: ForkSessionRequest, peer: Peer) -> dict[str, Any]:
+    async def fork_session(self, request: ForkSessionRequest, peer: Peer, prompt: Sent = None) -> dict[str, Any]:
         self._require_endpoint()
-        servers = mcp_servers_of(request.mcp_servers)
-        roots = request.additional_directories or ()  # the fork's own list (omitted: none)
-        entry = await self._bridge.fork(
-            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots
+        servers, roots = mcp_servers_of(request.mcp_servers), request.additional_directories or ()  # the fork's own
+        entry = await self._bridge.fork(  # the prompt: None copies the source's
+            request.session_id, cwd=request.cwd, mcp_servers=servers, additional_directories=roots, system_prompt=prompt
         )
         self._attach(entry, entry.title)  # the source's, which the client knows
         self._announce_commands(entry, peer)

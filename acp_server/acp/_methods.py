@@ -12,7 +12,7 @@ from typing import Any
 
 from ._agent import REWIND_METHOD, SET_TITLE_METHOD, AcpAgent, Peer
 from ._elicitation import opened, session_elicitor
-from ._params import check_additional_directories_sent
+from ._params import check_session_sent
 from ._providers import PROVIDER_METHODS, disable_provider, list_providers, set_provider
 from ._schema import model, validate
 
@@ -27,13 +27,13 @@ class Method:
     """A request: its schema model (None: the handler checks raw params itself) and handler.
 
     ``params_optional``: absent params validate as ``{}``; ``check``: what is checked of the params as sent, once
-    the model has validated them (before the handler).
+    the model has validated them (before the handler; what it returns, unless None, is the handler's last argument).
     """
 
     model: str | None
-    handler: Callable[[AcpAgent, Any, Peer], Awaitable[Any]]
+    handler: Callable[..., Awaitable[Any]]
     params_optional: bool = False
-    check: Callable[[Any, str], None] | None = None
+    check: Callable[[Any, str], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class Notification:
     handler: Callable[[AcpAgent, Any, Peer], None]
 
 
-_DIRECTORIES = check_additional_directories_sent
+_DIRECTORIES = check_session_sent  # additionalDirectories, and the systemPrompt handed to the handler
 
 METHODS: Mapping[str, Method] = {
     "initialize": Method(None, AcpAgent.initialize),  # checked by hand: its reply must not wait for the schema
@@ -87,8 +87,9 @@ def _request(agent: AcpAgent, name: str, method: Method) -> RequestHandler:
         if params is None and method.params_optional:
             params = {}
         request = validate(model(method.model), params, name)
-        if method.check is not None:
-            method.check(params, name)
+        sent = None if method.check is None else method.check(params, name)
+        if sent is not None:
+            return await method.handler(agent, request, peer, sent)
         return await method.handler(agent, request, peer)
 
     return call

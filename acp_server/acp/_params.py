@@ -1,6 +1,7 @@
 """The params checked by hand: ``initialize`` (its reply must not wait for the ~0.7 s schema import), the
-:data:`SET_TITLE_METHOD` extension (no schema model) and ``_meta.acpServer.promptDeadlineMs`` of a prompt. Each
-refusal is an :class:`InvalidInputError` naming the field, before any handler does anything."""
+:data:`SET_TITLE_METHOD` extension (no schema model), ``_meta.acpServer.promptDeadlineMs`` of a prompt and a session
+request's ``systemPrompt`` (the schema model drops it). Each refusal is an :class:`InvalidInputError` naming the
+field, before any handler does anything."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..bridge import check_additional_directories
+from ..bridge import check_additional_directories, check_system_prompt
 from ..errors import InvalidInputError
 from ..limits import MAX_DEADLINE_MS
+from ..system_prompts import ClientPrompt
 
 __all__ = [
     "MAX_TITLE_CHARS",
     "SET_TITLE_METHOD",
+    "Sent",
     "check_additional_directories_sent",
     "check_initialize",
+    "check_session_sent",
     "check_set_title",
     "deadline_from_meta",
     "invalid_params",
@@ -26,6 +30,9 @@ SET_TITLE_METHOD = "_acp-server/set_title"
 """The extension method that renames a session (ACP v1 has no stable one): ``{sessionId, title}`` → ``{}``."""
 
 MAX_TITLE_CHARS = 200
+
+Sent = ClientPrompt | None
+"""A session request's ``systemPrompt`` as sent and checked (None: omitted or null)."""
 
 
 @contextmanager
@@ -46,6 +53,15 @@ def check_additional_directories_sent(params: Any, method: str) -> None:
     if isinstance(sent, list):
         with invalid_params(method):
             check_additional_directories(sent)
+
+
+def check_session_sent(params: Any, method: str) -> Sent:
+    """What a session request (new, load, resume, fork) carries that its schema model drops or would only coarsely
+    check: ``additionalDirectories`` (see above) and ``systemPrompt`` (``bridge.check_system_prompt``), whose
+    checked value is returned. Every refusal comes before anything is created, loaded, resumed or forked."""
+    check_additional_directories_sent(params, method)
+    with invalid_params(method):
+        return check_system_prompt(params.get("systemPrompt") if isinstance(params, dict) else None)
 
 
 def check_initialize(params: Any) -> int:

@@ -33,6 +33,7 @@ def capabilities(bridge: SessionBridge) -> dict[str, Any]:
             "additionalDirectories": {},
             "title": {},  # unstable: session/set_title
             "status": {},  # unstable: session/status
+            "systemPrompt": {"mode": {"override": {}}},  # unstable: a client's systemPrompt, append and override
         },
         "_meta": {
             "acpServer": {

@@ -6,6 +6,7 @@ The ids Q1–Q14 cited in its comments are the queue requirements written out in
 """
 
 from ._bridge import SessionBridge, TurnRunner
+from ._client_prompt import check_system_prompt
 from ._exceptions import (
     BridgeClosedError,
     BridgeError,
@@ -44,6 +45,7 @@ __all__ = [
     "SettingsRules",
     "TurnRunner",
     "check_additional_directories",
+    "check_system_prompt",
     "validate_deadline_ms",
     "validate_max_pending",
 ]

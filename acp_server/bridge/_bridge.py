@@ -42,6 +42,7 @@ from ..store import (
     StoredMessage,
     StoredSessionNotFoundError,
 )
+from ..system_prompts import ClientPrompt
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ._claims import Claims
 from ._deadlines import DeadlineWatch
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionBridge", "SettingsListener", "TurnRunner"]
 
 Servers = Sequence[McpServerConfig] | None  # a session's MCP servers as a face gives them (None: none given)
+Prompted = ClientPrompt | None  # a client's system prompt as a face gives it (None: none given)
 
 
 class SessionBridge:
@@ -273,13 +275,12 @@ class SessionBridge:
 
     async def open_session(
         self, cwd: str, *, mode: str | None = None, mcp_servers: Servers = None,
-        additional_directories: Directories = None,
+        additional_directories: Directories = None, system_prompt: Prompted = None,
     ) -> SessionEntry:
-        """A new journaled session in ``mode`` (None: :attr:`default_mode`; one this bridge does not allow is a
-        ``ValueError``): its row, with that mode, is committed to the store before it exists here, so a server
-        with another default that loads it later keeps the mode it started in. It connects to ``mcp_servers``
-        before it is returned (see :meth:`SessionEntry.connect_mcp`), as do loaded, resumed and forked ones.
-        ``additional_directories``: its further roots (``_roots.py``: checked before anything is done)."""
+        """A new journaled session in ``mode`` (None: :attr:`default_mode`; one not allowed: ``ValueError``), its
+        row committed with that mode before it exists here (a server with another default keeps it); connected to
+        ``mcp_servers`` before it is returned, as loaded, resumed and forked ones are. ``additional_directories``:
+        its further roots (``_roots.py``: checked first); ``system_prompt``: the client's."""
         directories = active_directories(cwd, self._check_request(cwd, mcp_servers, additional_directories) or ())
         mode = self.default_mode if mode is None else mode
         if not self.allows_mode(mode):
@@ -292,38 +293,39 @@ class SessionBridge:
         self._check_open()
         entry = self._sessions.add(cwd, session_id, Conversation(), journal=self._store, mode=mode, roots=directories)
         entry.created_at = entry.updated_at = record.created_at
+        await entry.activate(None, system_prompt)
         await self._connect(entry, mcp_servers)
         return entry
 
     async def resume_session(
         self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
-        additional_directories: Directories = None,
+        additional_directories: Directories = None, system_prompt: Prompted = None,
     ) -> SessionEntry:
         """Attach a stored session (no-op if attached); its conversation is read from the store.
 
         ``cwd`` (the client's working directory now) is the attached session's cwd; the stored one is kept.
-        ``additional_directories`` (None: keep the session's) is its whole list from now on, stored.
-        """
+        ``additional_directories`` (None: keep the session's) is its whole list from now on, stored; so is the
+        client's ``system_prompt`` (None: keep the session's)."""
         directories = self._check_request(cwd, mcp_servers, additional_directories)
         entry = self._sessions.find(session_id)
         if entry is not None:
-            await entry.activate_directories(directories)
+            await entry.activate(directories, system_prompt)
             await self._connect(entry, mcp_servers)
             return entry
-        entry, _ = await self._load(session_id, cwd, mcp_servers, directories)
-        return entry
+        return (await self._load(session_id, cwd, mcp_servers, directories, system_prompt))[0]
 
     async def load_session(
         self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
-        additional_directories: Directories = None,
+        additional_directories: Directories = None, system_prompt: Prompted = None,
     ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
         """Attach a stored session (if not attached) and return its whole committed history, oldest first;
-        ``additional_directories`` as for :meth:`resume_session`."""
+        ``additional_directories`` and ``system_prompt`` as for :meth:`resume_session`."""
         directories = self._check_request(cwd, mcp_servers, additional_directories)
-        return await self._load(session_id, cwd, mcp_servers, directories)
+        return await self._load(session_id, cwd, mcp_servers, directories, system_prompt)
 
     async def _load(
-        self, session_id: str, cwd: str | None, mcp_servers: Servers, directories: tuple[str, ...] | None
+        self, session_id: str, cwd: str | None, mcp_servers: Servers, directories: tuple[str, ...] | None,
+        prompt: Prompted,
     ) -> tuple[SessionEntry, tuple[StoredMessage, ...]]:
         if session_id not in self._sessions:
             await self._store.claim(session_id)  # first: the history read below is then the last owner's final one
@@ -339,7 +341,7 @@ class SessionBridge:
         entry = self._sessions.find(session_id)
         if entry is None:
             entry = self._sessions.add_stored(snapshot, cwd, self._store)
-        await entry.activate_directories(directories)
+        await entry.activate(directories, prompt)
         await self._connect(entry, mcp_servers)
         return entry, snapshot.messages
 
@@ -453,14 +455,12 @@ class SessionBridge:
         fifo.settle(job)
         self._deadlines.forget(job)
 
-    # -- forks -----------------------------------------------------------------------------------------------
-
     async def fork(
         self, session_id: str, *, cwd: str | None = None, mcp_servers: Servers = None,
-        additional_directories: Directories = None,
+        additional_directories: Directories = None, system_prompt: Prompted = None,
     ) -> SessionEntry:
         """A new session with a copy of the conversation, taken after every item queued before it; it connects its
-        own ``mcp_servers`` (None: the source's) and has its own ``additional_directories`` (None: the source's).
+        ``mcp_servers``, ``additional_directories`` and client's ``system_prompt`` (each None: the source's).
 
         Serialized behind the FIFO, never counted, never refused.
         """
@@ -469,7 +469,7 @@ class SessionBridge:
         session = self.get(session_id)
         if directories is not None:
             directories = active_directories(cwd if cwd is not None else session.cwd, directories)
-        request = ForkRequest(self._next_key(), cwd, directories)
+        request = ForkRequest(self._next_key(), cwd, directories, system_prompt)
         session.fifo.enqueue_fork(request)
         self._ensure_worker(tg, session)
         try:

@@ -35,6 +35,7 @@ class Forks:
             cwd = item.cwd if item.cwd is not None else session.cwd
             own = item.additional_directories
             directories = session.additional_directories if own is None else own
+            prompt = session.system_prompt if item.system_prompt is None else item.system_prompt
             child_id = uuid.uuid4().hex
             mode = session.mode  # the child's mode at creation, stored with it (read once: a switch may land meanwhile)
             journal = session.journal
@@ -43,6 +44,8 @@ class Forks:
                     await journal.fork_session(
                         session.session_id, child_id, cwd=cwd, mode=mode, additional_directories=directories
                     )
+                    if prompt is not None:  # the store's fork copies none: the child's is written beside it
+                        await journal.set_system_prompt(child_id, prompt)
                     await journal.claim(child_id)  # new: nobody else can hold it
                 except ServerError as exc:
                     item.fail(exc)
@@ -67,6 +70,7 @@ class Forks:
                     roots=directories,
                 )
                 item.child.rewinds = list(session.rewinds)
+                item.child.system_prompt = prompt
         finally:
             item.fail(BridgeClosedError())  # only counts when nothing else was decided; sets ``done``
 

@@ -136,6 +136,7 @@ class SessionRegistry:
         )
         entry.created_at, entry.updated_at = record.created_at, record.updated_at
         entry.rewinds = list(snapshot.rewinds)
+        entry.system_prompt = record.system_prompt
         return entry
 
     async def drop_checkpoints(self, session_id: str) -> None:

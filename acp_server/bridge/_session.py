@@ -21,6 +21,7 @@ from ..errors import ServerError
 from ..mcp import McpServerConfig, McpServers, McpSettings
 from ..modes import DEFAULT_MODE
 from ..store import Rewind, SessionStore, TurnTicket
+from ..system_prompts import ClientPrompt
 from ..tools.builtin import builtin_tool_set
 from ..tools.registry import ToolSet
 from ._exceptions import BridgeClosedError, SessionClosedError
@@ -40,12 +41,19 @@ def now() -> datetime:
 class ForkRequest:
     """A fork waiting in a session's FIFO: serialized like a prompt, but never counted and never refused."""
 
-    __slots__ = ("abandoned", "additional_directories", "child", "cwd", "done", "error", "key")
+    __slots__ = ("abandoned", "additional_directories", "child", "cwd", "done", "error", "key", "system_prompt")
 
-    def __init__(self, key: int, cwd: str | None, additional_directories: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        key: int,
+        cwd: str | None,
+        additional_directories: tuple[str, ...] | None = None,
+        system_prompt: ClientPrompt | None = None,
+    ) -> None:
         self.key = key
         self.cwd = cwd
         self.additional_directories = additional_directories  # the child's (None: the source's)
+        self.system_prompt = system_prompt  # the child's (None: the source's)
         self.child: SessionEntry | None = None
         self.error: ServerError | None = None
         self.done = anyio.Event()
@@ -103,6 +111,7 @@ class SessionEntry:
         self.session_id = session_id
         self.cwd = cwd
         self.additional_directories: tuple[str, ...] = ()  # further roots of its tools, after the cwd (in order)
+        self.system_prompt: ClientPrompt | None = None  # the client's own (ACP systemPrompt), None: none
         self.conversation = conversation
         self.title = title  # the store's title (the first prompt's first line unless set), '' for none yet
         self.mode = mode  # how tool calls are permitted (the turn layer defines the modes)
@@ -269,6 +278,20 @@ class SessionEntry:
             await self._journal.set_model(self.session_id, model)
         previous, self.model = self.model, model
         self._changed("model", previous, model, origin)
+
+    async def activate(self, checked: tuple[str, ...] | None, prompt: ClientPrompt | None) -> None:
+        """What a new, load, resume request gives: its ``checked`` directories and the client's system ``prompt``
+        (each None: keep the session's)."""
+        await self.activate_directories(checked)
+        await self.set_system_prompt(prompt)
+
+    async def set_system_prompt(self, prompt: ClientPrompt | None) -> None:
+        """The client's system prompt from the session's next turn (None: keep it); store first, then memory."""
+        if prompt is None or prompt == self.system_prompt:
+            return
+        if self._journal is not None:
+            await self._journal.set_system_prompt(self.session_id, prompt)
+        self.system_prompt = prompt
 
     async def activate_directories(self, checked: tuple[str, ...] | None) -> None:
         """The ``checked`` directories (``_roots.check_additional_directories``; None: keep the session's) are its

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import ClassVar, Self
 
 from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
+from ..system_prompts import ClientPrompt
 from ..tasks import Lifecycle
 from ._exceptions import SessionBusyError, StoreClosedError, StoreError, StoreUnavailableError
 from ._owner import make_instance, make_owner, owner_alive, owner_pid
@@ -207,6 +208,10 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     async def set_additional_directories(self, session_id: str, directories: tuple[str, ...]) -> None:
         """Store the session's additional directories (a load or resume activates a list), like :meth:`set_mode`."""
+
+    @abc.abstractmethod
+    async def set_system_prompt(self, session_id: str, prompt: ClientPrompt | None) -> None:
+        """Store the client's system prompt of the session (None: none), like :meth:`set_mode`."""
 
     @abc.abstractmethod
     async def set_title(self, session_id: str, title: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import anyio.lowlevel
 
 from ..domain import Compaction, ContextUsage, ModelStep, PromptPart, StopReason
+from ..system_prompts import ClientPrompt
 from ._base import SessionStore
 from ._exceptions import StoredSessionNotFoundError, StoreIOError, StoreUnavailableError
 from ._types import (
@@ -188,6 +189,13 @@ class MemorySessionStore(SessionStore):
         if record is None:
             raise StoredSessionNotFoundError(session_id)
         self._sessions[session_id] = replace(record, additional_directories=tuple(directories))
+
+    async def set_system_prompt(self, session_id: str, prompt: ClientPrompt | None) -> None:
+        await self._enter()
+        record = self._sessions.get(session_id)
+        if record is None:
+            raise StoredSessionNotFoundError(session_id)
+        self._sessions[session_id] = replace(record, system_prompt=prompt)
 
     async def set_title(self, session_id: str, title: str) -> None:
         await self._enter()

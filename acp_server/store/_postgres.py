@@ -92,6 +92,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 3: JSON array of the extra roots
     (REWINDS_TABLE.replace("INTEGER", "BIGINT"),),  # 4: the conversation's rewinds (/rewind)
+    ("ALTER TABLE sessions ADD COLUMN system_prompt TEXT",),  # 5: the client's system prompt (JSON, ClientPrompt)
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -86,6 +86,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 6: JSON array of the extra roots
     (REWINDS_TABLE,),  # 7: the conversation's rewinds (/rewind)
+    ("ALTER TABLE sessions ADD COLUMN system_prompt TEXT",),  # 8: the client's system prompt (JSON, ClientPrompt)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

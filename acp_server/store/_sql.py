@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from ..domain import Compaction
+from ..system_prompts import ClientPrompt
 from ._types import JournalRow, SessionRecord, directories_from_json, steps_json_from_journal
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "OWN_PENDING_ANSWER",
     "PENDING",
     "SESSION_COLUMNS",
+    "SESSION_ROW",
     "STILL_OWNED",
     "TURN_HEAD",
     "TURN_MESSAGES",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model, additional_directories"
+SESSION_ROW = f"{SESSION_COLUMNS}, system_prompt"  # what a read selects: the columns written at creation, then these
 MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
 OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
@@ -67,4 +70,5 @@ def compaction_of(row: Any) -> Compaction | None:  # a LATEST_COMPACTION row, or
 
 
 def record_of(row: Any) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories_from_json(row[7]))
+    prompt = ClientPrompt.from_json(row[8])
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories_from_json(row[7]), prompt)

@@ -30,6 +30,7 @@ import anyio
 import anyio.to_thread
 
 from ..domain import Compaction, ContextUsage, ModelStep, Outcome, PromptPart, StopReason
+from ..system_prompts import ClientPrompt
 from ._base import SessionStore
 from ._exceptions import (
     StoreBusyError,
@@ -51,6 +52,7 @@ from ._sql import (
     OWN_PENDING_ANSWER,
     PENDING,
     SESSION_COLUMNS,
+    SESSION_ROW,
     STILL_OWNED,
     TURN_HEAD,
     TURN_MESSAGES,
@@ -201,7 +203,7 @@ class SqliteSessionStore(SessionStore):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def get(conn: sqlite3.Connection) -> SessionRecord | None:
-            row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = conn.execute(f"SELECT {SESSION_ROW} FROM sessions WHERE id = ?", (session_id,)).fetchone()
             return None if row is None else record_of(row)
 
         return await self._call(get)
@@ -209,7 +211,7 @@ class SqliteSessionStore(SessionStore):
     async def read_session(self, session_id: str) -> SessionSnapshot | None:
         def read(conn: sqlite3.Connection) -> SessionSnapshot | None:
             with _read(conn):  # the three reads sent together: one round trip to a database server
-                head = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+                head = conn.execute(f"SELECT {SESSION_ROW} FROM sessions WHERE id = ?", (session_id,))
                 rows = conn.execute(MESSAGES_AFTER, (session_id, 0))
                 compaction = conn.execute(LATEST_COMPACTION, (session_id,))
                 rewinds = conn.execute(REWINDS, (session_id,))
@@ -237,7 +239,7 @@ class SqliteSessionStore(SessionStore):
             clauses.append("(updated_us, id) < (?, ?)")
             params.extend(after)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        query = f"SELECT {SESSION_COLUMNS} FROM sessions{where} ORDER BY updated_us DESC, id DESC LIMIT ?"
+        query = f"SELECT {SESSION_ROW} FROM sessions{where} ORDER BY updated_us DESC, id DESC LIMIT ?"
         params.append(limit + 1)
 
         def select(conn: sqlite3.Connection) -> list[SessionRecord]:
@@ -319,6 +321,9 @@ class SqliteSessionStore(SessionStore):
 
     async def set_title(self, session_id: str, title: str) -> None:
         await self._set_column(session_id, "title", title)
+
+    async def set_system_prompt(self, session_id: str, prompt: ClientPrompt | None) -> None:
+        await self._set_column(session_id, "system_prompt", None if prompt is None else prompt.to_json())
 
     async def _set_column(self, session_id: str, column: str, value: str | None) -> None:
         """One setting of a session (``column`` is one of ours, never input), in one transaction."""

@@ -49,6 +49,7 @@ from ..domain import (
     ToolKind,
     ToolLocation,
 )
+from ..system_prompts import ClientPrompt
 from ._exceptions import InvalidCursorError
 
 __all__ = [
@@ -105,7 +106,8 @@ class SessionRecord:
     """One stored session. ``title`` is the first line of its first prompt ('' until then) unless set since;
     ``mode`` / ``model`` the session's mode id / model name as last set (None: never set, the server's default
     applies); ``additional_directories`` the session's further roots (ACP ``additionalDirectories``), in order, as
-    last activated (``()``: none)."""
+    last activated (``()``: none); ``system_prompt`` the client's own system prompt (ACP ``systemPrompt``), as
+    last given (None: none)."""
 
     session_id: str
     cwd: str
@@ -115,6 +117,7 @@ class SessionRecord:
     mode: str | None = None
     model: str | None = None
     additional_directories: tuple[str, ...] = ()
+    system_prompt: ClientPrompt | None = None
 
     @property
     def created_at(self) -> datetime:

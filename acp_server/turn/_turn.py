@@ -35,6 +35,7 @@ from ..pipeline import (
     StreamPolicy,
     run_chat,
 )
+from ..system_prompts import ClientPrompt
 from ..tools import ToolClient
 from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
@@ -294,9 +295,14 @@ class ModelTurn:
         return TurnContext(view, catalog=self.models, threshold=threshold, session=session, emit=emit, ask=ask)
 
     async def _system(self, session: SessionLike) -> str:
+        """The agent's prompt, its how-to-work text replaced (``override``) or followed (``append``) by the
+        client's own system prompt when the session has one."""
         base, cwd, instructions = self.settings.system_prompt, session.cwd, self.settings.project_instructions
+        client: ClientPrompt | None = getattr(session, "system_prompt", None)
+        base, after = (base, "") if client is None else client.combine(base)
         additional, tools = additional_of(session), tools_of(session)
-        return await build_system_prompt(base, cwd, instructions, additional=additional, tools=tools)
+        system = await build_system_prompt(base, cwd, instructions, additional=additional, tools=tools)
+        return f"{system}\n\n{after.strip()}" if after.strip() else system
 
     def _window_problem(self, session: SessionLike, system: str, budget: Budget) -> ContextWindowTooSmallError | None:
         return window_problem(system, self.settings.system_prompt, tools_of(session), session.mode, budget)

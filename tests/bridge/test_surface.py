@@ -54,6 +54,7 @@ def test_exported_members() -> None:
         "SettingsRules",
         "TurnRunner",
         "check_additional_directories",
+        "check_system_prompt",
         "validate_deadline_ms",
         "validate_max_pending",
     ]

@@ -106,7 +106,7 @@ async def test_initialize_advertises_durable_sessions(agent: tuple[Agent, Peer, 
     assert capabilities["loadSession"] is True
     assert capabilities["sessionCapabilities"] == {
         "list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}, "additionalDirectories": {},
-        "title": {}, "status": {},
+        "title": {}, "status": {}, "systemPrompt": {"mode": {"override": {}}},
     }
     assert capabilities["_meta"]["acpServer"]["sessionStore"] == {"persistent": True, "available": True}
 

@@ -19,6 +19,7 @@ from acp_server.store import (
     StoredSessionNotFoundError,
     TurnTicket,
 )
+from acp_server.system_prompts import ClientPrompt
 
 from ._support import FIRST
 
@@ -240,6 +241,28 @@ async def test_additional_directories_are_stored_in_order_set_forked_and_listed(
     assert cleared is not None and cleared.additional_directories == ()
     with pytest.raises(StoredSessionNotFoundError):
         await store.set_additional_directories("nope", ("/x",))
+
+
+async def test_a_client_system_prompt_is_stored_read_listed_and_never_copied_by_the_store_fork(
+    store: SessionStore,
+) -> None:
+    prompt = ClientPrompt("append", "Answer in French.")
+    await store.create_session("s1", "/w")
+    fresh = await store.get_session("s1")
+    assert fresh is not None and fresh.system_prompt is None
+    await store.set_system_prompt("s1", prompt)
+    await _turn(store, "s1", "one", "1")  # a turn touches the row: the prompt stays
+    snapshot = await store.read_session("s1")
+    assert snapshot is not None and snapshot.record.system_prompt == prompt
+    child = await store.fork_session("s1", "child", cwd="/w")  # the bridge writes the child's beside the fork
+    assert child.system_prompt is None
+    listed = {r.session_id: r.system_prompt for r in (await store.list_sessions()).sessions}
+    assert listed == {"s1": prompt, "child": None}
+    await store.set_system_prompt("s1", None)
+    cleared = await store.get_session("s1")
+    assert cleared is not None and cleared.system_prompt is None
+    with pytest.raises(StoredSessionNotFoundError):
+        await store.set_system_prompt("nope", prompt)
 
 
 async def test_delete_removes_the_session_and_its_whole_history_and_nothing_else(store: SessionStore) -> None:

@@ -33,7 +33,7 @@ def test_the_fixture_is_a_version_6_database_of_ours(old_db: Path) -> None:
         assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
         assert "rewinds" not in _tables(raw)
     raw.close()
-    assert SCHEMA_VERSION == 7  # a new version needs its own fixture made by the code before it (data/make_v6.py)
+    assert SCHEMA_VERSION >= 7  # version 8 has its own fixture, made by the version 7 code (data/make_v7.py)
 
 
 async def test_a_version_6_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:

@@ -20,6 +20,7 @@ from acp_server.rpc import to_rpc_error
 from acp_server.store import MemorySessionStore, SessionBusyError, SessionStore, SqliteSessionStore
 from acp_server.store._pg_owners import session_lock_key
 from acp_server.store._postgres import MIGRATIONS, PG_SCHEMA_VERSION, PostgresSessionStore
+from acp_server.system_prompts import ClientPrompt
 
 pytestmark = pytest.mark.anyio
 
@@ -156,7 +157,7 @@ async def test_sqlite_and_memory_claim_nothing(kind: str, tmp_path: Path) -> Non
 
 
 async def test_a_version_1_database_is_upgraded_and_keeps_its_sessions(pg_dsn: str) -> None:
-    assert PG_SCHEMA_VERSION == 4
+    assert PG_SCHEMA_VERSION == 5
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the previous release
         conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
         for statement in MIGRATIONS[0]:
@@ -188,6 +189,26 @@ async def test_a_version_2_database_is_upgraded_and_its_sessions_have_no_additio
         await store.set_additional_directories("old", ("/x",))
         old = await store.get_session("old")
         assert old is not None and old.additional_directories == ("/x",)
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(PG_SCHEMA_VERSION,)]
+
+
+async def test_a_version_4_database_is_upgraded_and_its_sessions_store_a_client_system_prompt(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the release before this one
+        conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
+        for step in MIGRATIONS[:4]:
+            for statement in step:
+                conn.execute(statement)
+        conn.execute("INSERT INTO acp_schema (version) VALUES (4)")
+        conn.execute("INSERT INTO sessions (id, cwd, created_us, updated_us) VALUES ('old', '/w', 1, 1)")
+    async with PostgresSessionStore(pg_dsn) as store:
+        assert store.problem is None
+        old = await store.get_session("old")
+        assert old is not None and old.system_prompt is None
+        await store.set_system_prompt("old", ClientPrompt("override", "Review only."))
+    async with PostgresSessionStore(pg_dsn) as store:
+        old = await store.get_session("old")
+        assert old is not None and old.system_prompt == ClientPrompt("override", "Review only.")
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(PG_SCHEMA_VERSION,)]
 

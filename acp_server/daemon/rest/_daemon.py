@@ -55,6 +55,7 @@ from ...domain import (
 )
 from ...mcp import McpServerConfig
 from ...modes import Mode, available_modes, mode_named
+from ...system_prompts import ClientPrompt
 from ...tasks import Lifecycle, OwnedTaskGroup
 from ...tools import ToolClient
 from ...tools.builtin import BUILTIN
@@ -84,6 +85,7 @@ FEATURES: tuple[str, ...] = (
     "session.prompt.wait",
     "session.remove",
     "session.resume",
+    "session.systemPrompt",
 )
 """What ``/capabilities`` advertises; ``session.load`` (history replayed on the event stream) is not served yet."""
 
@@ -246,6 +248,7 @@ class Daemon:
         *,
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[object] | None = None,
+        system_prompt: ClientPrompt | None = None,
     ) -> str:
         """A new journaled session (like ACP ``session/new``) in ``mode_id`` (None: the daemon's default); ``cwd``
         must be absolute. The mode is stored with the session either way: it stays this mode whatever the daemon's
@@ -253,7 +256,8 @@ class Daemon:
         self._check_open()
         mode = self.bridge.default_mode if mode_id is None else self.offered_mode(mode_id)
         entry = await self.bridge.open_session(
-            cwd, mode=mode, mcp_servers=mcp_servers, additional_directories=additional_directories
+            cwd, mode=mode, mcp_servers=mcp_servers, additional_directories=additional_directories,
+            system_prompt=system_prompt,
         )
         self._channel(entry.session_id)
         logger.info("session %s created (cwd %s, mode %s)", entry.session_id, cwd, mode)
@@ -266,12 +270,15 @@ class Daemon:
         *,
         mcp_servers: Sequence[McpServerConfig] | None = None,
         additional_directories: Sequence[object] | None = None,
+        system_prompt: ClientPrompt | None = None,
     ) -> str:
         """Attach a stored session without replaying its history (like ACP ``session/resume``); no-op if attached
-        (but for ``mcp_servers``: a new list replaces its connections; and ``additional_directories``, None: kept)."""
+        (but for ``mcp_servers``: a new list replaces its connections; ``additional_directories`` and the client's
+        ``system_prompt``, None: kept)."""
         self._check_open()
         entry = await self.bridge.resume_session(
-            session_id, cwd=cwd, mcp_servers=mcp_servers, additional_directories=additional_directories
+            session_id, cwd=cwd, mcp_servers=mcp_servers, additional_directories=additional_directories,
+            system_prompt=system_prompt,
         )
         self._channel(entry.session_id)
         logger.info("session %s resumed", session_id)

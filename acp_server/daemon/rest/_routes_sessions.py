@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ...acp import run_rewind_method
+from ...bridge import check_system_prompt
 from ...mcp import parse_mcp_servers
 from .._exceptions import InvalidRequestError
 from ._daemon import Daemon
@@ -27,8 +28,8 @@ __all__ = [
     "set_mode",
 ]
 
-_SESSION_FIELDS = frozenset({"cwd", "modeId", "mcpServers", "additionalDirectories"})
-_RESUME_FIELDS = frozenset({"cwd", "mcpServers", "additionalDirectories"})
+_SESSION_FIELDS = frozenset({"cwd", "modeId", "mcpServers", "additionalDirectories", "systemPrompt"})
+_RESUME_FIELDS = frozenset({"cwd", "mcpServers", "additionalDirectories", "systemPrompt"})
 _MODE_FIELDS = frozenset({"modeId"})
 _CONFIG_FIELDS = frozenset({"configId", "value"})
 _REWIND_FIELDS = frozenset({"prompt", "preview", "filesOnly", "conversationOnly", "force"})
@@ -59,7 +60,10 @@ async def create_session(request: Request) -> Response:
     mode_id = daemon.offered_mode(body["modeId"]) if body.get("modeId") is not None else None
     servers = parse_mcp_servers(body.get("mcpServers"))
     directories = body.get("additionalDirectories")  # checked by the bridge's rule, like cwd
-    session_id = await daemon.create_session(cwd, mode_id, mcp_servers=servers, additional_directories=directories)
+    prompt = check_system_prompt(body.get("systemPrompt"))  # ACP's systemPrompt, the same rule
+    session_id = await daemon.create_session(
+        cwd, mode_id, mcp_servers=servers, additional_directories=directories, system_prompt=prompt
+    )
     # Location names the new session: a balancer in front learns from it where the session lives.
     return JSONResponse(
         session_answer(daemon, session_id), status_code=201, headers={"Location": f"/session/{session_id}"}
@@ -75,8 +79,10 @@ async def resume_session(request: Request) -> Response:
         raise InvalidRequestError.for_field("cwd", "must be a string", "cwd must be a string")
     servers = parse_mcp_servers(body["mcpServers"]) if "mcpServers" in body else None
     directories = body.get("additionalDirectories")  # absent or null: keep the session's
+    prompt = check_system_prompt(body.get("systemPrompt"))  # absent or null: keep the session's
     session_id = await daemon.resume_session(
-        request.path_params["session_id"], cwd, mcp_servers=servers, additional_directories=directories
+        request.path_params["session_id"], cwd, mcp_servers=servers, additional_directories=directories,
+        system_prompt=prompt,
     )
     return JSONResponse(session_answer(daemon, session_id))
 
