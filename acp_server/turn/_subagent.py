@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..domain import TurnEvent
 
 __all__ = [
+    "DEFAULT_TASK_CONCURRENCY",
     "DEFAULT_TASK_MAX_REQUESTS",
     "DEFAULT_TASK_TIMEOUT_S",
     "PROGRESS_LINES",
@@ -50,16 +51,19 @@ __all__ = [
 PROGRESS_LINES = 12
 DEFAULT_TASK_MAX_REQUESTS = 25
 DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_TASK_CONCURRENCY = 3
 _LINE_CHARS = 160
 MAX_ANSWER_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class SubagentSettings:
-    """A child's bounds: model requests (``max_requests``) and wall time (``timeout_s``)."""
+    """A child's bounds: model requests (``max_requests``) and wall time (``timeout_s``); ``concurrency``: how
+    many children of one answer's consecutive ``task`` calls run at once."""
 
     max_requests: int = DEFAULT_TASK_MAX_REQUESTS
     timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    concurrency: int = DEFAULT_TASK_CONCURRENCY
 
 
 class _ChildSession:
