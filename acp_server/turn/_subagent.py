@@ -95,15 +95,18 @@ class _ChildSession:
 
 @dataclass(frozen=True, slots=True)
 class _NamedAsker:
-    """Asks the parent's client, naming the child in the call's title."""
+    """Asks the parent's client, naming the child in the call's title; the children of one prompt ask one at a
+    time (``turn``): they may run side by side, and a session has one pending request at a time (the daemon's)."""
 
     parent: Any
     description: str
+    turn: anyio.Lock
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
-        choice: PermissionChoice = await self.parent.request_permission(
-            dataclasses.replace(call, title=f"[{self.description}] {call.title}")
-        )
+        async with self.turn:
+            choice: PermissionChoice = await self.parent.request_permission(
+                dataclasses.replace(call, title=f"[{self.description}] {call.title}")
+            )
         return choice
 
 
@@ -154,13 +157,14 @@ def subagent_client(
         return None
     tools_now = getattr(parent, "tools", None)
     parent_tools = tools_now if isinstance(tools_now, ToolSet) else BUILTIN
+    asking = anyio.Lock()  # one permission request of this prompt's children at a time
 
     async def run(description: str, prompt: str, write: bool, sink: ContentSink) -> str:
         mode = parent.mode if write else READ_ONLY_MODE
         tools = parent_tools.without("task")
         child = _ChildSession(parent, mode, tools)
         progress = _Progress(sink)
-        asker = _NamedAsker(client.permission, description)
+        asker = _NamedAsker(client.permission, description, asking)
         child_client = dataclasses.replace(client, permission=asker, subagent=None)
         turn = turn_for(settings.max_requests)
         with anyio.move_on_after(settings.timeout_s) as scope:

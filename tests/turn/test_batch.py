@@ -61,3 +61,40 @@ async def test_consecutive_tasks_run_at_once_up_to_the_limit() -> None:
 async def test_a_limit_of_one_runs_tasks_one_by_one() -> None:
     order, peak, _ = await _run([_Call("task", "a"), _Call("task", "b")], limit=1)
     assert (order, peak) == (["a", "b"], 1)
+
+
+async def test_children_running_at_once_ask_permission_one_at_a_time() -> None:
+    from acp_server.domain import ToolCallStarted
+    from acp_server.tools import PermissionChoice
+    from acp_server.turn._subagent import _NamedAsker
+
+    asking, peak, titles = 0, 0, list[str]()
+    release = anyio.Event()
+
+    class _Client:
+        async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
+            nonlocal asking, peak
+            asking += 1
+            peak = max(peak, asking)
+            titles.append(call.title)
+            await release.wait()
+            asking -= 1
+            return "allow_once"
+
+    lock, client = anyio.Lock(), _Client()
+    choices: list[PermissionChoice] = []
+
+    async def child(name: str) -> None:
+        asker = _NamedAsker(client, name, lock)
+        choices.append(await asker.request_permission(ToolCallStarted(name, "Write x", "edit")))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(child, "A")
+        group.start_soon(child, "B")
+        while not titles:
+            await anyio.lowlevel.checkpoint()
+        for _ in range(10):
+            await anyio.lowlevel.checkpoint()
+        assert len(titles) == 1  # the other child waits for the first answer
+        release.set()
+    assert peak == 1 and sorted(titles) == ["[A] Write x", "[B] Write x"] and choices == ["allow_once"] * 2
