@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -111,15 +112,19 @@ class _NamedAsker:
 
 
 class _Progress:
-    """The child's progress as bounded lines (its last calls, each by its latest title), and its answer so far."""
+    """The child's progress as bounded lines (its last calls, each by its latest title), and its answer so far;
+    ``told``: where each of its events also goes (the client's view of the child as its own session)."""
 
-    def __init__(self, sink: ContentSink) -> None:
+    def __init__(self, sink: ContentSink, told: Callable[[TurnEvent], Awaitable[None]] | None = None) -> None:
         self._sink = sink
+        self._told = told
         self.calls: dict[str, str] = {}
         self.answer: list[str] = []
         self._size = 0
 
     async def emit(self, event: TurnEvent) -> None:
+        if self._told is not None:
+            await self._told(event)
         if isinstance(event, TextChunk):
             if self._size < MAX_ANSWER_CHARS:
                 self.answer.append(event.text)
@@ -163,9 +168,14 @@ def subagent_client(
         mode = parent.mode if write else READ_ONLY_MODE
         tools = parent_tools.without("task")
         child = _ChildSession(parent, mode, tools)
-        progress = _Progress(sink)
-        asker = _NamedAsker(client.permission, description, asking)
-        child_client = dataclasses.replace(client, permission=asker, subagent=None)
+        face = client.children
+        if face is None:
+            progress, asker = _Progress(sink), _NamedAsker(client.permission, description, asking)
+        else:  # the client shows the child as its own session: announced first, then its traffic under its id
+            child_id = await face.announce(description)
+            progress = _Progress(sink, partial(face.update, child_id))
+            asker = _NamedAsker(face.asker(child_id), description, asking)
+        child_client = dataclasses.replace(client, permission=asker, subagent=None, children=None)
         turn = turn_for(settings.max_requests)
         with anyio.move_on_after(settings.timeout_s) as scope:
             stop = await turn(child, Prompt((TextPart(prompt),)), progress.emit, child_client)
