@@ -79,3 +79,31 @@ async def test_any_other_client_sees_one_tool_call(tmp_path: Path) -> None:
     assert not [n for n in notes if n["update"]["sessionUpdate"] == "subagent_update"]
     [asked] = [m["params"] for m in seen if m.get("method") == "session/request_permission"]
     assert asked["sessionId"] == session_id and asked["toolCall"]["title"].startswith("[Write notes] Write")
+
+
+async def test_two_children_at_once_are_two_sessions_and_a_cancel_stops_both(tmp_path: Path) -> None:
+    import anyio
+
+    from acp_server.provider.offline import HangAfterHeaders
+
+    two = tuple(ScriptedCall("task", {"description": f"Look {n}", "prompt": f"Look at {n}"}) for n in (1, 2))
+    async with LoopbackModel() as model:
+        model.enqueue(ToolCalls(two), HangAfterHeaders(), HangAfterHeaders())
+        async with spawn_agent("--no-persist", "--base-url", model.base_url, "--model", "m") as agent:
+            await agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {"subagents": {}}})
+            session_id = await agent.new_session(str(tmp_path))
+            prompt = [{"type": "text", "text": "go"}]
+            msg_id = await agent.request_nowait("session/prompt", {"sessionId": session_id, "prompt": prompt})
+            with anyio.fail_after(30):
+                await model.wait_for_requests(3)  # both children asked at once
+            await agent.notify("session/cancel", {"sessionId": session_id})
+            reply, seen = await agent.until_response(msg_id, timeout=30)
+            with anyio.fail_after(30):
+                await model.wait_for_disconnects(2)
+    assert reply["result"]["stopReason"] == "cancelled", reply
+    notes = [m["params"] for m in seen if m.get("method") == "session/update"]
+    announced = [n["update"] for n in notes if n["update"]["sessionUpdate"] == "subagent_update"]
+    assert sorted(u["title"] for u in announced) == ["Look 1", "Look 2"]
+    assert len({u["sessionId"] for u in announced}) == 2 and all(n["sessionId"] == session_id for n in notes)
+    finals = [n["update"] for n in notes if n["update"].get("status") in ("completed", "failed")]
+    assert [u["status"] for u in finals] == ["failed", "failed"]
