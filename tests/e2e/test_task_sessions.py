@@ -27,7 +27,7 @@ def _script(model: LoopbackModel) -> None:
     )
 
 
-async def _run(tmp_path: Path, caps: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+async def _run(tmp_path: Path, caps: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     async with LoopbackModel() as model:
         _script(model)
         async with spawn_agent("--no-persist", "--base-url", model.base_url, "--model", "m") as agent:
@@ -44,12 +44,16 @@ async def _run(tmp_path: Path, caps: dict[str, Any]) -> tuple[str, list[dict[str
                     await agent.send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
                 elif message.get("id") == msg_id:
                     break
+            children = [m["params"]["update"]["sessionId"] for m in seen if "subagent_update" in str(m.get("params"))]
+            refused = [await agent.request("session/prompt", {"sessionId": c, "prompt": prompt}) for c in children]
     assert message["result"]["stopReason"] == "end_turn", message
-    return session_id, seen
+    return session_id, seen, refused
 
 
 async def test_a_subagents_client_sees_the_child_as_its_own_session(tmp_path: Path) -> None:
-    session_id, seen = await _run(tmp_path, {"subagents": {}})
+    session_id, seen, refused = await _run(tmp_path, {"subagents": {}})
+    [error] = [r["error"] for r in refused]  # a child's id is no session a client may prompt
+    assert error["code"] != -32603 and "not found" in error["message"], error
     notes = [m["params"] for m in seen if m.get("method") == "session/update"]
     for params in notes:
         validate_update(params, unstable=True)
@@ -73,7 +77,7 @@ async def test_a_subagents_client_sees_the_child_as_its_own_session(tmp_path: Pa
 
 
 async def test_any_other_client_sees_one_tool_call(tmp_path: Path) -> None:
-    session_id, seen = await _run(tmp_path, {})
+    session_id, seen, _ = await _run(tmp_path, {})
     notes = [m["params"] for m in seen if m.get("method") == "session/update"]
     assert {n["sessionId"] for n in notes} == {session_id}
     assert not [n for n in notes if n["update"]["sessionUpdate"] == "subagent_update"]
