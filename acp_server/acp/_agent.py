@@ -24,6 +24,7 @@ from ..commands import Command
 from ..domain import Compacted, PromptEnded, UsageReported
 from ..limits import DEFAULT_FS_REQUEST_TIMEOUT_MS
 from ._auth import AuthRequiredError, EndpointGate, EndpointNotUsableError, auth_methods, check_method
+from ._children import with_children
 from ._commands import after_queued, commands_update
 from ._config import config_options
 from ._convert import prompt_from_blocks, replay_updates, usage_update
@@ -303,7 +304,7 @@ class AcpAgent:
         deadline_ms = deadline_from_meta(request.field_meta)
         session_id = request.session_id
         editor = AcpEditor(peer, session_id, fs_timeout_ms=self._options.fs_request_timeout_ms)
-        client = self._client_caps.tool_client(editor)
+        client = with_children(self._client_caps.tool_client(editor), editor, peer, self._client_caps)
         handle = self._bridge.send_prompt(session_id, prompt, deadline_ms=deadline_ms, client=client, origin=self)
         entry = self._bridge.get(session_id)  # no checkpoint since admission: it is the session admitted to
         editor.stream = handle.events

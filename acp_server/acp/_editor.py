@@ -37,7 +37,16 @@ class ClientCapabilities:
     ``notices``, ``compaction``: ``session.notices``, ``session.compaction`` (ACP 1.25: an object, ``{}``
     advertises it)."""
 
-    __slots__ = ("compaction", "elicitation", "notices", "plan", "read_text_file", "terminal", "write_text_file")
+    __slots__ = (
+        "compaction",
+        "elicitation",
+        "notices",
+        "plan",
+        "read_text_file",
+        "subagents",
+        "terminal",
+        "write_text_file",
+    )
 
     def __init__(self, raw: object = None) -> None:
         caps = raw if isinstance(raw, dict) else {}
@@ -52,6 +61,7 @@ class ClientCapabilities:
         self.compaction = isinstance(session.get("compaction"), dict)
         self.plan = isinstance(caps.get("plan"), dict)  # unstable: plan_update / plan_removed
         self.elicitation = elicitation_modes(caps)  # "form", "url": an MCP server's elicitation/create is forwarded
+        self.subagents = isinstance(caps.get("subagents"), dict)  # unstable: children as their own sessions
 
     def tool_client(self, editor: AcpEditor) -> ToolClient:
         """``editor``'s parts the client advertised: permission always, each of reading, writing and terminals
@@ -80,6 +90,8 @@ class AcpEditor:
         self._peer = peer
         self._session_id = session_id
         self._fs_timeout_ms = fs_timeout_ms
+        self.fs_timeout_ms = fs_timeout_ms
+        self.session_id = session_id
         self.stream: PromptStream | None = None  # the prompt's events: requests wait until they are delivered
 
     async def _request(

@@ -170,10 +170,12 @@ class PromptStream:
 
     async def wait_delivered(self) -> None:
         """Wait until :attr:`delivered`. A message that must follow the prompt's events on the wire (a request to the
-        client about the tool call just announced) waits for this, so it never overtakes them."""
+        client about the tool call just announced) waits for this, so it never overtakes them. Several may wait at
+        once (subagents running side by side): they share one event."""
         while not self.delivered:
-            self._idle = waiter = anyio.Event()
-            await waiter.wait()
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
 
     # -- reader side -------------------------------------------------------------------------------------------
 

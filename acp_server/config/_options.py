@@ -235,6 +235,14 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     Option(
+        "task_concurrency",
+        "--task-concurrency",
+        "ACP_SERVER_TASK_CONCURRENCY",
+        parse.positive_int,
+        "subagents one model answer's task calls may run at once (default 3)",
+        "N",
+    ),
+    Option(
         "task_timeout_ms",
         "--task-timeout-ms",
         "ACP_SERVER_TASK_TIMEOUT_MS",

@@ -93,6 +93,7 @@ class Settings:
     read_only_network: bool = False
     task_max_requests: int | None = None
     task_timeout_ms: int | None = None
+    task_concurrency: int | None = None
     user_config_dir: str | None = None  # $XDG_CONFIG_HOME/acp-server: the user's commands/ and skills/ (None: none)
     system_prompt: str | None = field(default=None, repr=False)  # the text of --system-prompt-file
 
@@ -113,6 +114,7 @@ class Settings:
             DEFAULT_MAX_TURN_REQUESTS,
             DEFAULT_MODEL,
             DEFAULT_SYSTEM_PROMPT,
+            DEFAULT_TASK_CONCURRENCY,
             DEFAULT_TASK_MAX_REQUESTS,
             DEFAULT_TASK_TIMEOUT_S,
             ModelSettings,
@@ -134,6 +136,7 @@ class Settings:
             subagents=SubagentSettings(
                 max_requests=_or(self.task_max_requests, DEFAULT_TASK_MAX_REQUESTS),
                 timeout_s=_seconds(self.task_timeout_ms, DEFAULT_TASK_TIMEOUT_S),
+                concurrency=_or(self.task_concurrency, DEFAULT_TASK_CONCURRENCY),
             ),
         )
 

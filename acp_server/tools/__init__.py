@@ -49,6 +49,7 @@ from ._sandbox import support as sandbox_support
 from ._textfile import remove_file, write_bytes_atomic
 from ._types import (
     PERMISSION_OPTIONS,
+    ChildFace,
     ContentSink,
     EditorReader,
     EditorTerminal,
@@ -78,6 +79,7 @@ __all__ = [
     "SECRET_ENV",
     "TOOL_NAMES",
     "CheckpointRecorder",
+    "ChildFace",
     "ContentSink",
     "EditorReader",
     "EditorTerminal",

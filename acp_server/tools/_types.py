@@ -11,10 +11,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
-from ..domain import ImagePart, PlanEntry, ToolCallStarted, ToolContent, ToolKind, ToolLocation
+from ..domain import ImagePart, PlanEntry, ToolCallStarted, ToolContent, ToolKind, ToolLocation, TurnEvent
 
 __all__ = [
     "PERMISSION_OPTIONS",
+    "ChildFace",
     "ContentSink",
     "EditorReader",
     "EditorTerminal",
@@ -75,6 +76,20 @@ class PermissionAsker(Protocol):
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice: ...
 
 
+class ChildFace(Protocol):
+    """Shows a subagent as its own session to a client that advertised ACP's unstable ``subagents``: announced
+    (``subagent_update`` on the parent's session) before any of its traffic, then its events and permission
+    requests under its own session id."""
+
+    async def announce(self, description: str) -> str:
+        """Announce a new child; its session id."""
+        ...
+
+    async def update(self, child_id: str, event: TurnEvent) -> None: ...
+
+    def asker(self, child_id: str) -> PermissionAsker: ...
+
+
 class EditorReader(Protocol):
     """The editor reads a text file (its unsaved buffer when it has one): ``fs/read_text_file``."""
 
@@ -125,6 +140,8 @@ class ToolClient:
     terminal: EditorTerminal | None = None
     subagent: SubagentRunner | None = None
     """Runs a child session (the turn sets it; None: subagents are not available here)."""
+    children: ChildFace | None = None
+    """Shows a child as its own session (None: the client did not advertise ``subagents``; the call shows it)."""
 
 
 ContentSink: TypeAlias = Callable[[tuple[ToolContent, ...]], Awaitable[None]]

@@ -13,7 +13,7 @@ from ._exceptions import (
 from ._instructions import INSTRUCTION_FILES, MAX_INSTRUCTIONS_BYTES, project_instructions, repository_root
 from ._links import MAX_LINKED_BYTES, MAX_LINKED_FILE_BYTES, with_linked_files
 from ._models import FAMILY_CONTEXT_WINDOWS, MIN_LEARNED_WINDOW, ModelCatalog, family_context_window
-from ._subagent import DEFAULT_TASK_MAX_REQUESTS, DEFAULT_TASK_TIMEOUT_S, SubagentSettings
+from ._subagent import DEFAULT_TASK_CONCURRENCY, DEFAULT_TASK_MAX_REQUESTS, DEFAULT_TASK_TIMEOUT_S, SubagentSettings
 from ._system_prompt import DEFAULT_SYSTEM_PROMPT, GIT_TIMEOUT_S, build_system_prompt, environment_block, git_state
 from ._turn import (
     DEFAULT_MAX_TURN_REQUESTS,
@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_TURN_REQUESTS",
     "DEFAULT_MODEL",
     "DEFAULT_SYSTEM_PROMPT",
+    "DEFAULT_TASK_CONCURRENCY",
     "DEFAULT_TASK_MAX_REQUESTS",
     "DEFAULT_TASK_TIMEOUT_S",
     "FAMILY_CONTEXT_WINDOWS",

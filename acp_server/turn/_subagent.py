@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ..domain import TurnEvent
 
 __all__ = [
+    "DEFAULT_TASK_CONCURRENCY",
     "DEFAULT_TASK_MAX_REQUESTS",
     "DEFAULT_TASK_TIMEOUT_S",
     "PROGRESS_LINES",
@@ -50,16 +52,19 @@ __all__ = [
 PROGRESS_LINES = 12
 DEFAULT_TASK_MAX_REQUESTS = 25
 DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_TASK_CONCURRENCY = 3
 _LINE_CHARS = 160
 MAX_ANSWER_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class SubagentSettings:
-    """A child's bounds: model requests (``max_requests``) and wall time (``timeout_s``)."""
+    """A child's bounds: model requests (``max_requests``) and wall time (``timeout_s``); ``concurrency``: how
+    many children of one answer's consecutive ``task`` calls run at once."""
 
     max_requests: int = DEFAULT_TASK_MAX_REQUESTS
     timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    concurrency: int = DEFAULT_TASK_CONCURRENCY
 
 
 class _ChildSession:
@@ -91,28 +96,35 @@ class _ChildSession:
 
 @dataclass(frozen=True, slots=True)
 class _NamedAsker:
-    """Asks the parent's client, naming the child in the call's title."""
+    """Asks the parent's client, naming the child in the call's title; the children of one prompt ask one at a
+    time (``turn``): they may run side by side, and a session has one pending request at a time (the daemon's)."""
 
     parent: Any
     description: str
+    turn: anyio.Lock
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionChoice:
-        choice: PermissionChoice = await self.parent.request_permission(
-            dataclasses.replace(call, title=f"[{self.description}] {call.title}")
-        )
+        async with self.turn:
+            choice: PermissionChoice = await self.parent.request_permission(
+                dataclasses.replace(call, title=f"[{self.description}] {call.title}")
+            )
         return choice
 
 
 class _Progress:
-    """The child's progress as bounded lines (its last calls, each by its latest title), and its answer so far."""
+    """The child's progress as bounded lines (its last calls, each by its latest title), and its answer so far;
+    ``told``: where each of its events also goes (the client's view of the child as its own session)."""
 
-    def __init__(self, sink: ContentSink) -> None:
+    def __init__(self, sink: ContentSink, told: Callable[[TurnEvent], Awaitable[None]] | None = None) -> None:
         self._sink = sink
+        self._told = told
         self.calls: dict[str, str] = {}
         self.answer: list[str] = []
         self._size = 0
 
     async def emit(self, event: TurnEvent) -> None:
+        if self._told is not None:
+            await self._told(event)
         if isinstance(event, TextChunk):
             if self._size < MAX_ANSWER_CHARS:
                 self.answer.append(event.text)
@@ -150,14 +162,20 @@ def subagent_client(
         return None
     tools_now = getattr(parent, "tools", None)
     parent_tools = tools_now if isinstance(tools_now, ToolSet) else BUILTIN
+    asking = anyio.Lock()  # one permission request of this prompt's children at a time
 
     async def run(description: str, prompt: str, write: bool, sink: ContentSink) -> str:
         mode = parent.mode if write else READ_ONLY_MODE
         tools = parent_tools.without("task")
         child = _ChildSession(parent, mode, tools)
-        progress = _Progress(sink)
-        asker = _NamedAsker(client.permission, description)
-        child_client = dataclasses.replace(client, permission=asker, subagent=None)
+        face = client.children
+        if face is None:
+            progress, asker = _Progress(sink), _NamedAsker(client.permission, description, asking)
+        else:  # the client shows the child as its own session: announced first, then its traffic under its id
+            child_id = await face.announce(description)
+            progress = _Progress(sink, partial(face.update, child_id))
+            asker = _NamedAsker(face.asker(child_id), description, asking)
+        child_client = dataclasses.replace(client, permission=asker, subagent=None, children=None)
         turn = turn_for(settings.max_requests)
         with anyio.move_on_after(settings.timeout_s) as scope:
             stop = await turn(child, Prompt((TextPart(prompt),)), progress.emit, child_client)

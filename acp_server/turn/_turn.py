@@ -41,7 +41,8 @@ from ..tools.builtin import BUILTIN
 from ..tools.registry import ToolSet
 from ._announce import CallAnnouncer
 from ._answer import Answer
-from ._calls import CallAssembler, run_call
+from ._batch import run_in_batches
+from ._calls import AssembledCall, CallAssembler, run_call
 from ._clients import ClientSlot
 from ._compaction import CompactOutcome, TurnContext, summary_text
 from ._exceptions import ContextWindowTooSmallError, ModelNotConfiguredError
@@ -432,7 +433,14 @@ class ModelTurn:
                     stop_reason = _STOP_REASONS.get(finished.finish_reason, "end_turn")
                     break
                 answer.calls = ended = list[ToolCallRecord]()
-                for call in calls.calls(seen):
+
+                async def run_one(
+                    call: AssembledCall,
+                    done: Callable[[ToolCallRecord], None],
+                    tools: ToolSet = tools,
+                    offered: tuple[str, ...] = offered,
+                    model: str = model,
+                ) -> None:
                     mode = session.mode  # read per call: a switch mid-step applies from the next call
                     await run_call(
                         call.call_id,
@@ -445,15 +453,19 @@ class ModelTurn:
                         rules=session.permission_rules,
                         client=client,
                         emit=emit,
-                        done=ended.append,
+                        done=done,
                         problem=call.problem,
                         tools=tools,
                         watch=ModeWatch(session, tools.offered),  # a switch withdraws a pending request
                         announced=announcer.take(call.call_id),
                         side=partial(side_answer, model_client, model, settings.policy),
                     )
-                    with anyio.CancelScope(shield=True):
-                        await session.record_steps(tuple(s.without_images() for s in (*answer.steps, answer.step())))
+
+                async def record() -> None:
+                    await session.record_steps(tuple(s.without_images() for s in (*answer.steps, answer.step())))
+
+                limit = settings.subagents.concurrency
+                await run_in_batches(calls.calls(seen), run_one, limit=limit, done=ended.append, after=record)
                 if calls.dropped and ended:
                     note = f"\n\n(This answer asked for {len(ended) + calls.dropped} tool calls; only the first "
                     note += f"{len(ended)} ran. Ask for fewer at a time.)"

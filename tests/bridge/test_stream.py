@@ -418,3 +418,23 @@ async def test_a_sink_attached_after_the_end_gets_everything_then_the_outcome_an
     stream.deliver_to(sink)
     assert got == [TextChunk("a"), PromptEnded(stop_reason="cancelled")]
     assert stream.released and stream.buffered == 0
+
+
+async def test_several_may_wait_for_delivery_at_once() -> None:
+    stream = PromptStream(capacity=4, coalesce_bytes=1024)
+    await stream.send(TextChunk("a"))
+    woken: list[int] = []
+
+    async def wait(n: int) -> None:
+        await stream.wait_delivered()
+        woken.append(n)
+
+    async with bounded_task_group() as tg:
+        tg.start_soon(wait, 1)
+        tg.start_soon(wait, 2)  # subagents side by side: neither may lose the other's wake-up
+        await trio.testing.wait_all_tasks_blocked()
+        assert woken == []
+        tg.start_soon(read_all, stream)
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(woken) == [1, 2]
+        stream.end(PromptEnded(stop_reason="end_turn"))

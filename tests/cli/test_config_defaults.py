@@ -36,6 +36,7 @@ EFFECTIVE: dict[str, Callable[[], object]] = {
     "fs_request_timeout_ms": lambda: SETTINGS.agent_options().fs_request_timeout_ms,
     "task_max_requests": lambda: SETTINGS.model_settings().subagents.max_requests,
     "task_timeout_ms": lambda: _ms(SETTINGS.model_settings().subagents.timeout_s),
+    "task_concurrency": lambda: SETTINGS.model_settings().subagents.concurrency,
     "max_message_bytes": SETTINGS.line_limit,
     "log_level": lambda: SETTINGS.log_level,
     "host": lambda: SETTINGS.daemon_options(SERVE).host,

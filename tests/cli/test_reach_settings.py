@@ -33,10 +33,10 @@ def test_web_fetch_networks_from_flag_environment_and_file(tmp_path: Path) -> No
 
 def test_the_parts_reach_the_bridge_and_the_turn(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path), "ACP_SERVER_TASK_TIMEOUT_MS": "5000"}
-    settings = _settings(["--task-max-requests", "3", "--read-only-network"], env)
+    settings = _settings(["--task-max-requests", "3", "--task-concurrency", "2", "--read-only-network"], env)
     assert settings.user_config_dir == str(tmp_path / "acp-server")
     subagents = settings.model_settings().subagents
-    assert (subagents.max_requests, subagents.timeout_s) == (3, 5.0)
+    assert (subagents.max_requests, subagents.timeout_s, subagents.concurrency) == (3, 5.0, 2)
     parts = settings.bridge_arguments()
     assert "web_fetch" in parts["tools"].offered("read-only")
     (tmp_path / "acp-server/commands").mkdir(parents=True)

@@ -128,3 +128,49 @@ async def test_ask_runs_a_subagent(tmp_path: Path) -> None:
     assert result.returncode == 0, stderr
     assert "→ Task: Find the version" in stderr  # ask's read-only mode offers task; the child reads
     assert result.stdout.decode() == "It is 4.2.0.\n"
+
+
+def _two_tasks() -> ToolCalls:
+    return ToolCalls(
+        (
+            ScriptedCall("task", {"description": "First", "prompt": "Do the first thing."}),
+            ScriptedCall("task", {"description": "Second", "prompt": "Do the second thing."}),
+        )
+    )
+
+
+async def test_two_tasks_of_one_answer_run_at_once_and_a_cancel_stops_both(tmp_path: Path) -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(_two_tasks(), HangAfterHeaders(), HangAfterHeaders())
+        async with spawn_agent("--no-persist", "--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            session_id = await agent.new_session(str(tmp_path))
+            prompt = [{"type": "text", "text": "go"}]
+            msg_id = await agent.request_nowait("session/prompt", {"sessionId": session_id, "prompt": prompt})
+            with anyio.fail_after(30):
+                await model.wait_for_requests(3)  # both children asked while neither has answered
+            await agent.notify("session/cancel", {"sessionId": session_id})
+            reply, seen = await agent.until_response(msg_id, timeout=30)
+            with anyio.fail_after(30):
+                await model.wait_for_disconnects(2)  # both children's requests were closed
+        assert reply["result"]["stopReason"] == "cancelled", reply
+        finals = [u for u in _updates(seen) if u.get("status") in ("completed", "failed")]
+        assert [u["status"] for u in finals] == ["failed", "failed"]
+
+
+async def test_concurrent_tasks_answer_in_the_order_they_were_called(tmp_path: Path) -> None:
+    async with LoopbackModel() as model:
+        model.enqueue(_two_tasks(), Answer(text="one done"), Answer(text="two done"), Answer(text="both done"))
+        async with spawn_agent("--no-persist", "--base-url", model.base_url, "--model", "m") as agent:
+            await agent.initialize()
+            session_id = await agent.new_session(str(tmp_path))
+            prompt = [{"type": "text", "text": "go"}]
+            msg_id = await agent.request_nowait("session/prompt", {"sessionId": session_id, "prompt": prompt})
+            reply, _ = await agent.until_response(msg_id, timeout=60)
+        assert reply["result"]["stopReason"] == "end_turn", reply
+        got = {}  # which answer each child got (the model answers them in the order their requests arrived)
+        for request, text in zip(model.requests[1:3], ("one done", "two done"), strict=True):
+            [asked] = [m["content"] for m in request.messages if m["role"] == "user"]
+            got[asked] = text
+        tools = [m["content"] for m in model.requests[3].messages if m["role"] == "tool"]
+        assert tools == [got["Do the first thing."], got["Do the second thing."]]

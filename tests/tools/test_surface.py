@@ -56,6 +56,7 @@ def test_exported_members() -> None:
         "SECRET_ENV",
         "TOOL_NAMES",
         "CheckpointRecorder",
+        "ChildFace",
         "ContentSink",
         "EditorReader",
         "EditorTerminal",

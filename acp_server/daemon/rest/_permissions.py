@@ -6,7 +6,7 @@ A daemon prompt's tools run on the daemon's host, in the session's cwd, confined
 asking publishes ``permission_request`` on the session's event stream — after the prompt's earlier events, so it
 never overtakes the ``tool_call`` it is about — and waits for ``POST /session/{id}/permission/{requestId}``.
 
-Invariants: a session has at most one pending request (one prompt of a session runs at a time and its calls run one
+Invariants: a session has at most one pending request (one prompt of a session runs at a time and its calls ask one
 after the other), so the table is bounded by the sessions; a request is pending from the publication of its event
 until it is answered or its wait ends with the prompt (cancel, deadline, close — the turn's task is cancelled) or is
 withdrawn (the session's mode stopped offering the tool): the entry goes in a ``finally``, so a late answer is a 404,
