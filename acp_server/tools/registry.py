@@ -47,7 +47,9 @@ class Tool:
     ``title``: what a call is shown as before its arguments are known (None: its name).
     ``offered_read_only``: offered in ``read-only`` mode although it needs permission (``web_fetch`` where the
     server lets read-only sessions reach the network). ``instructions``: what the tool adds to the system prompt
-    of a session in a directory ('' for nothing; ``skill``: the skills' list); called in a worker thread."""
+    of a session in a directory ('' for nothing; ``skill``: the skills' list); called in a worker thread.
+    ``needs_instructions``: offered only while its ``instructions`` for the session's directory say something
+    (``skill``: only to a session that has skills)."""
 
     name: str
     description: str
@@ -61,6 +63,7 @@ class Tool:
     title: str | None = None
     offered_read_only: bool = False
     instructions: Callable[[str], str] | None = None
+    needs_instructions: bool = False
     entry: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,7 +81,7 @@ class ToolSet:
     them. Names are unique (a source's tool whose name is taken is left out). Changing a source's tools applies to
     the next model request; the OpenAI entries of an offer are built once per change of the set."""
 
-    __slots__ = ("_builtin", "_cache", "_sources", "_tools", "before_prompt")
+    __slots__ = ("_builtin", "_cache", "_sources", "_tools", "_withheld", "before_prompt")
 
     def __init__(self, builtin: Iterable[Tool]) -> None:
         self.before_prompt: Callable[[], Awaitable[tuple[tuple[str, str], ...]]] | None = None
@@ -88,6 +91,8 @@ class ToolSet:
         self._sources: dict[str, tuple[Tool, ...]] = {}
         self._tools: dict[str, Tool] = {}
         self._cache: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        self._withheld: frozenset[str] = frozenset()
+        """The tools :meth:`instructions` last found with nothing to say that need to (not offered meanwhile)."""
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -126,9 +131,13 @@ class ToolSet:
             self._rebuild()
 
     def instructions(self, cwd: str) -> str:
-        """What the tools add to the system prompt of a session in ``cwd`` (blocking: call in a worker thread)."""
-        texts = (tool.instructions(cwd) for tool in self._tools.values() if tool.instructions is not None)
-        return "\n\n".join(text for text in texts if text)
+        """What the tools add to the system prompt of a session in ``cwd`` (blocking: call in a worker thread); a
+        tool that ``needs_instructions`` and has none for ``cwd`` is not offered until a later call finds some."""
+        texts = {name: tool.instructions(cwd) for name, tool in self._tools.items() if tool.instructions is not None}
+        self._withheld = frozenset(
+            name for name, text in texts.items() if not text and self._tools[name].needs_instructions
+        )
+        return "\n\n".join(text for text in texts.values() if text)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -149,9 +158,13 @@ class ToolSet:
 
     def offered(self, mode: str) -> tuple[str, ...]:
         """The tools the model is offered in ``mode``: all in a known mode but ``read-only``; the read-only ones in
-        ``read-only`` and in an unknown mode (fail safe)."""
-        offers = mode_named(mode).offers
-        return tuple(name for name, tool in self._tools.items() if offers(tool.read_only or tool.offered_read_only))
+        ``read-only`` and in an unknown mode (fail safe); never one withheld for want of instructions."""
+        offers, withheld = mode_named(mode).offers, self._withheld
+        return tuple(
+            name
+            for name, tool in self._tools.items()
+            if offers(tool.read_only or tool.offered_read_only) and name not in withheld
+        )
 
     def still_offered(self, offered: tuple[str, ...], mode: str) -> tuple[str, ...]:
         """The tools a call may use: offered in its request and still offered in the session's mode now (a switch

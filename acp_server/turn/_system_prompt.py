@@ -36,19 +36,15 @@ GIT_TIMEOUT_S = 0.2
 _GIT_OUTPUT_BYTES = 4096  # the branch line and whether another line follows: the rest of the output is not read
 
 DEFAULT_SYSTEM_PROMPT = """\
-You are a coding agent in the user's project, working through the tools you are given. Paths are relative to the \
-working directory below, or absolute inside it.
+You are a coding agent in the user's project. Paths are relative to the working directory below, or absolute \
+inside it.
 
-- Explore first: find code with grep and glob, read it with read_file, follow the project's conventions.
-- Change files with edit_file, replacing text you have just read; use write_file for new files or rewrites. Never \
-guess what a file holds.
-- After a change, run the project's tests or checks with run_command and fix what you broke. Commands get no \
-input: avoid editors, pagers and prompts.
-- For multi-step work, keep a plan with update_plan (the whole list, exactly one in_progress); skip it for a \
-one-step request.
+- Explore first (grep, glob, read_file); follow the project's conventions.
+- Edit only text you have just read (edit_file; write_file for new files); never guess what a file holds.
+- After a change, run the tests or checks and fix what you broke. Commands get no input: avoid pagers and prompts.
+- For multi-step work, keep a plan with update_plan.
 - Do what was asked, no more; ask first when the request is ambiguous or a step is hard to undo.
-- When a call is declined, do not repeat it unchanged: say what you wanted and why. When a tool fails, read its \
-error and adjust.
+- A declined call: do not repeat it unchanged, say what you wanted and why. A failed one: read its error and adjust.
 - Keep answers short: what you found or changed, naming files by path. Use Markdown."""
 """How the model is asked to work; ``--system-prompt-file`` replaces it (the environment and the project
 instructions still follow)."""

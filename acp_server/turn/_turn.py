@@ -177,9 +177,9 @@ def additional_of(session: SessionLike) -> tuple[str, ...]:
 
 def tools_of(session: SessionLike) -> ToolSet:
     """The session's tools: its ``tools`` set when it has one (built-ins plus its MCP servers'), else the
-    built-ins."""
+    built-ins (a fresh copy: what one session's prompt finds never changes the shared set)."""
     tools = getattr(session, "tools", None)
-    return tools if isinstance(tools, ToolSet) else BUILTIN
+    return tools if isinstance(tools, ToolSet) else BUILTIN.copy()
 
 
 class ModelTurn:

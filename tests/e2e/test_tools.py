@@ -268,7 +268,7 @@ async def test_read_goes_through_the_editor_buffer_and_is_shown_as_a_tool_call(p
     assert read.raw_input == {"path": "src/app.py"}
     assert [u.status for u in progress if u.status] == ["in_progress", "completed"]
     assert "UNSAVED BUFFER" in _tool_messages(model, 1)["c1"]  # the model saw the editor's buffer, not the disk
-    assert set(model.requests[0].tool_names) >= set(READ_ONLY_TOOLS)
+    assert set(model.requests[0].tool_names) >= set(READ_ONLY_TOOLS) - {"skill"}  # skill: only with skills
     assert editor.text().endswith("done")
     assert not editor.permission_requests  # reading never asks
 
@@ -530,7 +530,7 @@ async def test_modes_both_ways_and_read_only_offers_only_reading(project: Path) 
             answer = await conn.set_config_option(config_id="mode", session_id=session.session_id, value="accept-edits")
             assert answer.config_options[0].current_value == "accept-edits"
     assert "write_file" in model.requests[0].tool_names
-    assert sorted(model.requests[1].tool_names) == sorted(READ_ONLY_TOOLS)
+    assert sorted(model.requests[1].tool_names) == sorted(READ_ONLY_TOOLS - {"skill"})  # skill: only with skills
 
 
 async def test_a_session_keeps_the_mode_it_started_in_under_a_server_with_another_default(

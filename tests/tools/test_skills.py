@@ -57,3 +57,14 @@ def test_the_skills_are_the_tool_set_s_instructions_and_the_tool_is_read_only(tm
     _skill(tmp_path / ".agents/skills/a", "pdf", "Fill PDF forms")
     assert "- pdf: Fill PDF forms" in tools.instructions(str(tmp_path))
     assert "skill" in tools.offered("read-only")
+
+
+def test_skill_is_offered_only_while_the_session_has_skills(tmp_path: Path) -> None:
+    tools = builtin_tool_set(skills_dir=str(tmp_path / "user"))
+    other = tools.copy()  # another session's set: what one session finds never changes it
+    assert tools.instructions(str(tmp_path)) == ""
+    assert "skill" not in tools.offered("default") and "skill" not in tools.offered("read-only")
+    assert "skill" in other.offered("default")
+    _skill(tmp_path / ".agents/skills/a", "pdf", "Fill PDF forms")
+    tools.instructions(str(tmp_path))
+    assert "skill" in tools.offered("default")

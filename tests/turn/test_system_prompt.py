@@ -44,7 +44,7 @@ async def test_the_prompt_says_how_to_work_then_the_environment_then_the_instruc
     text = await build_system_prompt(DEFAULT_SYSTEM_PROMPT, str(tmp_path))
     after = datetime.now().astimezone().strftime("%Y-%m-%d")
     assert text.startswith(DEFAULT_SYSTEM_PROMPT)
-    for advice in ("edit_file", "run the project's tests", "declined", "short", "update_plan", "one in_progress"):
+    for advice in ("edit_file", "run the tests", "declined", "short", "update_plan"):  # the plan rules: update_plan
         assert advice in text
     assert text.index(DEFAULT_SYSTEM_PROMPT) < text.index("# Environment") < text.index("# Project instructions")
     assert any(f"- Today's date: {day} (" in text for day in (before, after))  # midnight may pass meanwhile

@@ -22,15 +22,12 @@ _LINE_NUMBERED = re.compile(r"^ *\d+\t")
 
 
 class EditFileArgs(Args):
-    path: str = Field(description="The file to edit.")
+    path: str = Field()
     old_text: str = Field(
-        description=(
-            "The exact text to replace, whitespace included, without read_file's line numbers; include enough "
-            "lines to make it unique."
-        )
+        description=("Exact text, whitespace included, without read_file's line numbers; enough lines to be unique.")
     )
-    new_text: str = Field(description="What replaces old_text.")
-    replace_all: bool | None = Field(default=False, description="Replace every occurrence.")
+    new_text: str = Field()
+    replace_all: bool | None = Field(default=False)
 
 
 def _not_found(target: Target, old_text: str) -> ToolCallError:

@@ -16,10 +16,7 @@ __all__ = ["Glob", "GlobArgs"]
 class GlobArgs(Args):
     pattern: str = Field(
         min_length=1,
-        description=(
-            "E.g. 'src/**/*.py': '*' and '?' stay within a directory, '**/' spans any number of them, "
-            "'{py,pyi}' alternatives."
-        ),
+        description=("E.g. 'src/**/*.py'; '**/' spans directories, '{py,pyi}' alternatives."),
     )
 
 
@@ -30,10 +27,7 @@ class Glob(BuiltinTool[GlobArgs]):
     kind = "search"
     title = "Glob"
     args = GlobArgs
-    description = (
-        "Find the paths matching a glob, relative to the project directory, sorted; skips what .gitignore hides "
-        "and .git."
-    )
+    description = "Paths matching a glob (sorted, relative to the project); skips .gitignored and .git."
 
     async def prepare(self, args: GlobArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         base, label, globs, depth, spelled = glob_plan(workspace, args.pattern)

@@ -20,14 +20,12 @@ __all__ = ["Grep", "GrepArgs"]
 class GrepArgs(Args):
     pattern: str = Field(
         min_length=1,
-        description=("A Python regular expression, matched per line; '(?i)' ignores case."),
+        description="Python regex; '(?i)' ignores case.",
     )
-    path: str | None = Field(default=None, description="A file or directory (default: the project).")
+    path: str | None = Field(default=None, description="Default: the project.")
     include: str | None = Field(
         default=None,
-        description=(
-            "Only files matching this glob: their name ('*.py'), or their path when it has a '/' ('src/**/*.py')."
-        ),
+        description=("Glob of file names ('*.py') or, with a '/', paths ('src/**/*.py')."),
     )
 
 
@@ -38,10 +36,7 @@ class Grep(BuiltinTool[GrepArgs]):
     kind = "search"
     title = "Grep"
     args = GrepArgs
-    description = (
-        "Search text files for lines matching a regular expression; prints 'path:line:text'. Skips binary files, "
-        "what .gitignore hides and .git."
-    )
+    description = "Search files' lines by regex; prints 'path:line:text'; skips binary, .gitignored and .git files."
 
     async def prepare(self, args: GrepArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         line_regex, text_regex = compile_pattern(args.pattern)

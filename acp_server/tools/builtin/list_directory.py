@@ -24,7 +24,7 @@ MAX_LIST_ENTRIES = 1000
 
 
 class ListDirectoryArgs(Args):
-    path: str = Field(description="The directory; '.' is the project directory.")
+    path: str = Field(description="'.' is the project.")
 
 
 def _list(workspace: Workspace, target: Target, stop: threading.Event) -> ToolResult:
@@ -72,7 +72,7 @@ class ListDirectory(BuiltinTool[ListDirectoryArgs]):
     kind = "read"
     title = "List"
     args = ListDirectoryArgs
-    description = "List a directory, sorted, directories ending in '/'; what .gitignore hides and .git are left out."
+    description = "List a directory, sorted, directories ending in '/'; skips .gitignored and .git."
 
     async def prepare(self, args: ListDirectoryArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         target = workspace.existing_directory(args.path)

@@ -21,9 +21,9 @@ __all__ = ["ReadFile", "ReadFileArgs"]
 
 
 class ReadFileArgs(Args):
-    path: str = Field(description="The file to read.")
-    offset: int | None = Field(default=None, ge=1, description="The 1-based line to start at.")
-    limit: int | None = Field(default=None, ge=1, description="How many lines to read at most.")
+    path: str = Field()
+    offset: int | None = Field(default=None, ge=1, description="1-based first line.")
+    limit: int | None = Field(default=None, ge=1, description="Most lines to read.")
 
 
 def _read_title(target: Target, offset: int | None, limit: int | None) -> str:
@@ -75,8 +75,7 @@ class ReadFile(BuiltinTool[ReadFileArgs]):
     title = "Read"
     args = ReadFileArgs
     description = (
-        "Read a text file; each line is prefixed with its number and a tab (not part of the file). Output is "
-        "capped at 64 KiB: read long files in parts with offset and limit."
+        "Read a text file; lines are prefixed with their number and a tab. Capped at 64 KiB: read long files in parts."
     )
 
     async def prepare(self, args: ReadFileArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

@@ -28,25 +28,23 @@ __all__ = ["RunCommand", "RunCommandArgs", "command_prefix"]
 class RunCommandArgs(Args):
     command: str = Field(
         min_length=1,
-        description=("A shell command line."),
     )
     timeout_ms: int | None = Field(
         default=DEFAULT_COMMAND_TIMEOUT_MS,
         ge=1,
         le=MAX_COMMAND_TIMEOUT_MS,
-        description="Milliseconds before the command is killed.",
     )
     outside_sandbox: bool = Field(
         default=False,
         description=(
-            "Sandbox mode only: run this command outside the sandbox (the user is asked). Use it only after the "
-            "command failed inside because it needs the network or to write outside the project."
+            "Sandbox mode: run unsandboxed (the user is asked), only after it failed inside for want of network "
+            "or writes."
         ),
     )
     reason: str | None = Field(
         default=None,
         max_length=200,
-        description="With outside_sandbox: why the command needs to run outside the sandbox (shown to the user).",
+        description="Shown to the user.",
     )
 
 
@@ -81,9 +79,9 @@ class RunCommand(BuiltinTool[RunCommandArgs]):
     title = "Run"
     args = RunCommandArgs
     description = (
-        "Run a command line with /bin/sh in the project directory, without input; returns its exit code and "
-        "output (stdout and stderr, capped at 64 KiB). What it leaves running is killed when it ends. In sandbox "
-        "mode it runs in a sandbox: no network, writes only inside the project and $TMPDIR."
+        "Run a /bin/sh command line in the project directory, no input; returns exit code and output (capped at "
+        "64 KiB); what it leaves running is killed. Sandbox mode: no network, writes only in the project and "
+        "$TMPDIR."
     )
 
     async def prepare(self, args: RunCommandArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:

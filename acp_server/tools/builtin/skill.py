@@ -28,7 +28,7 @@ class SkillArgs(Args):
 
 
 class SkillTool(BuiltinTool[SkillArgs]):
-    """Reading a skill changes nothing: offered in every mode, never asking."""
+    """Reading a skill changes nothing: offered in every mode, never asking — to a session that has skills only."""
 
     name = "skill"
     kind = "read"
@@ -57,5 +57,4 @@ class SkillTool(BuiltinTool[SkillArgs]):
         return self.call(title=title, run=run)
 
     def tool(self) -> Tool:
-        return dataclasses.replace(super().tool(), instructions=self.listing)
-
+        return dataclasses.replace(super().tool(), instructions=self.listing, needs_instructions=True)

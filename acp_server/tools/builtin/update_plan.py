@@ -27,10 +27,10 @@ class PlanEntryArgs(Args):
     content: str = Field(
         min_length=1,
         max_length=MAX_PLAN_ENTRY_CHARS,
-        description="The step, in a short imperative sentence.",
+        description="A short imperative sentence.",
     )
-    status: Literal["pending", "in_progress", "completed"] = Field(description="in_progress: the step being worked on.")
-    priority: Literal["high", "medium", "low"] = Field(default="medium", description="How much it matters.")
+    status: Literal["pending", "in_progress", "completed"] = Field()
+    priority: Literal["high", "medium", "low"] = Field(default="medium")
 
 
 class UpdatePlanArgs(Args):
@@ -38,7 +38,6 @@ class UpdatePlanArgs(Args):
 
     entries: tuple[PlanEntryArgs, ...] = Field(
         max_length=MAX_PLAN_ENTRIES,
-        description="Every step, in order; it replaces the previous plan ([] clears it).",
     )
 
     @field_validator("entries")
@@ -63,10 +62,7 @@ class UpdatePlan(BuiltinTool[UpdatePlanArgs]):
     kind = "think"
     title = "Update plan"
     args = UpdatePlanArgs
-    description = (
-        "Show the plan of multi-step work: send all its steps each time, one in_progress, and again as each is "
-        "completed."
-    )
+    description = "Plan of multi-step work: all steps each time, one in_progress; resend as each is completed."
 
     async def prepare(self, args: UpdatePlanArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         """The call setting the plan to ``args.entries`` (validated already); the workspace and client are unused."""

@@ -17,8 +17,8 @@ __all__ = ["WriteFile", "WriteFileArgs"]
 
 
 class WriteFileArgs(Args):
-    path: str = Field(description="The file; missing directories are created.")
-    content: str = Field(description="The whole new content.")
+    path: str = Field(description="Missing directories are created.")
+    content: str = Field()
 
 
 def _line_count(text: str) -> int:
@@ -32,7 +32,7 @@ class WriteFile(BuiltinTool[WriteFileArgs]):
     kind = "edit"
     title = "Write"
     args = WriteFileArgs
-    description = "Create a file or replace all of its content; to change part of a file, use edit_file."
+    description = "Create or overwrite a file; to change part of one, use edit_file."
 
     async def prepare(self, args: WriteFileArgs, workspace: Workspace, client: ToolClient | None) -> PreparedCall:
         target, exists = workspace.writable_file(args.path)
