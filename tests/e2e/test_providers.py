@@ -20,7 +20,7 @@ from ._agent import AgentProcess, spawn_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-SCHEMA = json.loads((Path(__file__).parents[1] / "schemas" / "acp-sdk-2.4.0" / "schema.unstable.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[1] / "acp_schema_2_4_0" / "schema.unstable.json").read_text())
 NEW = {"cwd": "/tmp", "mcpServers": []}
 TOKEN = "Bearer editor-secret-123456"
 CONFIG_KEY = "sk-config-secret-654321"
