@@ -1,6 +1,7 @@
 """Subagent children stored, through real agent processes on a real SQLite state directory: a ``task`` call's child
 is a session of its own in the store, linked to its parent; after a restart ``session/list`` does not show it, the
-parent lists it (``_meta.acpServer.parentId``), a load of it is refused precisely, and deleting the parent deletes it."""
+parent lists it (``_meta.acpServer.parentId``), a load of it is refused precisely, and deleting the parent
+deletes it."""
 
 from __future__ import annotations
 
