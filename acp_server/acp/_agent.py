@@ -42,8 +42,9 @@ from ._params import (
 from ._peer import Peer
 from ._providers import ProviderControl
 from ._relay import live_update
-from ._replies import UsageTotals, capabilities, iso, session_info
+from ._replies import UsageTotals, capabilities, iso
 from ._rewind import REWIND_METHOD, run_rewind_method
+from ._session_list import list_reply
 from ._session_status import check_session_title, in_memory, retitle_stored, session_status
 from ._window import window_problem_update
 
@@ -227,11 +228,7 @@ class AcpAgent:
         return {**self._mode_state(entry), **mcp_meta(entry)}
 
     async def list_sessions(self, request: ListSessionsRequest, peer: Peer) -> dict[str, Any]:
-        page = await self._bridge.list_sessions(cwd=request.cwd, cursor=request.cursor)
-        reply: dict[str, Any] = {"sessions": [session_info(record) for record in page.sessions]}
-        if page.next_cursor is not None:
-            reply["nextCursor"] = page.next_cursor
-        return reply
+        return await list_reply(self._bridge, request)  # a parent's children with _meta.acpServer.parentId
 
     async def close_session(self, request: CloseSessionRequest, peer: Peer) -> dict[str, Any]:
         """Cancel the session's work and free it here; its history stays in the store.

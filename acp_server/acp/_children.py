@@ -8,7 +8,6 @@ the parent's would be for this client (:func:`live_update`); its permission requ
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from typing import TYPE_CHECKING
 
 from ..domain import ToolCallStarted, TurnEvent, UsageReported
@@ -39,13 +38,11 @@ class AcpChildren:
         self._caps = caps
         self._fs_timeout_ms = editor.fs_timeout_ms
 
-    async def announce(self, description: str) -> str:
-        child_id = f"{self._session_id}/task-{uuid.uuid4().hex[:12]}"  # unique, and names its parent
+    async def announce(self, child_id: str, description: str) -> None:
         if self._editor.stream is not None:
             await self._editor.stream.wait_delivered()  # after the parent's tool_call of the task
         update = {"sessionUpdate": "subagent_update", "sessionId": child_id, "title": description}
         await self._peer.notify("session/update", {"sessionId": self._session_id, "update": update})
-        return child_id
 
     async def update(self, child_id: str, event: TurnEvent) -> None:
         if isinstance(event, UsageReported):

@@ -67,7 +67,10 @@ def session_info(record: SessionRecord) -> dict[str, Any]:
         info["additionalDirectories"] = list(record.additional_directories)
     if record.title:
         info["title"] = record.title
-    info["_meta"] = {"acpServer": {"createdAt": iso(record.created_at)}}
+    ours: dict[str, Any] = {"createdAt": iso(record.created_at)}
+    if record.task_of is not None:  # a subagent child, listed under its parent only
+        ours["parentId"] = record.task_of
+    info["_meta"] = {"acpServer": ours}
     return info
 
 

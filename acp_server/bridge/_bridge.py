@@ -46,7 +46,7 @@ from ..system_prompts import ClientPrompt
 from ..tasks import Lifecycle, OwnedTaskGroup
 from ._claims import Claims
 from ._deadlines import DeadlineWatch
-from ._exceptions import BridgeClosedError, PromptQueueFullError, SessionNotFoundError
+from ._exceptions import BridgeClosedError, PromptQueueFullError, SessionNotFoundError, SubagentSessionError
 from ._fifo import Fifo
 from ._fork import Forks
 from ._limits import validate_deadline_ms, validate_max_pending
@@ -334,6 +334,8 @@ class SessionBridge:
             self._check_open()
             if snapshot is None or self._sessions.is_deleting(session_id):
                 raise SessionNotFoundError(session_id)
+            if snapshot.record.task_of is not None:  # shown under its parent, run only by its parent's task call
+                raise SubagentSessionError(session_id, snapshot.record.task_of)
         except BaseException:
             if session_id not in self._sessions:
                 await self._claims.drop(session_id)
@@ -368,8 +370,7 @@ class SessionBridge:
         """Detach the session; its waiting and running prompts (and forks) settle with ``SessionClosedError``.
 
         Returns once the running prompt has unwound (its answer recorded), so the conversation is no longer being
-        written. The stored history stays. Closing a stored session that is not attached is a no-op.
-        """
+        written. The stored history stays. Closing a stored session that is not attached is a no-op."""
         self._check_open()
         session = self._sessions.find(session_id)
         if session is None:
@@ -417,8 +418,7 @@ class SessionBridge:
 
         ``deadline_ms`` can only shorten the bridge's default; the deadline runs from acceptance. The handle's
         ``events`` carry the prompt's turn events and then its outcome. ``client`` is handed to the turn runner.
-        An untitled session takes the prompt's title (told to the settings listeners as asked by ``origin``).
-        """
+        An untitled session takes the prompt's title (told to the settings listeners as asked by ``origin``)."""
         per_prompt_ms = validate_deadline_ms(deadline_ms, "deadline_ms")
         tg = self._check_open()
         session = self.get(session_id)

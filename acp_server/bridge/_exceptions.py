@@ -5,6 +5,7 @@
           ├── BridgeClosedError            bridge_closed             used after close; prompts cut by shutdown
           ├── InvalidCwdError              invalid_params            a session's cwd is not an absolute path
           ├── SessionNotFoundError         session_not_found         no such session (never created or closed)
+          ├── SubagentSessionError         invalid_params            load/resume of a subagent child's session
           ├── SessionAlreadyExistsError    session_already_exists    create_session with an id already in use
           ├── SessionClosedError           session_closed            prompt or fork cut short by close_session
           ├── PromptQueueFullError         prompt_queue_full         admission refused (retryable)
@@ -31,6 +32,7 @@ __all__ = [
     "SessionAlreadyExistsError",
     "SessionClosedError",
     "SessionNotFoundError",
+    "SubagentSessionError",
 ]
 
 
@@ -69,6 +71,23 @@ class SessionNotFoundError(BridgeError):
 
     def details(self) -> Mapping[str, object]:
         return {"sessionId": self.session_id}
+
+
+class SubagentSessionError(BridgeError, InvalidInputError):
+    """A subagent child's session (a ``task`` call's) is stored to be read under its parent, never attached: no
+    face loads, resumes or prompts it."""
+
+    error_kind: ClassVar[str] = "invalid_params"
+
+    def __init__(self, session_id: str, parent_id: str) -> None:
+        InvalidInputError.__init__(
+            self,
+            f'Session "{session_id}" is a subagent of session "{parent_id}": it is listed under its parent and '
+            "cannot be loaded, resumed or prompted",
+            [{"field": "sessionId", "message": "a subagent's session"}],
+        )
+        self.session_id = session_id
+        self.parent_id = parent_id
 
 
 class SessionAlreadyExistsError(BridgeError):

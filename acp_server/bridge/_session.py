@@ -248,6 +248,21 @@ class SessionEntry:
             return
         await self._journal.record_steps(self._ticket, steps)
 
+    async def open_child(self, child_id: str, mode: str, title: str) -> SessionEntry | None:
+        """A subagent child of this session (its ``task`` call's), stored as a session linked to it (``task_of``:
+        listed only under it, deleted with it) with ``title``; its turn journals through the entry returned, which
+        no registry holds (no face can prompt it). None when this session is not stored: the child lives in memory."""
+        if self._journal is None:
+            return None
+        directories = self.additional_directories
+        await self._journal.create_session(
+            child_id, self.cwd, mode=mode, additional_directories=directories, task_of=self.session_id
+        )
+        await self._journal.set_title(child_id, title)
+        child = SessionEntry(child_id, self.cwd, Conversation(), title, journal=self._journal, mode=mode)
+        child.model = self.model
+        return child
+
     async def record_compaction(self, compaction: Compaction) -> None:
         """Keep ``compaction`` as what the model sees instead of messages ``1..through`` (store first, then memory);
         called by the turn that holds the FIFO, for messages before its prompt. The messages stay as they are."""

@@ -157,11 +157,17 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def create_session(
-        self, session_id: str, cwd: str, *, mode: str | None = None, additional_directories: tuple[str, ...] = ()
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        mode: str | None = None,
+        additional_directories: tuple[str, ...] = (),
+        task_of: str | None = None,
     ) -> SessionRecord:
         """Record a new, empty session (``session/new``) with its mode and additional directories (in the same
         transaction: a session never exists without the mode it started in; None only for callers that have no
-        mode to give)."""
+        mode to give). ``task_of``: the parent of a subagent child (see :attr:`SessionRecord.task_of`)."""
 
     @abc.abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None: ...
@@ -175,6 +181,11 @@ class SessionStore(abc.ABC):
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
     ) -> SessionPage:
         """Sessions (of ``cwd`` if given), most recently updated first, ``limit`` per page (keyset cursor)."""
+
+    @abc.abstractmethod
+    async def list_children(self, session_id: str) -> tuple[SessionRecord, ...]:
+        """The subagent children of ``session_id`` (those whose ``task_of`` names it), oldest first; never in
+        :meth:`list_sessions`."""
 
     @abc.abstractmethod
     async def fork_session(
@@ -193,7 +204,8 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     async def delete_session(self, session_id: str) -> None:
         """One transaction: remove the session with its whole history (messages, steps, compactions); a fork of
-        it keeps its own copy. An unknown session raises :class:`StoredSessionNotFoundError`; one whose turn still
+        it keeps its own copy; its subagent children go with it.
+        An unknown session raises :class:`StoredSessionNotFoundError`; one whose turn still
         runs (here or in another live process) raises :class:`SessionBusyError`; either way nothing is removed."""
 
     @abc.abstractmethod

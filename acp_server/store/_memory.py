@@ -84,13 +84,19 @@ class MemorySessionStore(SessionStore):
     # -- sessions --------------------------------------------------------------------------------------------
 
     async def create_session(
-        self, session_id: str, cwd: str, *, mode: str | None = None, additional_directories: tuple[str, ...] = ()
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        mode: str | None = None,
+        additional_directories: tuple[str, ...] = (),
+        task_of: str | None = None,
     ) -> SessionRecord:
         await self._enter()
         if session_id in self._sessions:
             raise StoreIOError(self.location, f"session {session_id} already exists")
         now = self._tick()
-        record = SessionRecord(session_id, cwd, "", now, now, mode, None, tuple(additional_directories))
+        record = SessionRecord(session_id, cwd, "", now, now, mode, None, tuple(additional_directories), None, task_of)
         self._sessions[session_id] = record
         self._rows[session_id] = []
         return record
@@ -116,7 +122,7 @@ class MemorySessionStore(SessionStore):
         await self._enter()
         key = None if cwd is None else cwd_key(cwd)
         records = sorted(
-            (r for r in self._sessions.values() if key is None or cwd_key(r.cwd) == key),
+            (r for r in self._sessions.values() if r.task_of is None and (key is None or cwd_key(r.cwd) == key)),
             key=lambda r: (r.updated_us, r.session_id),
             reverse=True,
         )
@@ -124,6 +130,11 @@ class MemorySessionStore(SessionStore):
             records = [r for r in records if (r.updated_us, r.session_id) < after]
         page = tuple(records[:limit])
         return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
+
+    async def list_children(self, session_id: str) -> tuple[SessionRecord, ...]:
+        await self._enter()
+        children = (r for r in self._sessions.values() if r.task_of == session_id)
+        return tuple(sorted(children, key=lambda r: (r.created_us, r.session_id)))
 
     async def fork_session(
         self,
@@ -165,9 +176,11 @@ class MemorySessionStore(SessionStore):
         if rows is None:
             raise StoredSessionNotFoundError(session_id)
         self._refuse_running(session_id, _pending(rows))
-        del self._sessions[session_id], self._rows[session_id]
-        self._compactions.pop(session_id, None)
-        self._rewinds.pop(session_id, None)
+        children = [r.session_id for r in self._sessions.values() if r.task_of == session_id]
+        for gone in (*children, session_id):  # its subagent children go with it
+            del self._sessions[gone], self._rows[gone]
+            self._compactions.pop(gone, None)
+            self._rewinds.pop(gone, None)
 
     async def set_mode(self, session_id: str, mode: str) -> None:
         await self._enter()

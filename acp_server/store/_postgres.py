@@ -93,6 +93,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE sessions ADD COLUMN additional_directories TEXT",),  # 3: JSON array of the extra roots
     (REWINDS_TABLE.replace("INTEGER", "BIGINT"),),  # 4: the conversation's rewinds (/rewind)
     ("ALTER TABLE sessions ADD COLUMN system_prompt TEXT",),  # 5: the client's system prompt (JSON, ClientPrompt)
+    (  # 6: a subagent child names the session whose task call ran it (listed only under it, deleted with it)
+        "ALTER TABLE sessions ADD COLUMN task_of TEXT",
+        "CREATE INDEX sessions_by_task_of ON sessions (task_of, created_us) WHERE task_of IS NOT NULL",
+    ),
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..domain import Compaction
 from ..system_prompts import ClientPrompt
-from ._types import JournalRow, SessionRecord, directories_from_json, steps_json_from_journal
+from ._types import JournalRow, SessionRecord, cwd_key, directories_from_json, steps_json_from_journal
 
 __all__ = [
     "LATEST_COMPACTION",
@@ -23,12 +23,14 @@ __all__ = [
     "TURN_MESSAGES",
     "by_seq",
     "compaction_of",
+    "delete_rows",
     "journaled_steps",
+    "page_query",
     "record_of",
 ]
 
 SESSION_COLUMNS = "id, cwd, title, created_us, updated_us, mode, model, additional_directories"
-SESSION_ROW = f"{SESSION_COLUMNS}, system_prompt"  # what a read selects: the columns written at creation, then these
+SESSION_ROW = f"{SESSION_COLUMNS}, system_prompt, task_of"  # what a read selects: the columns at creation, then these
 MESSAGE_COLUMNS = "seq, role, content, reasoning, parts, stop_reason, outcome, owner, steps, usage"
 OWN_PENDING_ANSWER = "session_id = ? AND seq = ? AND outcome = 'pending' AND owner = ?"
 """The answer of a turn this store is running: a write with this filter that changes no row was refused."""
@@ -71,4 +73,29 @@ def compaction_of(row: Any) -> Compaction | None:  # a LATEST_COMPACTION row, or
 
 def record_of(row: Any) -> SessionRecord:
     prompt = ClientPrompt.from_json(row[8])
-    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories_from_json(row[7]), prompt)
+    directories = directories_from_json(row[7])
+    return SessionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], directories, prompt, row[9])
+
+
+def page_query(cwd: str | None, after: tuple[int, str] | None, limit: int) -> tuple[str, list[object]]:
+    """A page of ``list_sessions``: sessions of their own (a subagent child is listed only under its parent), of
+    ``cwd`` if given (compared normalised, so no index: a full scan of a small table), after the cursor ``after``;
+    one row more than ``limit`` (tells whether a next page exists)."""
+    clauses: list[str] = ["task_of IS NULL"]
+    params: list[object] = []
+    if cwd is not None:
+        clauses.append("acp_cwd_key(cwd) = ?")
+        params.append(cwd_key(cwd))
+    if after is not None:
+        clauses.append("(updated_us, id) < (?, ?)")
+        params.extend(after)
+    params.append(limit + 1)
+    where = " AND ".join(clauses)
+    return f"SELECT {SESSION_ROW} FROM sessions WHERE {where} ORDER BY updated_us DESC, id DESC LIMIT ?", params
+
+
+def delete_rows(conn: sqlite3.Connection, session_ids: list[str]) -> None:
+    """Remove sessions with their whole histories (dependent rows first: no cascade relied on)."""
+    for table in ("answer_calls", "compactions", "rewinds", "messages"):
+        conn.executemany(f"DELETE FROM {table} WHERE session_id = ?", [(sid,) for sid in session_ids])
+    conn.executemany("DELETE FROM sessions WHERE id = ?", [(sid,) for sid in session_ids])

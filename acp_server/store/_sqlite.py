@@ -58,7 +58,9 @@ from ._sql import (
     TURN_MESSAGES,
     by_seq,
     compaction_of,
+    delete_rows,
     journaled_steps,
+    page_query,
     record_of,
 )
 from ._types import (
@@ -70,7 +72,6 @@ from ._types import (
     SessionSnapshot,
     StoredMessage,
     TurnTicket,
-    cwd_key,
     decode_cursor,
     directories_to_json,
     encode_cursor,
@@ -185,17 +186,18 @@ class SqliteSessionStore(SessionStore):
     # -- sessions --------------------------------------------------------------------------------------------
 
     async def create_session(
-        self, session_id: str, cwd: str, *, mode: str | None = None, additional_directories: tuple[str, ...] = ()
+        self, session_id: str, cwd: str, *, mode: str | None = None,
+        additional_directories: tuple[str, ...] = (), task_of: str | None = None,
     ) -> SessionRecord:
         now = self._tick()
         directories = tuple(additional_directories)
-        record = SessionRecord(session_id, cwd, "", now, now, mode, None, directories)
+        record = SessionRecord(session_id, cwd, "", now, now, mode, None, directories, None, task_of)
 
         def create(conn: sqlite3.Connection) -> None:
             with _write(conn):
                 conn.execute(
-                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-                    (session_id, cwd, "", now, now, mode, directories_to_json(directories)),
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}, task_of) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                    (session_id, cwd, "", now, now, mode, directories_to_json(directories), task_of),
                 )
 
         await self._call(create)
@@ -229,18 +231,7 @@ class SqliteSessionStore(SessionStore):
     ) -> SessionPage:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        after = decode_cursor(cursor) if cursor is not None else None
-        clauses: list[str] = []
-        params: list[object] = []
-        if cwd is not None:  # compared normalised (cwd_key), so no index: a full scan of a small table
-            clauses.append("acp_cwd_key(cwd) = ?")
-            params.append(cwd_key(cwd))
-        if after is not None:
-            clauses.append("(updated_us, id) < (?, ?)")
-            params.extend(after)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        query = f"SELECT {SESSION_ROW} FROM sessions{where} ORDER BY updated_us DESC, id DESC LIMIT ?"
-        params.append(limit + 1)
+        query, params = page_query(cwd, decode_cursor(cursor) if cursor is not None else None, limit)
 
         def select(conn: sqlite3.Connection) -> list[SessionRecord]:
             return [record_of(row) for row in conn.execute(query, params)]
@@ -248,6 +239,14 @@ class SqliteSessionStore(SessionStore):
         records = await self._call(select)
         page = tuple(records[:limit])
         return SessionPage(page, encode_cursor(page[-1]) if len(records) > limit else None)
+
+    async def list_children(self, session_id: str) -> tuple[SessionRecord, ...]:
+        query = f"SELECT {SESSION_ROW} FROM sessions WHERE task_of = ? ORDER BY created_us, id"
+
+        def select(conn: sqlite3.Connection) -> tuple[SessionRecord, ...]:
+            return tuple(record_of(row) for row in conn.execute(query, (session_id,)))
+
+        return await self._call(select)
 
     async def fork_session(
         self,
@@ -304,9 +303,8 @@ class SqliteSessionStore(SessionStore):
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                     raise StoredSessionNotFoundError(session_id)
                 self._refuse_running(session_id, conn.execute(PENDING, (session_id,)).fetchall())
-                for table in ("answer_calls", "compactions", "rewinds", "messages"):  # children first: no cascade
-                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                children = conn.execute("SELECT id FROM sessions WHERE task_of = ?", (session_id,)).fetchall()
+                delete_rows(conn, [*(child for (child,) in children), session_id])  # its subagents go with it
 
         await self._call(delete)
 

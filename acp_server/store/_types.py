@@ -107,7 +107,8 @@ class SessionRecord:
     ``mode`` / ``model`` the session's mode id / model name as last set (None: never set, the server's default
     applies); ``additional_directories`` the session's further roots (ACP ``additionalDirectories``), in order, as
     last activated (``()``: none); ``system_prompt`` the client's own system prompt (ACP ``systemPrompt``), as
-    last given (None: none)."""
+    last given (None: none); ``task_of`` the session whose ``task`` call ran this one (a subagent child, listed
+    only under it and deleted with it; None: a session of its own)."""
 
     session_id: str
     cwd: str
@@ -118,6 +119,7 @@ class SessionRecord:
     model: str | None = None
     additional_directories: tuple[str, ...] = ()
     system_prompt: ClientPrompt | None = None
+    task_of: str | None = None
 
     @property
     def created_at(self) -> datetime:

@@ -81,8 +81,8 @@ class ChildFace(Protocol):
     (``subagent_update`` on the parent's session) before any of its traffic, then its events and permission
     requests under its own session id."""
 
-    async def announce(self, description: str) -> str:
-        """Announce a new child; its session id."""
+    async def announce(self, child_id: str, description: str) -> None:
+        """Announce the new child ``child_id`` (a session id like any other, stored linked to its parent)."""
         ...
 
     async def update(self, child_id: str, event: TurnEvent) -> None: ...

@@ -1,6 +1,7 @@
 """Subagents: the ``task`` tool's child sessions, run by the turn that called it.
 
-A child has its own conversation (in memory, for the one call) and context budget, the parent's model, roots and
+A child has its own conversation (stored as a session linked to its parent when the parent is stored, see
+``open_child``; else in memory, for the one call) and context budget, the parent's model, roots and
 "always" answers, and a mode no stronger than the parent's (``read-only`` unless the call asks to write, then the
 parent's). Its tool calls are its own; a permission request is asked of the parent's client with the child named
 in the call's title. It never offers ``task`` itself (no grandchildren). Invariants: a child is bounded in model
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -68,9 +70,11 @@ class SubagentSettings:
 
 
 class _ChildSession:
-    """A child session as the turn sees it: the parent's cwd, roots, model and rules; its own history."""
+    """A child session as the turn sees it: the parent's cwd, roots, model and rules; its own history, journaled
+    through ``journal`` (the parent's ``open_child``: the child stored as a session linked to the parent) when the
+    parent is stored, else in memory only."""
 
-    def __init__(self, parent: Any, mode: str, tools: ToolSet) -> None:
+    def __init__(self, parent: Any, mode: str, tools: ToolSet, journal: Any = None) -> None:
         self.cwd: str = parent.cwd
         self.additional_directories = tuple(getattr(parent, "additional_directories", ()))
         self.mode = mode
@@ -78,16 +82,23 @@ class _ChildSession:
         self.permission_rules: dict[str, bool] = parent.permission_rules
         self.conversation = Conversation()
         self.tools = tools
+        self._journal = journal
 
     async def begin_turn(self, prompt: Prompt, user: Message, /) -> Conversation:
+        if self._journal is not None:
+            history: Conversation = await self._journal.begin_turn(prompt, user)
+            return history
         history = Conversation(list(self.conversation.messages))
         self.conversation.messages.append(user)
         return history
 
     async def record_steps(self, steps: tuple[ModelStep, ...], /) -> None:
-        return None
+        if self._journal is not None:
+            await self._journal.record_steps(steps)
 
     async def end_turn(self, answer: Message, /) -> None:
+        if self._journal is not None:
+            await self._journal.end_turn(answer)
         self.conversation.messages.append(answer)
 
     async def mode_switched(self) -> None:
@@ -167,12 +178,15 @@ def subagent_client(
     async def run(description: str, prompt: str, write: bool, sink: ContentSink) -> str:
         mode = parent.mode if write else READ_ONLY_MODE
         tools = parent_tools.without("task")
-        child = _ChildSession(parent, mode, tools)
+        child_id = uuid.uuid4().hex  # a session id like any other: the link to its parent is stored beside it
+        open_child = getattr(parent, "open_child", None)  # a stored parent stores its children
+        journal = None if open_child is None else await open_child(child_id, mode, description)
+        child = _ChildSession(parent, mode, tools, journal)
         face = client.children
         if face is None:
             progress, asker = _Progress(sink), _NamedAsker(client.permission, description, asking)
         else:  # the client shows the child as its own session: announced first, then its traffic under its id
-            child_id = await face.announce(description)
+            await face.announce(child_id, description)
             progress = _Progress(sink, partial(face.update, child_id))
             asker = _NamedAsker(face.asker(child_id), description, asking)
         child_client = dataclasses.replace(client, permission=asker, subagent=None, children=None)

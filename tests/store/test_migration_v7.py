@@ -34,7 +34,7 @@ def test_the_fixture_is_a_version_7_database_of_ours(old_db: Path) -> None:
         assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
         assert "system_prompt" not in _columns(raw)
     raw.close()
-    assert SCHEMA_VERSION == 8  # a new version needs its own fixture made by the code before it (data/make_v7.py)
+    assert SCHEMA_VERSION >= 8  # version 9 has its own fixture, made by the version 8 code (data/make_v8.py)
 
 
 async def test_a_version_7_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:

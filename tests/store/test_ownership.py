@@ -157,7 +157,7 @@ async def test_sqlite_and_memory_claim_nothing(kind: str, tmp_path: Path) -> Non
 
 
 async def test_a_version_1_database_is_upgraded_and_keeps_its_sessions(pg_dsn: str) -> None:
-    assert PG_SCHEMA_VERSION == 5
+    assert PG_SCHEMA_VERSION == 6
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the previous release
         conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
         for statement in MIGRATIONS[0]:
@@ -209,6 +209,26 @@ async def test_a_version_4_database_is_upgraded_and_its_sessions_store_a_client_
     async with PostgresSessionStore(pg_dsn) as store:
         old = await store.get_session("old")
         assert old is not None and old.system_prompt == ClientPrompt("override", "Review only.")
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(PG_SCHEMA_VERSION,)]
+
+
+async def test_a_version_5_database_is_upgraded_and_stores_subagent_children(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a database made by the release before this one
+        conn.execute("CREATE TABLE acp_schema (version INTEGER NOT NULL)")
+        for step in MIGRATIONS[:5]:
+            for statement in step:
+                conn.execute(statement)
+        conn.execute("INSERT INTO acp_schema (version) VALUES (5)")
+        conn.execute("INSERT INTO sessions (id, cwd, created_us, updated_us) VALUES ('old', '/w', 1, 1)")
+    async with PostgresSessionStore(pg_dsn) as store:
+        assert store.problem is None
+        old = await store.get_session("old")
+        assert old is not None and old.task_of is None
+        await store.create_session("kid", "/w", task_of="old")
+    async with PostgresSessionStore(pg_dsn) as store:
+        assert [r.session_id for r in await store.list_children("old")] == ["kid"]
+        assert [r.session_id for r in (await store.list_sessions()).sessions] == ["old"]
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT version FROM acp_schema").fetchall() == [(PG_SCHEMA_VERSION,)]
 
