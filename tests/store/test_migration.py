@@ -92,7 +92,7 @@ async def test_a_version_1_database_upgrades_in_place_and_reads_as_before(old_db
         assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert _columns(raw, "messages")[-2:] == ["steps", "usage"]
-        assert _columns(raw, "sessions")[-4:] == ["mode", "model", "additional_directories", "system_prompt"]
+        assert _columns(raw, "sessions")[-5:] == ["mode", "model", "additional_directories", "system_prompt", "task_of"]
         assert raw.execute("SELECT count(*) FROM messages WHERE steps IS NOT NULL").fetchone() == (0,)
 
 

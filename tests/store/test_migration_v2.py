@@ -95,7 +95,7 @@ async def test_a_version_2_database_upgrades_in_place_and_reads_as_before(old_db
     with sqlite3.connect(old_db) as raw:
         assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert _columns(raw, "sessions")[-3:] == ["model", "additional_directories", "system_prompt"]
+        assert _columns(raw, "sessions")[-4:] == ["model", "additional_directories", "system_prompt", "task_of"]
         assert raw.execute("SELECT count(*) FROM sessions WHERE model IS NOT NULL").fetchone() == (0,)
 
 
