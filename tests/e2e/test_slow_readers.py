@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,14 +26,25 @@ from acp_server.provider.offline._exchange import Exchange
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-CHUNKS = 1200
-CHUNK_BYTES = 16 * 1024  # 19 MiB of answer text; buffered, the agent would hold it twice (the text, then NDJSON)
-RSS_BOUND = 24 * 1024 * 1024  # what may pile up in its pipes, outbox and prompt stream is well under half that
+CHUNK_BYTES = 16 * 1024
+RSS_BOUND = 24 * 1024 * 1024  # what may pile up in its pipes, outbox and prompt stream is well under this
 
 
-def words() -> list[str]:
+def loopback_in_flight() -> int:
+    """The most the kernel may hold of one loopback TCP stream: the receive buffer's autotuning ceiling plus the send
+    buffer's (``tcp_rmem``/``tcp_wmem``, third figure). Bytes the model got rid of may sit there, not in the agent."""
+    return sum(int(Path(f"/proc/sys/net/ipv4/{name}").read_text().split()[2]) for name in ("tcp_rmem", "tcp_wmem"))
+
+
+# The answer is larger than the kernel can hold in flight (+ 8 MiB), so an agent that keeps its paused reader's
+# backlog out of its own memory *must* hold the model back before the end, whatever the machine's speed (44 MiB with
+# Debian's ceilings of 32 + 4 MiB); buffered, the agent would hold it twice (the text, then NDJSON).
+CHUNKS = max(1200, (loopback_in_flight() + (8 << 20)) // CHUNK_BYTES)
+
+
+def words(count: int = CHUNKS) -> list[str]:
     """The answer, one chunk per word (the model streams each word with its leading space)."""
-    return [("" if i == 0 else " ") + f"w{i:05d}".ljust(CHUNK_BYTES - 1, "x") for i in range(CHUNKS)]
+    return [("" if i == 0 else " ") + f"w{i:05d}".ljust(CHUNK_BYTES - 1, "x") for i in range(count)]
 
 
 def rss_bytes(pid: int) -> int:
@@ -163,7 +175,7 @@ async def test_chunks_waiting_for_a_paused_reader_arrive_joined_whole_and_in_ord
 ) -> None:
     """While the reader is away (its stdout pipe and the agent's outbox full of large chunks), 3,000 one-word chunks
     wait in the prompt's stream and join into fewer updates: their text is exactly what the model sent."""
-    large = words()[:80]  # 1.3 MiB: over the outbox's high-water mark, so the relay waits for the reader
+    large = words(80)  # 1.3 MiB: over the outbox's high-water mark, so the relay waits for the reader
     small = [f" s{i}" for i in range(3000)]
     everything_sent = anyio.Event()
     sent = 0
