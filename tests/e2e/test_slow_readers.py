@@ -37,8 +37,8 @@ def loopback_in_flight() -> int:
 
 
 # The answer is larger than the kernel can hold in flight (+ 8 MiB), so an agent that keeps its paused reader's
-# backlog out of its own memory *must* hold the model back before the end, whatever the machine's speed (44 MiB with
-# Debian's ceilings of 32 + 4 MiB); buffered, the agent would hold it twice (the text, then NDJSON).
+# backlog out of its own memory *must* hold the model back before the end, whatever the machine's speed (44 MiB where
+# the ceilings are 32 + 4 MiB); buffered, the agent would hold it twice (the text, then NDJSON).
 CHUNKS = max(1200, (loopback_in_flight() + (8 << 20)) // CHUNK_BYTES)
 
 
