@@ -49,6 +49,7 @@ RANKS: dict[str, int] = {
     "modes": 0,
     "grammar_bounds": 0,
     "system_prompts": 0,
+    "collector": 0,
     "provider": 1,
     "pipeline": 2,
     "tools": 2,

@@ -7,13 +7,13 @@ warms it with :func:`preload` in a worker thread once the first reply is on its 
 from __future__ import annotations
 
 import functools
-import gc
 import importlib
 import logging
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..collector import paused_for_imports
 from ..errors import InvalidInputError
 from ..provider import import_client_modules
 
@@ -58,22 +58,26 @@ def model(name: str) -> type[BaseModel]:
 
 
 def preload() -> None:
-    """Import the schema and the model client ahead of the first request that needs them (run in a thread), then
-    freeze what the process holds so far out of the garbage collector's view.
+    """Import the schema and the model client ahead of the first request that needs them (run in a thread), the
+    collector paused, then freeze what the process holds so far out of its view (:mod:`acp_server.collector`).
 
-    The imports leave ~10^6 objects (pydantic models, the SDK's types) that live as long as the process; a full
-    collection walked them all, stalling the event loop for 100–170 ms under load. Frozen, a full collection walks
-    only what was allocated since. Best effort: a warm-up that fails (no file descriptors left under a connection
-    flood, say) is logged and the import happens again on first use; it never takes the process down.
+    Frozen once per process: a later warm-up (tests start many daemons in one process) freezes nothing more. Best
+    effort: a warm-up that fails (no file descriptors left under a connection flood, say) is logged and the import
+    happens again on first use; it never takes the process down.
     """
+    global _warmed
     try:
-        schema()
-        import_client_modules()
+        with paused_for_imports(freeze=not _warmed):
+            schema()
+            import_client_modules()
     except Exception as exc:
         logger.warning("could not preload the ACP schema and the model client (%s): they load on first use", exc)
         return
-    if not gc.get_freeze_count():  # once per process: a later warm-up (tests start many daemons) changes nothing
-        gc.freeze()
+    finally:
+        _warmed = True
+
+
+_warmed = False
 
 
 def validate(model: type[M], params: Any, method: str) -> M:

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from .. import __version__
+from ..collector import paused_for_imports
 from ..config import (
     OPTIONS,
     SECRET_OPTIONS,
@@ -170,12 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     if args.command == "serve":
         return _serve(args.serve_parser, args, settings)
-    from ._stdio import run_stdio
+    with paused_for_imports():
+        from ._endpoint import ConfigurationGate
+        from ._stdio import run_stdio
 
     if sys.stdin.isatty():
         sys.stderr.write(TTY_HINT)
         sys.stderr.flush()
-    from ._endpoint import ConfigurationGate
 
     return _run_or_exit_1(run_stdio, settings, None, None, ConfigurationGate(args, settings))
 
@@ -223,8 +225,9 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     """``acp-server serve``: usage errors (a public address without a token included) exit 2 before anything
     starts; an address that cannot be bound exits 1. The sessions' modes are :func:`daemon_modes`: without a token
     only ``read-only`` (asking for another default mode, or for bypass, is a usage error)."""
-    from ..daemon import ListenError, bind_socket, daemon_modes, run_daemon
-    from ._stdio import open_bridge
+    with paused_for_imports():
+        from ..daemon import ListenError, bind_socket, daemon_modes, run_daemon
+        from ._stdio import open_bridge
 
     serve: ServeSettings = serve_settings_from_args(parser, args)
     modes = daemon_modes(

@@ -21,8 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-
-import regex
+from typing import TYPE_CHECKING
 
 from ..domain import TextContent
 from ._exceptions import ToolCallError
@@ -33,6 +32,9 @@ from ._textfile import MAX_TEXT_FILE_BYTES, read_searchable
 from ._types import ToolResult
 from ._walk import MAX_WALK_ENTRIES, Walk
 from ._workspace import Target, Workspace
+
+if TYPE_CHECKING:
+    import regex  # imported by the first grep (compile_pattern): an agent that never greps never loads it
 
 __all__ = [
     "GREP_TIME_BUDGET_S",
@@ -326,6 +328,8 @@ def compile_pattern(pattern: str) -> tuple[regex.Pattern[str], regex.Pattern[str
             f"pattern repeats too much: its counted repetitions ({{n}}) make it about {size} items once "
             f"compiled, more than {MAX_GREP_PATTERN_ITEMS}; use smaller counts, or + and * instead"
         )
+    import regex
+
     try:
         return regex.compile(pattern), regex.compile(pattern, regex.MULTILINE)
     except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-from jsonschema.exceptions import ValidationError as SchemaViolation
 from pydantic import BaseModel, ValidationError
 
 from ._exceptions import ToolCallError
 from ._workspace import check_unicode
+
+if TYPE_CHECKING:  # imported by the first schema_check: only an MCP server's tools have a JSON Schema to check
+    from jsonschema.exceptions import ValidationError as SchemaViolation
 
 __all__ = ["MAX_ARGUMENTS_BYTES", "SchemaCheck", "arguments_json", "parse_arguments", "schema_check"]
 
@@ -63,6 +63,9 @@ def _bound_message(error: SchemaViolation) -> str | None:
 def schema_check(schema: Mapping[str, Any]) -> SchemaCheck:
     """The check of ``schema`` (its draft from ``$schema``, 2020-12 by default). Raises ``ValueError`` when the
     schema itself is invalid."""
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(dict(schema))
