@@ -10,14 +10,12 @@ from pathlib import Path
 import pytest
 
 from acp_server.domain import ModelStep, TextPart
-from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage, _sqlite
+from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, StoredMessage
 
-from ._support import copy_of
+from ._migrations import check_old, check_upgraded, old_copy, read_as_before
 from .test_migration_v2 import _ALPHA, READ, STEP  # what the version 2 file held, made again by the version 3 code
 
 pytestmark = pytest.mark.anyio
-
-FIXTURE = Path(__file__).parent / "data" / "v3.sqlite3"
 
 _LOST = StoredMessage(2, "assistant", "", outcome="interrupted", steps=(STEP,))
 _DELTA = (StoredMessage(1, "user", "lost", parts=(TextPart("lost"),)), _LOST)
@@ -32,18 +30,12 @@ EXPECTED = {  # newest first: (cwd, title, mode, model, history)
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
     """A copy of the version 3 file."""
-    return copy_of(FIXTURE, tmp_path)
-
-
-def _tables(raw: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return old_copy(3, tmp_path)
 
 
 def test_the_fixture_is_a_version_3_database_of_ours(old_db: Path) -> None:
+    assert "answer_calls" not in check_old(old_db, 3).tables
     with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (3,)
-        assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
-        assert "answer_calls" not in _tables(raw)
         pending = raw.execute("SELECT steps FROM messages WHERE outcome = 'pending'").fetchall()
         assert len(pending) == 1 and pending[0][0] is not None  # that code wrote a running answer's steps there
     raw.close()
@@ -52,19 +44,10 @@ def test_the_fixture_is_a_version_3_database_of_ours(old_db: Path) -> None:
 
 async def test_a_version_3_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
     async with SqliteSessionStore(old_db) as store:
-        assert store.problem is None
-        page = await store.list_sessions()
-        assert [r.session_id for r in page.sessions] == list(EXPECTED)
-        for record in page.sessions:
-            cwd, title, mode, model, history = EXPECTED[record.session_id]
-            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, mode, model)
-            snapshot = await store.read_session(record.session_id)
-            assert snapshot is not None and snapshot.record == record
-            assert snapshot.messages == history
+        for record, snapshot in await read_as_before(store, EXPECTED):
+            assert snapshot.record == record
+    assert "answer_calls" in check_upgraded(old_db).tables
     with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert "answer_calls" in _tables(raw)
         assert raw.execute("SELECT count(*) FROM answer_calls").fetchone() == (0,)
     raw.close()
 

@@ -4,54 +4,36 @@ upgraded sessions take compactions and usage from then on."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from acp_server.domain import Compaction, ContextUsage, TextPart
-from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, _sqlite
+from acp_server.store import SCHEMA_VERSION, SqliteSessionStore
 
-from ._support import copy_of
+from ._migrations import check_old, check_upgraded, old_copy, read_as_before
 from .test_migration_v2 import _ALPHA
-from .test_migration_v3 import EXPECTED, _tables  # the same sessions, made again by the version 4 code
+from .test_migration_v3 import EXPECTED  # the same sessions, made again by the version 4 code
 
 pytestmark = pytest.mark.anyio
-
-FIXTURE = Path(__file__).parent / "data" / "v4.sqlite3"
 
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    return copy_of(FIXTURE, tmp_path)
+    return old_copy(4, tmp_path)
 
 
 def test_the_fixture_is_a_version_4_database_of_ours(old_db: Path) -> None:
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (4,)
-        assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
-        assert "compactions" not in _tables(raw)
-        assert raw.execute("SELECT count(*) FROM answer_calls").fetchone() == (2,)  # the killed turn's journal
-    raw.close()
+    names = check_old(old_db, 4, ("SELECT count(*) FROM answer_calls", (2,)))  # the killed turn's journal
+    assert "compactions" not in names.tables
     assert SCHEMA_VERSION >= 5  # version 6 has its own fixture, made by the version 5 code (data/make_v5.py)
 
 
 async def test_a_version_4_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
     async with SqliteSessionStore(old_db) as store:
-        assert store.problem is None
-        page = await store.list_sessions()
-        assert [r.session_id for r in page.sessions] == list(EXPECTED)
-        for record in page.sessions:
-            cwd, title, mode, model, history = EXPECTED[record.session_id]
-            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, mode, model)
-            snapshot = await store.read_session(record.session_id)
-            assert snapshot is not None and snapshot.record == record
-            assert snapshot.messages == history and snapshot.compaction is None
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert "compactions" in _tables(raw)
-    raw.close()
+        for record, snapshot in await read_as_before(store, EXPECTED):
+            assert snapshot.record == record and snapshot.compaction is None
+    assert "compactions" in check_upgraded(old_db).tables
 
 
 async def test_an_upgraded_session_takes_usage_and_compactions(old_db: Path) -> None:

@@ -3,55 +3,33 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from acp_server.store import SCHEMA_VERSION, SqliteSessionStore, _sqlite
+from acp_server.store import SCHEMA_VERSION, SqliteSessionStore
 
-from ._support import copy_of
+from ._migrations import check_old, check_upgraded, old_copy, read_as_before
 from .test_migration_v3 import EXPECTED
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = Path(__file__).parent / "data" / "v5.sqlite3"
-
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    return copy_of(FIXTURE, tmp_path)
-
-
-def _columns(raw: sqlite3.Connection) -> set[str]:
-    return {row[1] for row in raw.execute("PRAGMA table_info(sessions)")}
+    return old_copy(5, tmp_path)
 
 
 def test_the_fixture_is_a_version_5_database_of_ours(old_db: Path) -> None:
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (5,)
-        assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
-        assert "additional_directories" not in _columns(raw)
-    raw.close()
+    assert "additional_directories" not in check_old(old_db, 5).session_columns
     assert SCHEMA_VERSION >= 6  # version 7 has its own fixture, made by the version 6 code (data/make_v6.py)
 
 
 async def test_a_version_5_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
     async with SqliteSessionStore(old_db) as store:
-        assert store.problem is None
-        page = await store.list_sessions()
-        assert [r.session_id for r in page.sessions] == list(EXPECTED)
-        for record in page.sessions:
-            cwd, title, mode, model, history = EXPECTED[record.session_id]
-            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, mode, model)
-            assert record.additional_directories == ()
-            snapshot = await store.read_session(record.session_id)
-            assert snapshot is not None and snapshot.record == record and snapshot.messages == history
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert "additional_directories" in _columns(raw)
-    raw.close()
+        for record, snapshot in await read_as_before(store, EXPECTED):
+            assert record.additional_directories == () and snapshot.record == record
+    assert "additional_directories" in check_upgraded(old_db).session_columns
 
 
 async def test_an_upgraded_session_stores_its_additional_directories(old_db: Path) -> None:

@@ -3,56 +3,35 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from acp_server.store import SCHEMA_VERSION, Rewind, SqliteSessionStore, _sqlite
+from acp_server.store import SCHEMA_VERSION, Rewind, SqliteSessionStore
 
-from ._support import copy_of
+from ._migrations import check_old, check_upgraded, old_copy, read_as_before
 from .test_migration_v3 import EXPECTED
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = Path(__file__).parent / "data" / "v6.sqlite3"
-
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    return copy_of(FIXTURE, tmp_path)
-
-
-def _tables(raw: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return old_copy(6, tmp_path)
 
 
 def test_the_fixture_is_a_version_6_database_of_ours(old_db: Path) -> None:
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (6,)
-        assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
-        assert "rewinds" not in _tables(raw)
-    raw.close()
+    assert "rewinds" not in check_old(old_db, 6).tables
     assert SCHEMA_VERSION >= 7  # version 8 has its own fixture, made by the version 7 code (data/make_v7.py)
 
 
 async def test_a_version_6_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
     async with SqliteSessionStore(old_db) as store:
-        assert store.problem is None
-        page = await store.list_sessions()
-        assert [r.session_id for r in page.sessions] == list(EXPECTED)
-        for record in page.sessions:
-            cwd, title, mode, model, history = EXPECTED[record.session_id]
-            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, mode, model)
-            snapshot = await store.read_session(record.session_id)
-            assert snapshot is not None and snapshot.messages == history and snapshot.rewinds == ()
+        for _, snapshot in await read_as_before(store, EXPECTED):
+            assert snapshot.rewinds == ()
         alpha = await store.get_session("alpha")
         assert alpha is not None and alpha.additional_directories == ("/work/lib",)
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert "rewinds" in _tables(raw)
-    raw.close()
+    assert "rewinds" in check_upgraded(old_db).tables
 
 
 async def test_an_upgraded_session_keeps_its_rewinds_and_a_fork_copies_them(old_db: Path) -> None:

@@ -3,59 +3,37 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from acp_server.store import SCHEMA_VERSION, Rewind, SqliteSessionStore, _sqlite
+from acp_server.store import SCHEMA_VERSION, Rewind, SqliteSessionStore
 from acp_server.system_prompts import ClientPrompt
 
-from ._support import copy_of
+from ._migrations import check_old, check_upgraded, old_copy, read_as_before
 from .test_migration_v3 import EXPECTED
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = Path(__file__).parent / "data" / "v8.sqlite3"
-
 
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
-    return copy_of(FIXTURE, tmp_path)
-
-
-def _columns(raw: sqlite3.Connection) -> set[str]:
-    return {row[1] for row in raw.execute("PRAGMA table_info(sessions)")}
+    return old_copy(8, tmp_path)
 
 
 def test_the_fixture_is_a_version_8_database_of_ours(old_db: Path) -> None:
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (8,)
-        assert raw.execute("PRAGMA application_id").fetchone() == (_sqlite.APPLICATION_ID,)
-        assert "task_of" not in _columns(raw)
-    raw.close()
+    assert "task_of" not in check_old(old_db, 8).session_columns
     assert SCHEMA_VERSION == 9  # a new version needs its own fixture made by the code before it (data/make_v8.py)
 
 
 async def test_a_version_8_database_upgrades_in_place_and_reads_as_before(old_db: Path) -> None:
     async with SqliteSessionStore(old_db) as store:
-        assert store.problem is None
-        page = await store.list_sessions()
-        assert [r.session_id for r in page.sessions] == list(EXPECTED)
-        for record in page.sessions:
-            cwd, title, mode, model, history = EXPECTED[record.session_id]
-            assert (record.cwd, record.title, record.mode, record.model) == (cwd, title, mode, model)
+        for record, _ in await read_as_before(store, EXPECTED):
             assert record.task_of is None and await store.list_children(record.session_id) == ()
-            snapshot = await store.read_session(record.session_id)
-            assert snapshot is not None and snapshot.messages == history
         alpha = await store.read_session("alpha")
         assert alpha is not None and alpha.record.additional_directories == ("/work/lib",)
         assert alpha.rewinds == (Rewind(3, 4),) and alpha.record.system_prompt == ClientPrompt("append", "Be brief.")
-    with sqlite3.connect(old_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert "task_of" in _columns(raw)
-    raw.close()
+    assert "task_of" in check_upgraded(old_db).session_columns
 
 
 async def test_an_upgraded_session_gets_children_listed_only_under_it_and_deleted_with_it(old_db: Path) -> None:
