@@ -50,6 +50,7 @@ RANKS: dict[str, int] = {
     "grammar_bounds": 0,
     "system_prompts": 0,
     "collector": 0,
+    "atomic": 0,
     "provider": 1,
     "pipeline": 2,
     "tools": 2,

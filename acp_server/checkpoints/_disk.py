@@ -7,37 +7,18 @@ written to a temporary name then renamed, so a kill leaves the old file or the n
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import secrets
 from typing import Any
 
-__all__ = ["atomic_write", "blob_path", "digest", "put_blob", "read_json", "write_json"]
+from ..atomic import atomic_write
+
+__all__ = ["blob_path", "digest", "put_blob", "read_json", "write_json"]
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def atomic_write(path: str, data: bytes, *, sync: bool = True) -> None:
-    """``path`` holds ``data`` (its directory made when missing), replaced in one rename."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)  # the user's alone
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            if sync:
-                file.flush()
-                os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def read_json(path: str) -> Any:

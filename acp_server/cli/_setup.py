@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 
 import anyio
 
+from ..atomic import atomic_write
 from ..config import ConfigFileError, SettingsError, load_config, locate_config, resolve_settings
 
 __all__ = ["ENDPOINTS", "Endpoint", "add_setup_arguments", "run_setup", "toml_document"]
@@ -322,18 +322,7 @@ def write_config(path: Path, document: Mapping[str, Any]) -> None:
     """Write ``document`` to ``path`` atomically, mode 0600 (the directory made 0700 when it is new)."""
     text = toml_document(document)
     tomllib.loads(text)  # what is written reads back
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    atomic_write(str(path), text.encode())
 
 
 def _updated(path: Path, profile: str | None, values: Mapping[str, Any]) -> dict[str, Any]:
