@@ -51,6 +51,7 @@ RANKS: dict[str, int] = {
     "system_prompts": 0,
     "collector": 0,
     "atomic": 0,
+    "frontmatter": 0,
     "provider": 1,
     "pipeline": 2,
     "tools": 2,

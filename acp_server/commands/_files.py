@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..frontmatter import frontmatter
+
 __all__ = ["MAX_COMMANDS", "MAX_FILE_BYTES", "CommandFiles", "UserCommand", "expand"]
 
 logger = logging.getLogger("acp_server.commands")
@@ -65,27 +67,6 @@ def expand(command: UserCommand, argument: str) -> str:
     return body if used or not argument else f"{body}\n\n{argument}"
 
 
-def _frontmatter(text: str) -> tuple[dict[str, str], str]:
-    """A Markdown file's ``---`` frontmatter as flat ``key: value`` pairs (quotes stripped), and its body."""
-    if not text.startswith("---"):
-        return {}, text
-    lines = text.split("\n")
-    for end in range(1, len(lines)):
-        if lines[end].strip() == "---":
-            break
-    else:
-        return {}, text
-    fields: dict[str, str] = {}
-    for line in lines[1:end]:
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and not key.startswith((" ", "\t")):
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            fields[key.strip().lower()] = value
-    return fields, "\n".join(lines[end + 1 :]).lstrip("\n")
-
-
 def _read(path: Path, name: str, style: str) -> UserCommand | None:
     """The command in ``path``, or None (logged) when it is too large, not UTF-8 or malformed."""
     try:
@@ -107,7 +88,7 @@ def _read(path: Path, name: str, style: str) -> UserCommand | None:
             logger.warning("command file %s has no prompt text: skipped", path)
             return None
         return UserCommand(name, description or _first_line(prompt), None, prompt, str(path), "gemini")
-    fields, body = _frontmatter(text)
+    fields, body = frontmatter(text)
     description = fields.get("description") or _first_line(body)
     return UserCommand(name, description, fields.get("argument-hint") or None, body, str(path))
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..frontmatter import frontmatter
 from ._exceptions import ToolCallError
 
 __all__ = ["MAX_SKILLS", "Skill", "find_skills", "read_skill_file", "skills_listing"]
@@ -32,22 +33,6 @@ class Skill:
     name: str
     description: str
     folder: str
-
-
-def _frontmatter(text: str) -> dict[str, str]:
-    if not text.startswith("---"):
-        return {}
-    fields: dict[str, str] = {}
-    for line in text.split("\n")[1:200]:
-        if line.strip() == "---":
-            return fields
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and not key.startswith((" ", "\t")):
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            fields[key.strip().lower()] = value
-    return {}
 
 
 def find_skills(cwd: str, user_dir: str | None) -> tuple[Skill, ...]:
@@ -70,7 +55,7 @@ def find_skills(cwd: str, user_dir: str | None) -> tuple[Skill, ...]:
                     head = file.read(16 * 1024)
             except (OSError, UnicodeDecodeError):
                 continue
-            fields = _frontmatter(head)
+            fields, _ = frontmatter("\n".join(head.split("\n")[:200]))  # within its first 200 lines
             name, description = fields.get("name", ""), fields.get("description", "")
             if _NAME.fullmatch(name) and description and name not in found:
                 description = description if len(description) <= MAX_DESCRIPTION_CHARS else description[:299] + "…"
